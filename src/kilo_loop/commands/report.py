@@ -1,0 +1,44 @@
+"""`kilo-loop report`: show a saved run's report — read-only, starts nothing."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import orjson
+
+from kilo_loop.loop.workspace import NotAGitRepo, git_root
+from kilo_loop.run.layout import ProjectLayout
+from kilo_loop.run.report import run_report_md
+from kilo_loop.run.store import RunNotFound, load_state, resolve_run
+from kilo_loop.safety.redact import Redactor
+
+
+def _project(path: Path | None) -> Path:
+    start = (path or Path.cwd()).expanduser().resolve()
+    try:
+        return git_root(start)
+    except NotAGitRepo:
+        return start
+
+
+@click.command(help="Print a saved run's report.md (default: the most recent run), or its state with --json.")
+@click.argument("run_id", required=False)
+@click.option("--last", "--latest", "last", is_flag=True, help="the most recent run (the default)")
+@click.option("--json", "as_json", is_flag=True, help="print the redacted run state as JSON")
+@click.option("-C", "--project", type=click.Path(path_type=Path), help="repository (default: cwd's git root)")
+def report_command(run_id: str | None, last: bool, as_json: bool, project: Path | None) -> None:
+    layout = ProjectLayout(_project(project))
+    try:
+        run = resolve_run(layout, run_id if run_id and not last else "last")
+        state = load_state(run)
+    except RunNotFound as exc:
+        click.echo(f"kilo-loop report: {exc}", err=True)
+        sys.exit(1)
+    redactor = Redactor()
+    if as_json:
+        click.echo(orjson.dumps(redactor.redact_value(state.wire()), option=orjson.OPT_INDENT_2).decode())
+        return
+    text = run.report.read_text(encoding="utf-8") if run.report.is_file() else run_report_md(state)
+    click.echo(redactor.redact(text), nl=False)

@@ -1,0 +1,491 @@
+"""The iteration state machine: pick the stage, checkpoint, prompt, run the session
+(with retries), read the report, verify, ask the human, enforce budgets — repeat."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from kilo_loop.agent.protocol import AgentBackend, AgentRequest, StepFinished
+from kilo_loop.goal.model import Goal, Stage
+from kilo_loop.loop.control import RunControl
+from kilo_loop.loop.hitl import AnswerBook, collect_answers
+from kilo_loop.loop.progress import Progress, completion_percent, first_open_stage_title, read_progress
+from kilo_loop.loop.prompt import PromptInput, build_prompt, clip_handoff
+from kilo_loop.loop.retry import backoff_delay_ms, transient_reason
+from kilo_loop.loop.session import GuardLike, SessionOutcome, SessionRunner
+from kilo_loop.loop.workspace import changed_between, snapshot_worktree
+from kilo_loop.run.events import now_iso
+from kilo_loop.run.layout import ProjectLayout
+from kilo_loop.run.recorder import RunRecorder
+from kilo_loop.run.report import iteration_line
+from kilo_loop.run.state import IterationSummary, Question, RetryState, VerifyResult
+from kilo_loop.run.status import RunStatus
+from kilo_loop.settings import Settings
+
+Stop = tuple[RunStatus, str]
+ALWAYS_QUESTION = "Any instructions or corrections for the next iteration? (empty to continue)"
+
+
+class NotifierLike(Protocol):
+    def notify(self, event: str, title: str, text: str) -> None: ...
+
+
+class Hooks(Protocol):
+    """I/O the orchestrator needs from safety modules; injected so tests can replace them."""
+
+    async def checkpoint(self, project: Path, checkpoints_dir: Path, iteration: int) -> str: ...
+
+    async def verify(self, command: str, cwd: Path, timeout_s: float) -> VerifyResult: ...
+
+    def sync_markdown(self, goal: Goal, stage: Stage) -> bool: ...
+
+
+@dataclass
+class LoopContext:
+    settings: Settings
+    goal: Goal
+    project: Path
+    backend: AgentBackend
+    control: RunControl
+    recorder: RunRecorder
+    answers: AnswerBook
+    hooks: Hooks
+    guard: GuardLike | None = None
+    notifier: NotifierLike | None = None
+    agent_env: dict[str, str] = field(default_factory=dict)
+    answer_channel_open: Callable[[], bool] = lambda: False
+    rng: random.Random = field(default_factory=random.Random)
+
+
+class Orchestrator:
+    def __init__(self, ctx: LoopContext) -> None:
+        self.ctx = ctx
+        self.state = ctx.recorder.state
+        self.layout = ProjectLayout(ctx.project)
+        self._completed: set[str] = set(self.state.completed_stages)
+        self._blocked: set[str] = set()
+        self._previous: dict[str, str] = {}
+        self._run_files: dict[str, None] = {}
+        self._handoff: str | None = None
+        self._safety_feedback: str | None = self.state.guard_note or None
+        self._verify_feedback: str | None = None
+        self._had_errors = False
+        self._budget_stop: str | None = None
+        self._first_iteration = self.state.iteration + 1
+        self._last_iteration = self.state.iteration + ctx.settings.iterations
+        self.state.max_iterations = self._last_iteration
+        ctx.control.on_change(self._on_control)
+
+    # ----------------------------------------------------------------- run
+    async def run(self) -> RunStatus:
+        rec = self.ctx.recorder
+        rec.set_status("running")
+        try:
+            status, reason = await self._loop()
+        except Exception as exc:  # the run must end with a saved state and report, whatever broke
+            rec.emit("crash", f"internal error: {exc}", "error", traceback=traceback.format_exc()[-4000:])
+            status, reason = "error", f"internal error: {exc}"
+        self._finish(status, reason)
+        return status
+
+    async def _loop(self) -> Stop:
+        ctx = self.ctx
+        while self.state.iteration < self._last_iteration:
+            stop = await self._between_iterations()
+            if stop:
+                return stop
+            stage = self._next_stage()
+            if stage is None:
+                return "done", "all stages done"
+            self.state.iteration += 1
+            stop = await self._iteration(stage)
+            if stop:
+                return stop
+            if ctx.control.abort_after_current:
+                return "aborted", "aborted after the session by the operator"
+        if self._next_stage() is None:
+            return "done", "all stages done"
+        left = len([s for s in ctx.goal.stages if not self._is_done(s)])
+        return "done-with-errors", f"{self._last_iteration} iteration(s) used, {left} stage(s) not done"
+
+    async def _between_iterations(self) -> Stop | None:
+        control = self.ctx.control
+        if control.paused and not control.stop_requested:
+            self.ctx.recorder.set_status("paused")
+            await control.wait_until_resumed()
+        if control.stop_requested:
+            return "aborted", "stopped by the operator"
+        if self.state.status != "running":
+            self.ctx.recorder.set_status("running")
+        return None
+
+    def _on_control(self, what: str, value: object) -> None:
+        self.state.paused = self.ctx.control.paused
+        self.state.abort_requested = self.ctx.control.abort_after_current
+        self.state.shared_context = self.ctx.control.shared_context
+        self.ctx.recorder.emit("control", f"control: {what} = {value}", "info", action=what, value=value)
+        self.ctx.recorder.save()
+
+    # ----------------------------------------------------------- stages
+    def _is_done(self, stage: Stage) -> bool:
+        return stage.done or stage.id in self._completed
+
+    def _next_stage(self) -> Stage | None:
+        return next((s for s in self.ctx.goal.stages if not self._is_done(s)), None)
+
+    def _set_stage_status(self, stage: Stage, status: str) -> None:
+        stage_state = self.state.stage_state(stage.id)
+        if stage_state is not None:
+            stage_state.status = status  # type: ignore[assignment]
+
+    # -------------------------------------------------------- iteration
+    async def _iteration(self, stage: Stage) -> Stop | None:
+        ctx, rec, i = self.ctx, self.ctx.recorder, self.state.iteration
+        summary = IterationSummary(iteration=i, stage_id=stage.id, stage_title=stage.title, started_at=now_iso())
+        self.state.current_stage_id = stage.id
+        self._set_stage_status(stage, "in_progress")
+        rec.emit("iteration-started", f"Iteration {i}/{self._last_iteration} — {stage.title}", "heading",
+                 stage_id=stage.id)
+        rec.record_iteration(summary)
+        if ctx.settings.checkpoint:
+            await self._checkpoint(i)
+        before = await asyncio.to_thread(snapshot_worktree, ctx.project)
+        request = self._request(stage, i)
+        outcome = await self._run_session(request, summary)
+        return await self._after_session(stage, summary, outcome, before)
+
+    async def _checkpoint(self, iteration: int) -> None:
+        try:
+            note = await self.ctx.hooks.checkpoint(self.ctx.project, self.ctx.recorder.layout.checkpoints, iteration)
+            self.ctx.recorder.emit("checkpoint", f"checkpoint before iteration {iteration}: {note}")
+        except Exception as exc:  # a failed checkpoint is reported, not fatal
+            self.ctx.recorder.warn(f"checkpoint before iteration {iteration} failed: {exc}")
+
+    def _request(self, stage: Stage, iteration: int) -> AgentRequest:
+        ctx, state = self.ctx, self.state
+        shared = ctx.control.shared_context
+        handoff = self._take_handoff(iteration) if not shared else None
+        if handoff is None:
+            self.layout.handoff.unlink(missing_ok=True)
+        self.layout.progress.unlink(missing_ok=True)
+        prompt = build_prompt(
+            PromptInput(
+                goal=ctx.goal, stage=stage, iteration=iteration, max_iterations=self._last_iteration,
+                completed=self._completed, blocked=self._blocked, previous=self._previous,
+                answers=ctx.answers.answers, files_changed=list(self._run_files), handoff=handoff,
+                prompt_extra=state.prompt_extra, shared_context=shared,
+                safety_feedback=self._safety_feedback, verify_feedback=self._verify_feedback,
+            )
+        )
+        ctx.recorder.archive(iteration, "prompt.md", prompt)
+        s = ctx.settings
+        return AgentRequest(
+            prompt=prompt, cwd=ctx.project, title=f"kilo-loop {state.run_id} #{iteration}: {stage.title}"[:120],
+            agent=stage.agent or s.agent, model=stage.model or s.model, variant=stage.variant or s.variant,
+            session_id=state.session_id if shared else None, thinking=s.thinking, auto_approve=s.auto,
+            timeout_s=s.max_iteration_minutes * 60, env=ctx.agent_env,
+        )
+
+    def _take_handoff(self, iteration: int) -> str | None:
+        """The packet the previous session left (or one the loop synthesized); archived, then gone."""
+        text = self._handoff
+        self._handoff = None
+        if text is None and self.layout.handoff.is_file():
+            text = self.layout.handoff.read_text(encoding="utf-8", errors="replace")
+        self.layout.handoff.unlink(missing_ok=True)
+        if not text or not text.strip():
+            return None
+        text = clip_handoff(text)
+        self.ctx.recorder.archive(iteration, "handoff-in.md", text + "\n")
+        return text
+
+    # ---------------------------------------------------------- session
+    async def _run_session(self, request: AgentRequest, summary: IterationSummary) -> SessionOutcome:
+        ctx, rec, s = self.ctx, self.ctx.recorder, self.ctx.settings
+        runner = SessionRunner(ctx.backend, rec, ctx.control, ctx.guard, lambda step: self._on_step(step, summary))
+        attempt = 0
+        while True:
+            outcome = await runner.run(request)
+            reason = transient_reason(outcome.result) if s.retry and not outcome.guard_rule else None
+            if reason is None or attempt >= s.max_retries or ctx.control.stop_requested or self._budget_stop:
+                break
+            attempt += 1
+            summary.retries, summary.retry_reason = attempt, reason
+            self.state.retry = RetryState(attempt=attempt, max_retries=s.max_retries, reason=reason)
+            delay = backoff_delay_ms(attempt, s.retry_delay, s.retry_max_delay, ctx.rng)
+            rec.set_status("retrying")
+            rec.warn(f"transient agent failure ({reason}); auto-retry ×{attempt} in {delay / 1000:.1f} s,"
+                     " continuing the same session", reason=reason, attempt=attempt)
+            self._notify("model-retry", f"Retrying iteration {summary.iteration}", f"{reason} (attempt {attempt})")
+            if await self._sleep_or_stop(delay / 1000):
+                break
+            request = replace(request, session_id=outcome.result.session_id or request.session_id)
+            rec.set_status("running")
+        return outcome
+
+    async def _sleep_or_stop(self, seconds: float) -> bool:
+        try:
+            await asyncio.wait_for(self.ctx.control.wait_for_stop(), seconds)
+        except TimeoutError:
+            return False
+        return True
+
+    def _on_step(self, step: StepFinished, summary: IterationSummary) -> str | None:
+        totals, tokens = self.state.totals, step.tokens
+        totals.tokens += tokens.total
+        totals.input += tokens.input
+        totals.output += tokens.output
+        totals.reasoning += tokens.reasoning
+        totals.cache_read += tokens.cache_read
+        totals.cache_write += tokens.cache_write
+        totals.cost = round(totals.cost + step.cost, 6)
+        summary.tokens += tokens.total
+        summary.input_tokens += tokens.input
+        summary.output_tokens += tokens.output
+        summary.cost = round(summary.cost + step.cost, 6)
+        summary.context_tokens = self.state.context_tokens = tokens.total
+        self._budget_stop = self._budget_exceeded()
+        return self._budget_stop
+
+    def _budget_exceeded(self) -> str | None:
+        s, totals = self.ctx.settings, self.state.totals
+        if s.max_cost is not None and totals.cost >= s.max_cost:
+            return f"cost ${totals.cost:.4f} reached --max-cost ${s.max_cost}"
+        if s.max_tokens is not None and totals.tokens >= s.max_tokens:
+            return f"{totals.tokens} tokens reached --max-tokens {s.max_tokens}"
+        return None
+
+    # ------------------------------------------------------ after session
+    async def _after_session(
+        self, stage: Stage, summary: IterationSummary, outcome: SessionOutcome, before: dict[str, Any]
+    ) -> Stop | None:
+        ctx, rec, result = self.ctx, self.ctx.recorder, outcome.result
+        summary.session_id = result.session_id
+        summary.tool_calls = outcome.tool_calls
+        self.state.retry = RetryState()
+        if ctx.control.shared_context and not outcome.guard_rule and result.session_id:
+            self.state.session_id = result.session_id
+        self._check_context(result.context_tokens)
+        if outcome.guard_rule:
+            return self._guard_hit(stage, summary, outcome)
+        self.state.consecutive_guard_blocks = 0
+        self._safety_feedback = None
+        self.state.guard_note = ""
+        progress = read_progress(self.layout.progress, result.text)
+        for warning in progress.warnings:
+            rec.warn(warning)
+        after = await asyncio.to_thread(snapshot_worktree, ctx.project)
+        changed = sorted(set(changed_between(before, after)) | set(progress.files_changed))
+        self._run_files.update(dict.fromkeys(changed))
+        self._fill_summary(summary, progress, changed)
+        if outcome.stopped:
+            summary.outcome, summary.error = "stopped", "stopped by the operator"
+            rec.record_iteration(summary)
+            return "aborted", "stopped by the operator"
+        advanced = await self._settle_stage(stage, summary, outcome, progress)
+        self._update_percent(summary, progress)
+        rec.record_iteration(summary)
+        rec.emit("iteration-finished", iteration_line(summary), "info", outcome=summary.outcome)
+        return await self._after_report(summary, progress, changed, advanced)
+
+    def _fill_summary(self, summary: IterationSummary, progress: Progress, changed: list[str]) -> None:
+        summary.topic = progress.topic
+        summary.summary = progress.summary
+        summary.files_changed = changed
+        summary.progress_source = progress.source
+        summary.warnings = progress.warnings
+        summary.questions = progress.questions if progress.needs_input else []
+        summary.duration_ms = _elapsed_ms(summary.started_at)
+        if not self.ctx.control.shared_context and self.layout.handoff.is_file():
+            self._handoff = self.layout.handoff.read_text(encoding="utf-8", errors="replace")
+            self.layout.handoff.unlink(missing_ok=True)
+
+    async def _settle_stage(
+        self, stage: Stage, summary: IterationSummary, outcome: SessionOutcome, progress: Progress
+    ) -> bool:
+        """Decide the stage's status; True when it became done this iteration."""
+        result = outcome.result
+        if result.failed:
+            self._had_errors = True
+            summary.outcome = "timeout" if result.timed_out else "failed"
+            summary.error = result.error or "agent failed"
+            self.ctx.recorder.emit("agent-failed", f"agent session failed: {summary.error}", "error",
+                                   stderr=result.stderr_tail[-2000:])
+            return False
+        summary.outcome = "ok"
+        claims_done = progress.stage_status == "done" and progress.stage_id in (None, stage.id)
+        if progress.stage_status == "blocked" and progress.stage_id in (None, stage.id):
+            self._blocked.add(stage.id)
+            self._set_stage_status(stage, "blocked")
+        if not claims_done:
+            return False
+        command = stage.verify or self.ctx.settings.verify
+        if command and not self.ctx.settings.dry_run:
+            verdict = await self.ctx.hooks.verify(command, self.ctx.project, self.ctx.settings.verify_timeout_minutes * 60)
+            summary.verify = verdict
+            if not verdict.passed:
+                self._verify_failed(stage, verdict)
+                return False
+            self.ctx.recorder.emit("verify", f"verify passed: `{command}`", "info", passed=True)
+        self._mark_done(stage)
+        return True
+
+    def _verify_failed(self, stage: Stage, verdict: VerifyResult) -> None:
+        self._blocked.add(stage.id)
+        self._set_stage_status(stage, "blocked")
+        why = "timed out" if verdict.timed_out else f"exited {verdict.exit_code}"
+        self._verify_feedback = f"`{verdict.command}` {why}. Output (tail):\n```\n{verdict.output_tail}\n```"
+        self.ctx.recorder.emit("verify", f"verify failed: `{verdict.command}` {why}; stage '{stage.title}' is blocked",
+                               "error", passed=False, exit_code=verdict.exit_code)
+        self._notify("verify-failed", f"Verify failed: {stage.title}", f"`{verdict.command}` {why}")
+
+    def _mark_done(self, stage: Stage) -> None:
+        self._completed.add(stage.id)
+        self._blocked.discard(stage.id)
+        self._verify_feedback = None
+        self.state.completed_stages = [s.id for s in self.ctx.goal.stages if s.id in self._completed]
+        self._set_stage_status(stage, "done")
+        self.ctx.recorder.emit("stage-done", f"stage done: {stage.title}", "info", stage_id=stage.id)
+        # A dry run changes no file but the loop's own, so the goal file is left as it is.
+        if self.ctx.settings.sync_goal and self.ctx.goal.kind == "markdown" and not self.ctx.settings.dry_run:
+            if not self.ctx.hooks.sync_markdown(self.ctx.goal, stage):
+                self.ctx.recorder.warn(f"could not tick '{stage.title}' in {self.ctx.goal.source}")
+
+    def _update_percent(self, summary: IterationSummary, progress: Progress) -> None:
+        ratio = completion_percent(self.ctx.goal, self._completed)
+        verified_block = summary.verify is not None and not summary.verify.passed
+        summary.percent = ratio if progress.percent is None or verified_block else progress.percent
+        summary.next_stage = progress.next_stage or first_open_stage_title(self.ctx.goal, self._completed)
+        self.state.last_percent = summary.percent
+        self._previous = {"topic": summary.topic, "summary": summary.summary, "percent": f"{summary.percent}%",
+                          "nextStage": summary.next_stage}
+
+    def _check_context(self, context_tokens: int) -> None:
+        s, rec = self.ctx.settings, self.ctx.recorder
+        if s.context_warn_tokens and context_tokens > s.context_warn_tokens:
+            rec.warn(f"context is {context_tokens} tokens (over --context-warn-tokens {s.context_warn_tokens})")
+        if self.ctx.control.shared_context and s.auto_fresh_tokens and context_tokens > s.auto_fresh_tokens:
+            rec.warn(f"context passed --auto-fresh-tokens {s.auto_fresh_tokens}: next iteration starts a fresh session")
+            self._start_fresh_session("the shared session grew past the context threshold")
+
+    def _start_fresh_session(self, why: str) -> None:
+        self.state.session_id = None
+        prev = self._previous
+        self._handoff = (
+            f"# Synthesized handoff ({why})\n\n- Last topic: {prev.get('topic', '—')}\n"
+            f"- Last summary: {prev.get('summary', '—')}\n- Next: {prev.get('nextStage', '—')}\n"
+        )
+
+    def _guard_hit(self, stage: Stage, summary: IterationSummary, outcome: SessionOutcome) -> Stop | None:
+        s, state = self.ctx.settings, self.state
+        state.guard_blocks += 1
+        state.consecutive_guard_blocks += 1
+        summary.outcome, summary.guard_hits, summary.guard_reason = "guard", 1, outcome.guard_reason
+        summary.duration_ms = _elapsed_ms(summary.started_at)
+        note = (f"Your previous session was aborted by the loop's command guard ({outcome.guard_rule}): "
+                f"{outcome.guard_reason}. Reach the same result without that command; never commit, push, "
+                "publish or delete outside temp directories.")
+        self._safety_feedback = state.guard_note = note
+        if self.ctx.control.shared_context:
+            self._start_fresh_session("the previous session was aborted by the guard")
+        self.ctx.recorder.record_iteration(summary)
+        self._notify("guard", "Guard blocked a command", outcome.guard_reason)
+        if s.guard_stop:
+            return "stopped-guard", f"guard hit with --guard-stop: {outcome.guard_reason}"
+        if state.consecutive_guard_blocks >= s.max_guard_blocks:
+            return "stopped-guard", f"{state.consecutive_guard_blocks} consecutive guard hits (--max-guard-blocks)"
+        return None
+
+    async def _after_report(
+        self, summary: IterationSummary, progress: Progress, changed: list[str], advanced: bool
+    ) -> Stop | None:
+        stop = await self._ask_operator(summary, progress)
+        if stop:
+            return stop
+        if self._budget_stop:
+            self._notify("budget", "Budget reached", self._budget_stop)
+            return "stopped-budget", self._budget_stop
+        return self._check_stale(changed, advanced)
+
+    def _check_stale(self, changed: list[str], advanced: bool) -> Stop | None:
+        limit = self.ctx.settings.max_stale_iterations
+        self.state.stale_iterations = 0 if (changed or advanced) else self.state.stale_iterations + 1
+        if limit and self.state.stale_iterations >= limit and self._next_stage() is not None:
+            why = f"{self.state.stale_iterations} iteration(s) changed no file and advanced no stage"
+            self._notify("stalled", "Run stalled", why)
+            return "stalled", why
+        return None
+
+    # ------------------------------------------------------------- HITL
+    async def _ask_operator(self, summary: IterationSummary, progress: Progress) -> Stop | None:
+        ctx, rec = self.ctx, self.ctx.recorder
+        mode = ctx.settings.hitl
+        questions = list(summary.questions)
+        if mode == "off" or (mode == "on-question" and not questions):
+            if questions:
+                rec.warn("the agent asked questions but --hitl is off: " + "; ".join(q.question for q in questions))
+            return None
+        if not questions:
+            questions = [Question(question=ALWAYS_QUESTION)]
+        if not ctx.answer_channel_open():
+            rec.warn("the agent asked a question but no answer channel is open (no terminal, no dashboard); "
+                     "continuing without an answer")
+            return None
+        self.state.pending_questions = questions
+        for q in questions:
+            options = "".join(f"\n    {n}. {o}" for n, o in enumerate(q.options, 1))
+            rec.emit("question", f"? {q.question}{options}", "warn", question=q.question, options=q.options)
+        self._notify("question", "The agent needs a decision", "\n".join(q.question for q in questions))
+        rec.set_status("waiting-answer")
+        answers = await collect_answers(ctx.control, questions, summary.iteration)
+        self.state.pending_questions = []
+        if answers is None:
+            return "aborted", "stopped while waiting for an answer"
+        ctx.answers.add(answers)
+        self.state.answers = len(ctx.answers.answers)
+        for a in answers:
+            rec.emit("answer", f"answer: {a.question} → {a.answer}", "info", source=a.source)
+        rec.set_status("running")
+        return None
+
+    # ------------------------------------------------------------ finish
+    def _notify(self, event: str, title: str, text: str) -> None:
+        if self.ctx.notifier is not None:
+            self.ctx.notifier.notify(event, f"{title} — {self.state.goal_title}", text)
+
+    def _finish(self, status: RunStatus, reason: str) -> None:
+        state, rec = self.state, self.ctx.recorder
+        if status == "done" and self._had_errors:
+            reason = f"{reason} (some iterations failed)"
+        state.finished_at = now_iso()
+        state.current_stage_id = None
+        if status != "done":
+            state.resume_command = resume_command(self.ctx.settings, state.run_id)
+        rec.set_status(status, reason)
+        rec.write_run_report()
+        rec.emit("run-finished", f"run {status}: {reason}", "heading" if status == "done" else "warn",
+                 status=status, resume=state.resume_command)
+        self._notify("run-done", f"Run {status}", reason)
+        rec.save()
+
+
+def resume_command(settings: Settings, run_id: str) -> str:
+    goal = f"--goal {settings.goal}" if settings.goal else f"--goal-text {settings.goal_text!r}"
+    project = f" -C {settings.project}" if settings.project else ""
+    return f"kilo-loop {goal}{project} --resume {run_id}"
+
+
+def _elapsed_ms(started_at: str) -> int:
+    from datetime import datetime
+
+    try:
+        start = datetime.fromisoformat(started_at.replace("Z", "+00:00"))
+    except ValueError:
+        return 0
+    return int((datetime.now(start.tzinfo) - start).total_seconds() * 1000)

@@ -1,0 +1,135 @@
+"""The prompt for one iteration. Every token here is paid for on every iteration,
+so the fixed scaffolding is short and each section appears only when it has content."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kilo_loop.goal.model import Goal, Stage
+from kilo_loop.run.state import Answer
+
+HANDOFF_MAX_LINES = 120
+MAX_FILES_LISTED = 60
+MAX_SECTION_CHARS = 6000
+
+CONTRACT = """## Report contract (required)
+Before you finish, write `.kilocode-loop/progress.json`:
+{"iteration": ITER, "topic": "…", "stageId": "STAGE", "stageStatus": "in_progress|done|blocked",
+ "percent": 0-100, "nextStage": "…", "summary": "…", "filesChanged": ["…"],
+ "needsInput": false, "questions": [{"question": "…", "options": ["…"]}]}
+Set needsInput and questions only when you need an operator decision; the run waits for the answer."""
+
+HANDOFF_CONTRACT = """Also write `.kilocode-loop/handoff.md` (at most 120 lines) for the next, fresh session:
+current state, decisions & constraints, next steps, prepared data, open questions."""
+
+RULES = "Never commit, push or publish; the loop checkpoints and verifies your work itself."
+
+
+@dataclass
+class PromptInput:
+    goal: Goal
+    stage: Stage | None
+    iteration: int
+    max_iterations: int
+    completed: set[str]
+    blocked: set[str] = field(default_factory=set)
+    previous: dict[str, str] = field(default_factory=dict)  # topic, summary, percent, nextStage
+    answers: Sequence[Answer] = ()
+    files_changed: Sequence[str] = ()
+    handoff: str | None = None
+    prompt_extra: str | None = None
+    shared_context: bool = False
+    safety_feedback: str | None = None
+    verify_feedback: str | None = None
+
+
+def _clip(text: str, limit: int = MAX_SECTION_CHARS) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + "\n…(truncated)"
+
+
+def clip_handoff(text: str) -> str:
+    lines = text.strip().splitlines()
+    if len(lines) <= HANDOFF_MAX_LINES:
+        return "\n".join(lines)
+    return "\n".join(lines[:HANDOFF_MAX_LINES] + [f"…({len(lines) - HANDOFF_MAX_LINES} more lines dropped)"])
+
+
+def _stage_line(index: int, stage: Stage, data: PromptInput) -> str:
+    if stage.done or stage.id in data.completed:
+        mark = "x"
+    elif stage.id in data.blocked:
+        mark = "!"
+    else:
+        mark = " "
+    current = "  ← current" if data.stage and stage.id == data.stage.id else ""
+    return f"{index}. [{mark}] {stage.id}: {stage.title}{current}"
+
+
+def _goal_section(data: PromptInput) -> str:
+    goal = data.goal
+    parts = [f"# Goal: {goal.title}"]
+    if goal.description:
+        parts.append(_clip(goal.description, 2000))
+    parts.append("## Stages")
+    parts += [_stage_line(i, stage, data) for i, stage in enumerate(goal.stages, 1)]
+    return "\n".join(parts)
+
+
+def _stage_section(stage: Stage) -> str:
+    lines = ["## Current stage", f"Current stage: {stage.id} — {stage.title}"]
+    if stage.details:
+        lines.append(_clip(stage.details, 3000))
+    if stage.acceptance:
+        lines.append(f"Acceptance: {stage.acceptance}")
+    if stage.verify:
+        lines.append(f"The loop runs `{stage.verify}` itself; the stage is done only when it exits 0.")
+    return "\n".join(lines)
+
+
+def _previous_section(previous: dict[str, str]) -> str | None:
+    fields = [(k, previous.get(k, "")) for k in ("topic", "summary", "percent", "nextStage")]
+    shown = [f"- {key}: {value}" for key, value in fields if value]
+    return "## Previous iteration\n" + "\n".join(shown) if shown else None
+
+
+def _answers_section(answers: Sequence[Answer]) -> str | None:
+    if not answers:
+        return None
+    lines = [f"- Q: {a.question}\n  A: {a.answer}" for a in answers]
+    return _clip("## Operator answers (binding decisions)\n" + "\n".join(lines))
+
+
+def _files_section(files: Sequence[str]) -> str | None:
+    if not files:
+        return None
+    shown = list(files[:MAX_FILES_LISTED])
+    more = len(files) - len(shown)
+    tail = [f"- …and {more} more"] if more > 0 else []
+    return "## Files changed so far this run\n" + "\n".join([f"- {f}" for f in shown] + tail)
+
+
+def build_prompt(data: PromptInput) -> str:
+    sections: list[str | None] = []
+    if data.prompt_extra:
+        sections.append("## Operator instructions for this run\n" + _clip(data.prompt_extra))
+    sections.append(_goal_section(data))
+    if data.stage:
+        sections.append(_stage_section(data.stage))
+    sections.append(f"Iteration {data.iteration} of {data.max_iterations}.")
+    if data.safety_feedback:
+        sections.append("## Loop safety feedback\n" + _clip(data.safety_feedback))
+    if data.verify_feedback:
+        sections.append("## Verify failed last iteration\n" + _clip(data.verify_feedback))
+    sections.append(_previous_section(data.previous))
+    sections.append(_answers_section(data.answers))
+    sections.append(_files_section(data.files_changed))
+    if data.handoff and not data.shared_context:
+        sections.append("## Handoff from the previous session\n" + clip_handoff(data.handoff))
+    stage_id = data.stage.id if data.stage else ""
+    sections.append(CONTRACT.replace("ITER", str(data.iteration)).replace("STAGE", stage_id))
+    if not data.shared_context:
+        sections.append(HANDOFF_CONTRACT)
+    sections.append(RULES)
+    return "\n\n".join(s for s in sections if s) + "\n"

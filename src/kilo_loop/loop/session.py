@@ -1,0 +1,138 @@
+"""One agent session: stream its events into the run log, scan every tool call with
+the guard, and kill the session at once on a guard hit or a user Stop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kilo_loop.agent.protocol import (
+    AgentBackend,
+    AgentError,
+    AgentEvent,
+    AgentRequest,
+    AgentResult,
+    GarbageLine,
+    Reasoning,
+    SessionStarted,
+    StepFinished,
+    Text,
+    ToolUse,
+)
+from kilo_loop.loop.control import RunControl
+from kilo_loop.run.recorder import RunRecorder
+
+
+class GuardLike(Protocol):
+    def check_tool_use(self, tool: str, tool_input: Any, cwd: str | None = None) -> Any: ...
+
+
+@dataclass
+class SessionOutcome:
+    result: AgentResult
+    tool_calls: int = 0
+    guard_rule: str | None = None
+    guard_reason: str = ""
+    stopped: bool = False
+
+
+_TOOL_VERBS = {
+    "read": "Read", "edit": "Edit", "write": "Write", "bash": "Run", "grep": "Search", "glob": "Find",
+    "list": "List", "webfetch": "Fetch", "websearch": "Search web", "todowrite": "Plan", "task": "Delegate",
+    "apply_patch": "Patch", "patch": "Patch",
+}
+_TARGET_KEYS = ("command", "filePath", "file_path", "path", "pattern", "url", "query", "description")
+
+
+def tool_heading(event: ToolUse) -> str:
+    """`▸ Read src/foo.vue`, `▸ Run pnpm typecheck`: one short heading per tool action."""
+    verb = _TOOL_VERBS.get(event.tool.lower(), event.tool)
+    target = next((str(event.input[k]) for k in _TARGET_KEYS if event.input.get(k)), "")
+    target = " ".join(target.split())
+    if len(target) > 160:
+        target = target[:157] + "…"
+    suffix = "" if event.status == "completed" else f" ({event.status})"
+    return f"▸ {verb} {target}".rstrip() + suffix
+
+
+class SessionRunner:
+    def __init__(
+        self,
+        backend: AgentBackend,
+        recorder: RunRecorder,
+        control: RunControl,
+        guard: GuardLike | None,
+        on_tokens: Callable[[StepFinished], str | None],
+    ) -> None:
+        self._backend = backend
+        self._recorder = recorder
+        self._control = control
+        self._guard = guard
+        self._on_tokens = on_tokens
+
+    async def run(self, request: AgentRequest) -> SessionOutcome:
+        run = self._backend.start(request)
+        outcome = SessionOutcome(result=run.result)
+        stop_watch = asyncio.create_task(self._kill_on_stop(run, outcome))
+        try:
+            async for event in run.events():
+                if await self._handle(event, run, outcome, str(request.cwd)):
+                    break
+        finally:
+            stop_watch.cancel()
+        outcome.result = run.result
+        return outcome
+
+    async def _kill_on_stop(self, run: Any, outcome: SessionOutcome) -> None:
+        await self._control.wait_for_stop()
+        outcome.stopped = True
+        self._recorder.warn("Stop requested: killing the agent session")
+        await run.kill("stopped by the operator")
+
+    async def _handle(self, event: AgentEvent, run: Any, outcome: SessionOutcome, cwd: str) -> bool:
+        """Record one event; True when the session must end now."""
+        rec = self._recorder
+        if isinstance(event, ToolUse):
+            outcome.tool_calls += 1
+            rec.emit("tool", tool_heading(event), "tool", tool=event.tool, status=event.status,
+                     input=event.input, error=event.error[:2000])
+            return await self._check_guard(event, run, outcome, cwd)
+        if isinstance(event, Text) and event.text.strip():
+            rec.emit("text", event.text.strip()[:4000], "info")
+        elif isinstance(event, Reasoning) and event.text.strip():
+            rec.emit("reasoning", event.text.strip()[:4000], "info")
+        elif isinstance(event, StepFinished):
+            over_budget = self._on_tokens(event)
+            if over_budget:
+                rec.warn(f"budget reached mid-session: {over_budget}; killing the agent session")
+                await run.kill(f"budget: {over_budget}")
+                return True
+        elif isinstance(event, SessionStarted):
+            rec.emit("session", f"session {event.session_id}", session_id=event.session_id)
+        elif isinstance(event, AgentError):
+            rec.emit("agent-error", f"agent error: {event.name}: {event.message}", "error")
+        elif isinstance(event, GarbageLine):
+            rec.warn(f"skipped a garbage line from the agent ({event.problem}): {event.line[:120]}")
+        return False
+
+    async def _check_guard(self, event: ToolUse, run: Any, outcome: SessionOutcome, cwd: str) -> bool:
+        if self._guard is None:
+            return False
+        decision = self._guard.check_tool_use(event.tool, event.input, cwd)
+        if getattr(decision, "decision", "allow") != "deny":
+            return False
+        command = event.input.get("command", event.tool)
+        if event.status == "error":
+            # The CLI refused it (pre-execution deny rules): nothing ran, so no damage to control.
+            self._recorder.emit("guard-pre", f"denied before execution: `{command}`", "warn", rule=decision.rule)
+            return False
+        outcome.guard_rule = str(decision.rule or "guard")
+        outcome.guard_reason = str(decision.reason)
+        self._recorder.emit(
+            "guard", f"guard blocked `{command}`: {decision.reason}", "error",
+            rule=outcome.guard_rule, reason=decision.reason,
+        )
+        await run.kill(f"guard: {decision.reason}")
+        return True

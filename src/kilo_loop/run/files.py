@@ -1,0 +1,41 @@
+"""Crash-safe file writes for everything the loop owns."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write to a temp file in the same directory, fsync it, then rename over `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_json_atomic(path: Path, value: Any) -> None:
+    write_bytes_atomic(path, orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def read_json(path: Path) -> Any:
+    """Read a JSON file; raises ValueError with the path for a broken one."""
+    try:
+        return orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from exc

@@ -1,0 +1,70 @@
+"""Owns a run's state and its files: every change is an event; state.json and
+reports are written atomically, through the one redactor."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kilo_loop.run.events import EventBus, RunEvent, now_iso
+from kilo_loop.run.files import write_json_atomic, write_text_atomic
+from kilo_loop.run.layout import RunLayout
+from kilo_loop.run.report import iteration_report_md, run_report_md
+from kilo_loop.run.state import LOG_TAIL_LINES, IterationSummary, RunState
+from kilo_loop.run.status import RunStatus
+
+
+class RunRecorder:
+    def __init__(self, layout: RunLayout, state: RunState, bus: EventBus, redact: Callable[[Any], Any]) -> None:
+        self.layout = layout
+        self.state = state
+        self.bus = bus
+        self._redact = redact
+        bus.subscribe(self._keep_tail)
+        self._state_listeners: list[Callable[[RunState], None]] = []
+
+    def on_state(self, listener: Callable[[RunState], None]) -> None:
+        self._state_listeners.append(listener)
+
+    def _keep_tail(self, event: RunEvent) -> None:
+        tail = self.state.log_tail
+        tail.append(event.to_wire())
+        if len(tail) > LOG_TAIL_LINES:
+            del tail[: len(tail) - LOG_TAIL_LINES]
+
+    def emit(self, type_: str, message: str = "", level: str = "info", **data: Any) -> RunEvent:
+        return self.bus.emit(RunEvent(type_, message, level, self.state.iteration or None, data))
+
+    def warn(self, message: str, **data: Any) -> None:
+        self.emit("warning", message, "warn", **data)
+
+    def set_status(self, status: RunStatus, reason: str = "") -> None:
+        if status == self.state.status and not reason:
+            return
+        self.state.status = status
+        if reason:
+            self.state.stop_reason = reason
+        self.emit("status", f"status: {status}" + (f" — {reason}" if reason else ""), status=status)
+        self.save()
+
+    def save(self) -> None:
+        write_json_atomic(self.layout.state, self._redact(self.state.wire()))
+        for listener in list(self._state_listeners):
+            listener(self.state)
+
+    def archive(self, iteration: int, suffix: str, text: str) -> None:
+        write_text_atomic(self.layout.iteration_file(iteration, suffix), self._redact(text))
+
+    def record_iteration(self, summary: IterationSummary) -> None:
+        summary.finished_at = summary.finished_at or now_iso()
+        items = self.state.iterations
+        if items and items[-1].iteration == summary.iteration:
+            items[-1] = summary
+        else:
+            items.append(summary)
+        write_json_atomic(self.layout.iteration_file(summary.iteration, "report.json"), self._redact(summary.wire()))
+        self.archive(summary.iteration, "report.md", iteration_report_md(summary))
+        self.save()
+
+    def write_run_report(self) -> None:
+        write_text_atomic(self.layout.report, self._redact(run_report_md(self.state)))

@@ -1,0 +1,109 @@
+"""Markdown reports: one per iteration and one for the whole run."""
+
+from __future__ import annotations
+
+from kilo_loop.run.state import IterationSummary, RunState
+
+
+def format_tokens(count: int) -> str:
+    if count >= 1_000_000:
+        return f"{count / 1_000_000:.1f}M"
+    if count >= 1_000:
+        return f"{count / 1_000:.1f}k"
+    return str(count)
+
+
+def format_cost(cost: float) -> str:
+    return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
+
+
+def iteration_line(item: IterationSummary) -> str:
+    """The one-line console/report summary: tokens · cost · context · topic · % · next stage."""
+    parts = [
+        f"{format_tokens(item.tokens)} tokens",
+        format_cost(item.cost),
+        f"context {format_tokens(item.context_tokens)}",
+        item.topic or "(no topic)",
+        f"{item.percent}%",
+    ]
+    if item.next_stage:
+        parts.append(f"next: {item.next_stage}")
+    if item.files_changed:
+        parts.append(f"{len(item.files_changed)} file(s)")
+    return " · ".join(parts)
+
+
+def _verify_lines(item: IterationSummary) -> list[str]:
+    if item.verify is None:
+        return []
+    v = item.verify
+    verdict = "passed" if v.passed else ("timed out" if v.timed_out else f"failed (exit {v.exit_code})")
+    lines = [f"- Verify: `{v.command}` {verdict} in {v.duration_ms} ms"]
+    if not v.passed and v.output_tail:
+        lines += ["", "```", v.output_tail.rstrip(), "```"]
+    return lines
+
+
+def iteration_report_md(item: IterationSummary) -> str:
+    lines = [
+        f"# Iteration {item.iteration} — {item.stage_title or item.stage_id or 'goal'}",
+        "",
+        f"- Outcome: {item.outcome}",
+        f"- Tokens: {item.tokens} (input {item.input_tokens}, output {item.output_tokens})",
+        f"- Cost: {format_cost(item.cost)}",
+        f"- Context: {item.context_tokens} tokens",
+        f"- Topic: {item.topic or '—'}",
+        f"- Percent: {item.percent}%",
+        f"- Next stage: {item.next_stage or '—'}",
+        f"- Session: {item.session_id or '—'}",
+        f"- Tool calls: {item.tool_calls}",
+        f"- Duration: {item.duration_ms / 1000:.1f} s",
+    ]
+    if item.retries:
+        lines.append(f"- Retries: {item.retries} (last reason: {item.retry_reason})")
+    if item.guard_hits:
+        lines.append(f"- Guard hits: {item.guard_hits} ({item.guard_reason})")
+    lines += _verify_lines(item)
+    if item.error:
+        lines.append(f"- Error: {item.error}")
+    if item.summary:
+        lines += ["", "## Summary", "", item.summary]
+    if item.files_changed:
+        lines += ["", "## Files changed", ""] + [f"- {f}" for f in item.files_changed]
+    if item.questions:
+        lines += ["", "## Questions", ""] + [f"- {q.question}" for q in item.questions]
+    if item.warnings:
+        lines += ["", "## Warnings", ""] + [f"- {w}" for w in item.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def run_report_md(state: RunState) -> str:
+    totals = state.totals
+    lines = [
+        f"# Run {state.run_id} — {state.goal_title}",
+        "",
+        f"- Status: **{state.status}**" + (f" ({state.stop_reason})" if state.stop_reason else ""),
+        f"- Project: {state.project}",
+        f"- Goal: {state.goal_source or 'inline text'}",
+        f"- Runtime: {state.runtime}" + (" (dry run)" if state.dry_run else ""),
+        f"- Iterations: {state.iteration} of {state.max_iterations}",
+        f"- Progress: {state.last_percent}%",
+        f"- Tokens: {totals.tokens} · Cost: {format_cost(totals.cost)}",
+        f"- Started: {state.started_at} · Finished: {state.finished_at or '—'}",
+    ]
+    if state.retry.attempt:
+        lines.append(f"- Retries: last reason {state.retry.reason}")
+    if state.guard_blocks:
+        lines.append(f"- Guard blocks: {state.guard_blocks}")
+    lines += ["", "## Stages", ""]
+    lines += [f"- [{'x' if s.status == 'done' else ' '}] {s.title} — {s.status}" for s in state.stages]
+    lines += ["", "## Iterations", "", "| # | stage | outcome | tokens | cost | % | verify |", "|---|---|---|---|---|---|---|"]
+    for item in state.iterations:
+        verify = "—" if item.verify is None else ("pass" if item.verify.passed else "fail")
+        lines.append(
+            f"| {item.iteration} | {item.stage_title or '—'} | {item.outcome} | {item.tokens} "
+            f"| {format_cost(item.cost)} | {item.percent} | {verify} |"
+        )
+    if state.resume_command:
+        lines += ["", f"Resume this run: `{state.resume_command}`"]
+    return "\n".join(lines) + "\n"

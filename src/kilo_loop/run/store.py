@@ -1,0 +1,74 @@
+"""Saved runs: listing, resolving `last`, loading state and events from disk."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from kilo_loop.run.files import read_json
+from kilo_loop.run.layout import ProjectLayout, RunLayout, valid_run_id
+from kilo_loop.run.state import RunState
+
+
+class RunNotFound(LookupError):
+    pass
+
+
+def list_run_dirs(layout: ProjectLayout) -> list[RunLayout]:
+    """Saved runs, newest first (by state.json modification time)."""
+    if not layout.runs.is_dir():
+        return []
+    runs = [RunLayout(d) for d in layout.runs.iterdir() if d.is_dir() and (d / "state.json").is_file()]
+    return sorted(runs, key=lambda run: run.state.stat().st_mtime_ns, reverse=True)
+
+
+def resolve_run(layout: ProjectLayout, run_id: str) -> RunLayout:
+    """A run id, or `last` / `latest` for the most recent saved run."""
+    if run_id in {"last", "latest"}:
+        runs = list_run_dirs(layout)
+        if not runs:
+            raise RunNotFound(f"no saved runs under {layout.runs}")
+        return runs[0]
+    if not valid_run_id(run_id):
+        raise RunNotFound(f"invalid run id {run_id!r}")
+    run = layout.run(run_id)
+    if not run.state.is_file():
+        raise RunNotFound(f"no saved run {run_id!r} under {layout.runs}")
+    return run
+
+
+def load_state(run: RunLayout) -> RunState:
+    try:
+        return RunState.model_validate(read_json(run.state))
+    except (OSError, ValueError) as exc:
+        raise RunNotFound(f"cannot read {run.state}: {exc}") from exc
+
+
+def read_events(path: Path, after_seq: int = 0, limit: int | None = None) -> Iterator[dict[str, Any]]:
+    """Events from events.jsonl; a torn or garbled line (e.g. after kill -9) is skipped."""
+    if not path.is_file():
+        return
+    count = 0
+    with path.open("rb") as handle:
+        for line in handle:
+            try:
+                event = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(event, dict) or int(event.get("seq", 0)) <= after_seq:
+                continue
+            yield event
+            count += 1
+            if limit is not None and count >= limit:
+                return
+
+
+def last_seq(path: Path) -> int:
+    """The highest sequence number written so far (0 for none)."""
+    highest = 0
+    for event in read_events(path):
+        highest = max(highest, int(event.get("seq", 0)))
+    return highest

@@ -1,0 +1,275 @@
+"""Wire a run together: project, goal, backend, run directory (new or resumed),
+the event bus and its subscribers, then drive the orchestrator on one event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kilo_loop.agent.cli_backend import CliBackend, detect_runtime
+from kilo_loop.agent.protocol import AgentBackend
+from kilo_loop.agent.simulator import DryRunBackend
+from kilo_loop.goal.model import Goal, Stage
+from kilo_loop.goal.parse import goal_from_text, load_goal
+from kilo_loop.goal.sync import mark_markdown_stage_done
+from kilo_loop.loop.control import RunControl
+from kilo_loop.loop.hitl import AnswerBook
+from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
+from kilo_loop.loop.workspace import git_root
+from kilo_loop.run.events import EventBus, RunEvent, now_iso
+from kilo_loop.run.layout import ProjectLayout, RunLayout
+from kilo_loop.run.recorder import RunRecorder
+from kilo_loop.run.state import IterationSummary, RunState, StageState, VerifyResult
+from kilo_loop.run.status import RunStatus
+from kilo_loop.run.store import RunNotFound, last_seq, load_state, resolve_run
+from kilo_loop.notify import Notifier
+from kilo_loop.safety.checkpoint import capture_checkpoint
+from kilo_loop.safety.guard import Guard
+from kilo_loop.safety.guard_config import inline_config_env
+from kilo_loop.safety.redact import Redactor
+from kilo_loop.safety.verify import run_verify
+from kilo_loop.settings import Settings
+from kilo_loop.ui.terminal import TerminalInput
+
+
+class SetupError(RuntimeError):
+    """A problem found before anything is created; the message says what to do."""
+
+
+# ------------------------------------------------------------------ resolution
+def resolve_project(settings: Settings) -> Path:
+    start = (settings.project or Path.cwd()).expanduser()
+    if not start.is_dir():
+        raise SetupError(f"--project {start} is not a directory")
+    try:
+        return git_root(start.resolve())
+    except RuntimeError as exc:
+        raise SetupError(str(exc)) from exc
+
+
+def resolve_goal(settings: Settings, project: Path) -> Goal:
+    if settings.goal_text:
+        return goal_from_text(settings.goal_text)
+    if settings.goal is None:
+        raise SetupError("no goal: pass --goal <file.json|file.md> or --goal-text \"…\"")
+    path = settings.goal.expanduser()
+    if not path.is_absolute() and not path.exists() and (project / path).exists():
+        path = project / path
+    return load_goal(path.resolve())
+
+
+def find_agent_binary(settings: Settings) -> str:
+    requested = settings.kilo_bin or os.environ.get("KILO_BIN")
+    candidates = [requested] if requested else (["opencode"] if settings.runtime == "opencode" else ["kilo", "kilocode"])
+    for candidate in candidates:
+        found = shutil.which(candidate) if candidate else None
+        if found:
+            return found
+    names = " or ".join(c for c in candidates if c)
+    raise SetupError(
+        f"agent CLI not found: {names}. Install it (npm install -g @kilocode/cli, or opencode-ai) "
+        "or point KILO_BIN at the binary; --dry-run needs no CLI"
+    )
+
+
+def make_backend(settings: Settings) -> tuple[AgentBackend, str]:
+    if settings.dry_run:
+        return DryRunBackend(ask_questions=settings.hitl != "off"), "dry-run"
+    binary = find_agent_binary(settings)
+    runtime = detect_runtime(binary, settings.runtime)
+    return CliBackend(binary, runtime), runtime.name
+
+
+def default_agent(settings: Settings, runtime: str) -> str | None:
+    # code-design is Kilo's default agent; opencode has no such agent, so let it pick its own.
+    return settings.agent or ("code-design" if runtime == "kilo" else None)
+
+
+def read_prompt_extra(value: str | None, project: Path) -> str | None:
+    """--prompt-extra names a file (as in the original tool) or holds the text itself."""
+    if not value:
+        return None
+    for candidate in (Path(value).expanduser(), project / value):
+        try:
+            if len(value) < 4096 and candidate.is_file():
+                return candidate.read_text(encoding="utf-8", errors="replace").strip() or None
+        except OSError:
+            continue
+    return value.strip() or None
+
+
+# ------------------------------------------------------------------ run setup
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid() % 10000:04d}"
+
+
+def initial_state(settings: Settings, goal: Goal, project: Path, run_id: str, runtime: str) -> RunState:
+    source = None
+    if goal.source is not None:
+        try:
+            source = goal.source.resolve().relative_to(project).as_posix()
+        except ValueError:
+            source = str(goal.source)
+    return RunState(
+        run_id=run_id, status="starting", project=str(project), goal_title=goal.title, goal_source=source,
+        goal_kind=goal.kind,
+        stages=[StageState(id=s.id, title=s.title, status="done" if s.done else "pending", verify=s.verify,
+                           acceptance=s.acceptance) for s in goal.stages],
+        completed_stages=[s.id for s in goal.stages if s.done], runtime=runtime,
+        agent=default_agent(settings, runtime), model=settings.model, max_iterations=settings.iterations,
+        shared_context=settings.shared_context, hitl=settings.hitl, dry_run=settings.dry_run,
+        started_at=now_iso(),
+    )
+
+
+def resumed_state(previous: RunState, goal: Goal, settings: Settings) -> RunState:
+    """Carry over stage progress, percent, session and guard note; the goal file may have changed."""
+    done = set(previous.completed_stages)
+    state = previous.model_copy(deep=True)
+    state.stages = [StageState(id=s.id, title=s.title, status="done" if (s.done or s.id in done) else "pending",
+                               verify=s.verify, acceptance=s.acceptance) for s in goal.stages]
+    state.completed_stages = [s.id for s in goal.stages if s.done or s.id in done]
+    state.status, state.finished_at, state.stop_reason, state.resume_command = "starting", None, "", ""
+    state.pending_questions, state.paused, state.abort_requested = [], False, False
+    for item in state.iterations:
+        if item.outcome in ("running", "retrying"):
+            item.outcome, item.error = "interrupted", "the loop process ended during this iteration"
+    if settings.shared_context:
+        state.shared_context = True
+    return state
+
+
+@dataclass
+class PreparedRun:
+    layout: RunLayout
+    state: RunState
+    resumed: bool
+
+
+def prepare_run(settings: Settings, goal: Goal, project: Path, runtime: str) -> PreparedRun:
+    project_layout = ProjectLayout(project)
+    if settings.resume:
+        try:
+            run = resolve_run(project_layout, settings.resume)
+            state = resumed_state(load_state(run), goal, settings)
+        except RunNotFound as exc:
+            raise SetupError(f"--resume {settings.resume}: {exc}") from exc
+        return PreparedRun(run, state, resumed=True)
+    run_id = settings.run_id or new_run_id()
+    try:
+        run = project_layout.run(run_id)
+    except ValueError as exc:
+        raise SetupError(f"--run-id: {exc}") from exc
+    if run.state.exists():
+        raise SetupError(f"run {run_id} already exists; pick another --run-id or --resume {run_id}")
+    return PreparedRun(run, initial_state(settings, goal, project, run_id, runtime), resumed=False)
+
+
+# ------------------------------------------------------------------ safety hooks
+class SafetyHooks:
+    def __init__(self, redact: Callable[[str], str]) -> None:
+        self._redact = redact
+
+    async def checkpoint(self, project: Path, checkpoints_dir: Path, iteration: int) -> str:
+        cp = await asyncio.to_thread(capture_checkpoint, project, checkpoints_dir, iteration)
+        return f"HEAD {str(cp.head or 'none')[:10]}, {len(cp.untracked)} untracked, patch {cp.patch_bytes} bytes"
+
+    async def verify(self, command: str, cwd: Path, timeout_s: float) -> VerifyResult:
+        outcome = await run_verify(command, cwd, timeout_s, self._redact)
+        return VerifyResult(command=outcome.command, exit_code=outcome.exit_code, passed=outcome.passed,
+                            output_tail=outcome.output_tail, duration_ms=outcome.duration_ms,
+                            timed_out=outcome.timed_out)
+
+    def sync_markdown(self, goal: Goal, stage: Stage) -> bool:
+        return goal.source is not None and mark_markdown_stage_done(goal.source, stage, True)
+
+
+
+# ------------------------------------------------------------------ execution
+def _guard_parts(settings: Settings, project: Path, runtime: str, warn: Callable[[str], None]) -> tuple[Any, dict[str, str]]:
+    if not settings.guard:
+        return None, {}
+    guard = Guard(settings.guard_deny, settings.guard_allow)
+    if runtime not in ("kilo", "opencode"):
+        return guard, {}
+    config = inline_config_env(runtime, project, os.environ)  # type: ignore[arg-type]
+    if config.note:
+        warn(config.note)
+    return guard, dict(config.env)
+
+
+def _install_signal_handlers(control: RunControl, say: Callable[[str], None]) -> Callable[[], None]:
+    loop = asyncio.get_running_loop()
+    presses = {"count": 0}
+
+    def on_sigint() -> None:
+        presses["count"] += 1
+        if presses["count"] > 1:
+            say("second Ctrl+C: exiting now")
+            os._exit(130)
+        say("Ctrl+C: stopping the run (press again to force-exit)")
+        control.stop()
+
+    loop.add_signal_handler(signal.SIGINT, on_sigint)
+    loop.add_signal_handler(signal.SIGTERM, control.stop)
+
+    def remove() -> None:
+        loop.remove_signal_handler(signal.SIGINT)
+        loop.remove_signal_handler(signal.SIGTERM)
+
+    return remove
+
+
+async def execute_run(
+    settings: Settings,
+    project: Path,
+    goal: Goal,
+    backend: AgentBackend,
+    runtime: str,
+    prepared: PreparedRun,
+    view: Callable[[RunEvent], None],
+    say: Callable[[str], None],
+) -> RunState:
+    """Run the loop to its end and return the final state (always saved to disk)."""
+    redactor = Redactor(enabled=settings.redact)
+    ProjectLayout(project).ensure()
+    run_layout, state = prepared.layout, prepared.state
+    run_layout.ensure()
+    state.prompt_extra = read_prompt_extra(settings.prompt_extra, project) or state.prompt_extra
+    bus = EventBus(run_layout.events, redactor.redact_value, start_seq=last_seq(run_layout.events))
+    recorder = RunRecorder(run_layout, state, bus, redactor.redact_value)
+    bus.subscribe(view)
+    control = RunControl(shared_context=state.shared_context)
+    answers = AnswerBook(ProjectLayout(project).answers, state.run_id, redactor.redact_value)
+    for warning in answers.load_for_resume() if prepared.resumed else []:
+        recorder.warn(warning)
+    state.answers = len(answers.answers)
+    guard, agent_env = _guard_parts(settings, project, runtime, recorder.warn)
+    notifier = Notifier(settings.notify, redactor.redact, recorder.warn) if settings.notify else None
+    terminal = TerminalInput(control, lambda: state.pending_questions, say)
+    terminal.start()
+    bus.subscribe(lambda event: terminal.flush_early_answers() if event.type == "question" else None)
+    remove_signals = _install_signal_handlers(control, say)
+    recorder.emit("run-started", f"run {state.run_id} {'resumed' if prepared.resumed else 'started'}: "
+                  f"{goal.title} ({len(goal.stages)} stage(s), runtime {runtime})", "heading")
+    ctx = LoopContext(
+        settings=settings, goal=goal, project=project, backend=backend, control=control, recorder=recorder,
+        answers=answers, hooks=SafetyHooks(redactor.redact), guard=guard, notifier=notifier,
+        agent_env=agent_env, answer_channel_open=lambda: terminal.open or terminal.has_early_answers,
+    )
+    try:
+        await Orchestrator(ctx).run()
+    finally:
+        remove_signals()
+        terminal.stop()
+        if notifier is not None:
+            await notifier.aclose(10.0)
+        bus.close()
+    return state

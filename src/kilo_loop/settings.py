@@ -1,0 +1,179 @@
+"""One settings model. Precedence: CLI flags > environment (KILO_LOOP_*) >
+<project>/.kilocode-loop/config.json > built-in defaults."""
+
+from __future__ import annotations
+
+import re
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, TypeAdapter, ValidationError, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from kilo_loop.run.files import read_json
+
+HitlMode = Literal["always", "on-question", "off"]
+RuntimeMode = Literal["auto", "kilo", "opencode"]
+CONFIG_RELATIVE = Path(".kilocode-loop") / "config.json"
+
+
+class ConfigError(ValueError):
+    """A wrong value in the config file or environment; the message names the source and key."""
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).replace("-", "_").lower()
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KILO_LOOP_", extra="forbid", validate_default=True)
+
+    # Goal
+    goal: Path | None = None
+    goal_text: str | None = None
+    iterations: int = Field(5, ge=1, le=100_000)
+    # Execution
+    project: Path | None = None
+    agent: str | None = None
+    model: str | None = None
+    variant: str | None = None
+    thinking: bool = False
+    auto: bool = True
+    shared_context: bool = False
+    hitl: HitlMode = "on-question"
+    runtime: RuntimeMode = "auto"
+    kilo_bin: str | None = None
+    max_iteration_minutes: float = Field(30.0, gt=0)
+    context_warn_tokens: int = Field(120_000, ge=0)
+    prompt_extra: str | None = None
+    # Verification & safety
+    verify: str | None = None
+    verify_timeout_minutes: float = Field(10.0, gt=0)
+    checkpoint: bool = True
+    guard: bool = True
+    guard_stop: bool = False
+    max_guard_blocks: int = Field(3, ge=1)
+    guard_deny: list[str] = Field(default_factory=list)
+    guard_allow: list[str] = Field(default_factory=list)
+    redact: bool = True
+    max_cost: float | None = Field(None, ge=0)
+    max_tokens: int | None = Field(None, ge=0)
+    max_stale_iterations: int | None = Field(3, ge=1)
+    retry: bool = True
+    max_retries: int = Field(3, ge=0, le=100)
+    retry_delay: int = Field(2000, ge=0)
+    retry_max_delay: int = Field(60_000, ge=0)
+    review: bool = False
+    review_agent: str | None = None
+    auto_fresh_tokens: int | None = Field(None, ge=1)
+    sync_goal: bool = True
+    force: bool = False
+    notify: list[str] = Field(default_factory=list)
+    # Dashboard
+    port: int = Field(7999, ge=0, le=65535)
+    host: str | None = None
+    lan: bool = False
+    local: bool = False
+    keep_open: bool = False
+    dashboard: bool = True
+    # Utility
+    dry_run: bool = False
+    resume: str | None = None
+    run_id: str | None = None
+    quiet: bool = False
+    no_color: bool = False
+    confirm: bool = True
+
+    @field_validator("notify", "guard_deny", "guard_allow", mode="before")
+    @classmethod
+    def _split_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [item for item in re.split(r"[\s,]+", value) if item]
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, ProjectConfigSource(settings_cls, _CONFIG_FILE.get()))
+
+    @property
+    def session_mode(self) -> str:
+        return "continue" if self.shared_context else "fresh"
+
+
+# The config file in force while load_settings builds a Settings (pydantic-settings builds
+# sources inside the constructor, so the path travels in a context variable).
+_CONFIG_FILE: ContextVar[Path | None] = ContextVar("kilo_loop_config_file", default=None)
+
+# Keys the original tool's config.json used that map onto our fields.
+_CONFIG_ALIASES = {"session_mode": "shared_context", "default_verify": "verify", "iterations_default": "iterations"}
+
+
+def _config_value(key: str, value: Any) -> tuple[str, Any]:
+    field = _CONFIG_ALIASES.get(key, key)
+    if key == "session_mode":
+        if value not in ("continue", "fresh"):
+            raise ConfigError(f"key 'sessionMode': expected 'continue' or 'fresh', got {value!r}")
+        return field, value == "continue"
+    return field, value
+
+
+class ProjectConfigSource(PydanticBaseSettingsSource):
+    """Values from .kilocode-loop/config.json, camelCase or snake_case keys, each validated on its own
+    so a wrong one is reported with the file and the key."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None) -> None:
+        super().__init__(settings_cls)
+        self._path = path
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        if self._path is None or not self._path.is_file():
+            return {}
+        try:
+            raw = read_json(self._path)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(str(exc)) from exc
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{self._path}: expected a JSON object")
+        return {name: value for name, value in (self._field(k, v) for k, v in raw.items()) if name}
+
+    def _field(self, key: str, value: Any) -> tuple[str, Any]:
+        if key.startswith("$") or key.startswith("_"):
+            return "", None  # comments / schema references
+        try:
+            name, value = _config_value(_snake(key), value)
+        except ConfigError as exc:
+            raise ConfigError(f"{self._path}: {exc}") from exc
+        fields = self.settings_cls.model_fields
+        if name not in fields:
+            raise ConfigError(f"{self._path}: unknown key {key!r}")
+        try:
+            TypeAdapter(fields[name].annotation).validate_python(Settings._split_list(value))
+        except ValidationError as exc:
+            problem = exc.errors()[0]["msg"]
+            raise ConfigError(f"{self._path}: key {key!r}: {problem} (got {value!r})") from exc
+        return name, value
+
+
+def load_settings(cli_values: dict[str, Any], project: Path | None) -> Settings:
+    """Build the settings for a project; `cli_values` holds only flags the user gave."""
+    token = _CONFIG_FILE.set((project / CONFIG_RELATIVE) if project else None)
+    try:
+        return Settings(**cli_values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "settings"
+        raise ConfigError(f"{where}: {first['msg']} (CLI flag, KILO_LOOP_* variable or config.json)") from exc
+    finally:
+        _CONFIG_FILE.reset(token)
