@@ -227,6 +227,72 @@ def _install_signal_handlers(control: RunControl, say: Callable[[str], None]) ->
     return remove
 
 
+class RunHandle:
+    """A run that is set up and ready to go: everything the terminal and the dashboard
+    need to watch and steer it (state, control channel, event bus, files)."""
+
+    def __init__(self, settings: Settings, project: Path, goal: Goal, backend: AgentBackend, runtime: str,
+                 prepared: PreparedRun) -> None:
+        self.settings, self.project, self.goal, self.runtime = settings, project, goal, runtime
+        self.redactor = Redactor(enabled=settings.redact)
+        ProjectLayout(project).ensure()
+        self.layout, self.state, self.resumed = prepared.layout, prepared.state, prepared.resumed
+        self.layout.ensure()
+        self.state.prompt_extra = read_prompt_extra(settings.prompt_extra, project) or self.state.prompt_extra
+        self.bus = EventBus(self.layout.events, self.redactor.redact_value, start_seq=last_seq(self.layout.events))
+        self.recorder = RunRecorder(self.layout, self.state, self.bus, self.redactor.redact_value)
+        self.control = RunControl(shared_context=self.state.shared_context)
+        self.answers = AnswerBook(ProjectLayout(project).answers, self.state.run_id, self.redactor.redact_value)
+        # Each open channel (terminal, dashboard) adds a probe; a question waits only if one is open.
+        self.answer_channels: list[Callable[[], bool]] = []
+        self._backend = backend
+
+    @property
+    def run_id(self) -> str:
+        return self.state.run_id
+
+    def answer_channel_open(self) -> bool:
+        return any(probe() for probe in self.answer_channels)
+
+    async def run(self) -> RunState:
+        """Drive the loop to its end; the final state is always saved to disk."""
+        settings, recorder = self.settings, self.recorder
+        for warning in self.answers.load_for_resume() if self.resumed else []:
+            recorder.warn(warning)
+        self.state.answers = len(self.answers.answers)
+        guard, agent_env = _guard_parts(settings, self.project, self.runtime, recorder.warn)
+        notifier = Notifier(settings.notify, self.redactor.redact, recorder.warn) if settings.notify else None
+        recorder.emit("run-started", f"run {self.run_id} {'resumed' if self.resumed else 'started'}: "
+                      f"{self.goal.title} ({len(self.goal.stages)} stage(s), runtime {self.runtime})", "heading")
+        ctx = LoopContext(
+            settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
+            recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
+            notifier=notifier, agent_env=agent_env, answer_channel_open=self.answer_channel_open,
+        )
+        try:
+            await Orchestrator(ctx).run()
+        finally:
+            if notifier is not None:
+                await notifier.aclose(10.0)
+            self.bus.close()
+        return self.state
+
+
+def attach_terminal(handle: RunHandle, say: Callable[[str], None]) -> Callable[[], None]:
+    """Terminal keys, typed answers and Ctrl+C for this run; returns the detach function."""
+    terminal = TerminalInput(handle.control, lambda: handle.state.pending_questions, say)
+    terminal.start()
+    handle.answer_channels.append(lambda: terminal.open or terminal.has_early_answers)
+    handle.bus.subscribe(lambda event: terminal.flush_early_answers() if event.type == "question" else None)
+    remove_signals = _install_signal_handlers(handle.control, say)
+
+    def detach() -> None:
+        remove_signals()
+        terminal.stop()
+
+    return detach
+
+
 async def execute_run(
     settings: Settings,
     project: Path,
@@ -237,39 +303,11 @@ async def execute_run(
     view: Callable[[RunEvent], None],
     say: Callable[[str], None],
 ) -> RunState:
-    """Run the loop to its end and return the final state (always saved to disk)."""
-    redactor = Redactor(enabled=settings.redact)
-    ProjectLayout(project).ensure()
-    run_layout, state = prepared.layout, prepared.state
-    run_layout.ensure()
-    state.prompt_extra = read_prompt_extra(settings.prompt_extra, project) or state.prompt_extra
-    bus = EventBus(run_layout.events, redactor.redact_value, start_seq=last_seq(run_layout.events))
-    recorder = RunRecorder(run_layout, state, bus, redactor.redact_value)
-    bus.subscribe(view)
-    control = RunControl(shared_context=state.shared_context)
-    answers = AnswerBook(ProjectLayout(project).answers, state.run_id, redactor.redact_value)
-    for warning in answers.load_for_resume() if prepared.resumed else []:
-        recorder.warn(warning)
-    state.answers = len(answers.answers)
-    guard, agent_env = _guard_parts(settings, project, runtime, recorder.warn)
-    notifier = Notifier(settings.notify, redactor.redact, recorder.warn) if settings.notify else None
-    terminal = TerminalInput(control, lambda: state.pending_questions, say)
-    terminal.start()
-    bus.subscribe(lambda event: terminal.flush_early_answers() if event.type == "question" else None)
-    remove_signals = _install_signal_handlers(control, say)
-    recorder.emit("run-started", f"run {state.run_id} {'resumed' if prepared.resumed else 'started'}: "
-                  f"{goal.title} ({len(goal.stages)} stage(s), runtime {runtime})", "heading")
-    ctx = LoopContext(
-        settings=settings, goal=goal, project=project, backend=backend, control=control, recorder=recorder,
-        answers=answers, hooks=SafetyHooks(redactor.redact), guard=guard, notifier=notifier,
-        agent_env=agent_env, answer_channel_open=lambda: terminal.open or terminal.has_early_answers,
-    )
+    """A direct run from the command line: console view and terminal controls attached."""
+    handle = RunHandle(settings, project, goal, backend, runtime, prepared)
+    handle.bus.subscribe(view)
+    detach = attach_terminal(handle, say)
     try:
-        await Orchestrator(ctx).run()
+        return await handle.run()
     finally:
-        remove_signals()
-        terminal.stop()
-        if notifier is not None:
-            await notifier.aclose(10.0)
-        bus.close()
-    return state
+        detach()
