@@ -16,16 +16,16 @@ _TRANSIENT = re.compile(
 
 
 def transient_reason(result: AgentResult) -> str | None:
-    """The matching phrase when the failure looks like a provider/network hiccup, else None.
+    """The line that shows a provider/network hiccup (the reason to report), else None.
 
     Iteration timeouts and kills (guard hits, user stop) are never transient.
     """
     if result.timed_out or result.killed or not result.failed:
         return None
     for source in (result.error or "", result.stderr_tail):
-        match = _TRANSIENT.search(source)
-        if match:
-            return match.group(0)
+        for line in source.splitlines():
+            if _TRANSIENT.search(line):
+                return line.strip()[:200]
     return None
 
 

@@ -1,0 +1,3 @@
+from kilo_loop.cli import main
+
+main()

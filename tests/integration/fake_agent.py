@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""A stand-in for `kilo run --format json` that replays a scripted scenario.
+
+The scenario (JSON file named by FAKE_AGENT_SCENARIO) is a list with one entry per
+invocation; each entry is a list of steps:
+  {"event": {...}}                 print one NDJSON event (sessionID filled in)
+  {"raw": "text"}                  print a raw line (garbage)
+  {"write": "path", "text": "..."} write a file relative to $PWD
+  {"progress": {...}}              write .kilocode-loop/progress.json
+  {"handoff": "..."}               write .kilocode-loop/handoff.md
+  {"sleep": seconds}               sleep
+  {"spawn_sleeper": seconds}       start a child that sleeps (to test group kills)
+  {"stderr": "text"}               print to stderr
+  {"exit": code}                   exit now with this code
+Every invocation's argv, cwd and PWD are appended to FAKE_AGENT_LOG as JSON lines.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> int:
+    scenario = json.loads(Path(os.environ["FAKE_AGENT_SCENARIO"]).read_text())
+    log = Path(os.environ["FAKE_AGENT_LOG"])
+    calls = log.read_text().count("\n") if log.exists() else 0
+    with log.open("a") as handle:
+        handle.write(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "pwd": os.environ.get("PWD"),
+                                 "env_config": os.environ.get("KILO_CONFIG_CONTENT")}) + "\n")
+    steps = scenario[min(calls, len(scenario) - 1)]
+    argv = sys.argv[1:]
+    session = argv[argv.index("--session") + 1] if "--session" in argv else f"ses_fake{calls:04d}"
+    root = Path(os.environ.get("PWD", "."))
+    for step in steps:
+        if "event" in step:
+            event = dict(step["event"])
+            event.setdefault("sessionID", session)
+            print(json.dumps(event), flush=True)
+        elif "raw" in step:
+            print(step["raw"], flush=True)
+        elif "write" in step:
+            target = root / step["write"]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(step["text"])
+        elif "progress" in step:
+            (root / ".kilocode-loop").mkdir(exist_ok=True)
+            (root / ".kilocode-loop" / "progress.json").write_text(json.dumps(step["progress"]))
+        elif "handoff" in step:
+            (root / ".kilocode-loop").mkdir(exist_ok=True)
+            (root / ".kilocode-loop" / "handoff.md").write_text(step["handoff"])
+        elif "sleep" in step:
+            time.sleep(step["sleep"])
+        elif "spawn_sleeper" in step:
+            child = subprocess.Popen(["sleep", str(step["spawn_sleeper"])])
+            Path(os.environ["FAKE_AGENT_LOG"] + ".pids").open("a").write(f"{child.pid}\n{os.getpid()}\n")
+        elif "stderr" in step:
+            print(step["stderr"], file=sys.stderr, flush=True)
+        elif "exit" in step:
+            return int(step["exit"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
