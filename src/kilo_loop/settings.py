@@ -113,6 +113,8 @@ class Settings(BaseSettings):
 # sources inside the constructor, so the path travels in a context variable).
 _CONFIG_FILE: ContextVar[Path | None] = ContextVar("kilo_loop_config_file", default=None)
 
+_LIST_FIELDS = {"notify", "guard_deny", "guard_allow"}
+
 # Keys the original tool's config.json used that map onto our fields.
 _CONFIG_ALIASES = {"session_mode": "shared_context", "default_verify": "verify", "iterations_default": "iterations"}
 
@@ -159,7 +161,8 @@ class ProjectConfigSource(PydanticBaseSettingsSource):
         if name not in fields:
             raise ConfigError(f"{self._path}: unknown key {key!r}")
         try:
-            TypeAdapter(fields[name].annotation).validate_python(Settings._split_list(value))
+            listy = name in _LIST_FIELDS
+            TypeAdapter(fields[name].annotation).validate_python(Settings._split_list(value) if listy else value)
         except ValidationError as exc:
             problem = exc.errors()[0]["msg"]
             raise ConfigError(f"{self._path}: key {key!r}: {problem} (got {value!r})") from exc
