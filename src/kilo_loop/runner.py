@@ -16,7 +16,7 @@ from typing import Any
 from kilo_loop.agent.cli_backend import CliBackend, detect_runtime
 from kilo_loop.agent.protocol import AgentBackend
 from kilo_loop.agent.simulator import DryRunBackend
-from kilo_loop.goal.model import Goal, Stage
+from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
 from kilo_loop.goal.sync import mark_markdown_stage_done
 from kilo_loop.loop.control import RunControl
@@ -188,7 +188,10 @@ class SafetyHooks:
                             timed_out=outcome.timed_out)
 
     def sync_markdown(self, goal: Goal, stage: Stage) -> bool:
-        return goal.source is not None and mark_markdown_stage_done(goal.source, stage, True)
+        try:
+            return goal.source is not None and mark_markdown_stage_done(goal.source, stage, True)
+        except GoalError:
+            return False  # the plan was moved or made read-only mid-run; the caller warns
 
 
 

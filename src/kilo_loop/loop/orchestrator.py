@@ -325,7 +325,7 @@ class Orchestrator:
             self._set_stage_status(stage, "blocked")
         if not claims_done:
             return False
-        command = stage.verify or self.ctx.settings.verify
+        command = stage.verify or self.ctx.goal.verify or self.ctx.settings.verify
         if command and not self.ctx.settings.dry_run:
             verdict = await self.ctx.hooks.verify(command, self.ctx.project, self.ctx.settings.verify_timeout_minutes * 60)
             summary.verify = verdict
