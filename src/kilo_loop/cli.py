@@ -147,6 +147,9 @@ def main(ctx: click.Context, **params: Any) -> None:
     except GoalError as exc:
         fail(f"goal error: {exc}")
         return
+    except KeyboardInterrupt:  # a Ctrl+C outside the run's own handlers (set-up, final summary)
+        click.echo("kilo-loop: interrupted", err=True)
+        sys.exit(130)
     sys.exit(code)
 
 

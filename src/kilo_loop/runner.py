@@ -208,7 +208,18 @@ def _guard_parts(settings: Settings, project: Path, runtime: str, warn: Callable
     return guard, dict(config.env)
 
 
-def _install_signal_handlers(control: RunControl, say: Callable[[str], None]) -> Callable[[], None]:
+def _force_exit(before_exit: Callable[[], None]) -> Callable[..., None]:
+    def handler(*_: object) -> None:
+        before_exit()  # os._exit skips atexit: give the terminal back first
+        os._exit(130)
+
+    return handler
+
+
+def _install_signal_handlers(
+    control: RunControl, say: Callable[[str], None], before_exit: Callable[[], None]
+) -> Callable[[], None]:
+    """Ctrl+C stops the run; a second one force-exits. SIGTERM stops the run."""
     loop = asyncio.get_running_loop()
     presses = {"count": 0}
 
@@ -216,7 +227,7 @@ def _install_signal_handlers(control: RunControl, say: Callable[[str], None]) ->
         presses["count"] += 1
         if presses["count"] > 1:
             say("second Ctrl+C: exiting now")
-            os._exit(130)
+            _force_exit(before_exit)()
         say("Ctrl+C: stopping the run (press again to force-exit)")
         control.stop()
 
@@ -224,8 +235,10 @@ def _install_signal_handlers(control: RunControl, say: Callable[[str], None]) ->
     loop.add_signal_handler(signal.SIGTERM, control.stop)
 
     def remove() -> None:
-        loop.remove_signal_handler(signal.SIGINT)
         loop.remove_signal_handler(signal.SIGTERM)
+        # Not remove_signal_handler(SIGINT): that reinstates KeyboardInterrupt for a moment.
+        # Once the run is over, any Ctrl+C (final summary, dashboard kept open) exits at once.
+        signal.signal(signal.SIGINT, _force_exit(before_exit))
 
     return remove
 
@@ -287,7 +300,7 @@ def attach_terminal(handle: RunHandle, say: Callable[[str], None]) -> Callable[[
     terminal.start()
     handle.answer_channels.append(lambda: terminal.open or terminal.has_early_answers)
     handle.bus.subscribe(lambda event: terminal.flush_early_answers() if event.type == "question" else None)
-    remove_signals = _install_signal_handlers(handle.control, say)
+    remove_signals = _install_signal_handlers(handle.control, say, terminal.stop)
 
     def detach() -> None:
         remove_signals()

@@ -1,24 +1,55 @@
-"""Terminal input: one-letter controls and typed answers, read from stdin without threads.
+"""Terminal input: single-key controls and typed answers, read from stdin without threads.
 
-Lines are read through the event loop (add_reader). A line that is a single control
-key (x, p, s, q, ?) is a command; any other line answers the pending question
-(a number picks an option). Piped stdin works too, so answers can be scripted.
+On a terminal, stdin is put in cbreak mode (Ctrl+C still raises SIGINT): with no
+question pending, X / P / S / Q / ? act at once; otherwise typed text is echoed and
+Enter submits it as the answer (a number picks an option). Piped stdin is read line
+by line (a line that is a single control key is that command), so answers can be
+scripted. The terminal mode is always restored: on stop(), at exit, and on signals.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import sys
+import termios
+import tty
 from collections.abc import Callable
 
 from kilo_loop.loop.control import AnswerItem, RunControl
 from kilo_loop.run.state import Question
 
 KEY_HELP = (
-    "keys (then Enter): X abort after this session · P pause/resume · S toggle shared context · "
-    "Q stop now · ? help · any other text answers a pending question (a number picks an option)"
+    "keys: X abort after this session · P pause/resume · S toggle shared context · Q stop now · "
+    "? help · Ctrl+C stop (twice: force exit) · when a question is pending, type the answer "
+    "(a number picks an option) and press Enter"
 )
+_ERASE = ("\x7f", "\b")
+_SHOW_CURSOR = "\x1b[?25h"
+
+
+class TerminalMode:
+    """cbreak on a TTY, with restoration guaranteed however the process ends."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._saved: list[object] | None = None
+
+    def enter(self) -> None:
+        self._saved = termios.tcgetattr(self._fd)
+        tty.setcbreak(self._fd)
+        atexit.register(self.restore)
+
+    def restore(self) -> None:
+        if self._saved is not None:
+            try:
+                termios.tcsetattr(self._fd, termios.TCSADRAIN, self._saved)
+            except termios.error:
+                pass
+            self._saved = None
+            sys.stdout.write(_SHOW_CURSOR)
+            sys.stdout.flush()
 
 
 class TerminalInput:
@@ -28,22 +59,30 @@ class TerminalInput:
         pending: Callable[[], list[Question]],
         say: Callable[[str], None],
         fd: int | None = None,
+        echo: Callable[[str], None] | None = None,
     ) -> None:
         self._control = control
         self._pending = pending
         self._say = say
         self._fd = sys.stdin.fileno() if fd is None else fd
+        self._echo = echo or _write_stdout
+        self._is_tty = os.isatty(self._fd)
+        self._mode = TerminalMode(self._fd) if self._is_tty else None
         self._buffer = b""
+        self._typed = ""
         self._early_answers: list[str] = []
         self.open = False
 
     def start(self) -> bool:
-        """Begin reading; False when stdin is not readable (closed, /dev/null)."""
+        """Begin reading; False when stdin cannot deliver input (closed, /dev/null)."""
         try:
-            if os.isatty(self._fd) or not _at_eof_now(self._fd):
-                asyncio.get_running_loop().add_reader(self._fd, self._on_readable)
-                self.open = True
-        except (OSError, ValueError, NotImplementedError):
+            if not self._is_tty and _at_eof_now(self._fd):
+                return False
+            if self._mode is not None:
+                self._mode.enter()
+            asyncio.get_running_loop().add_reader(self._fd, self._on_readable)
+            self.open = True
+        except (OSError, ValueError, NotImplementedError, termios.error):
             self.open = False
         return self.open
 
@@ -51,6 +90,8 @@ class TerminalInput:
         if self.open:
             asyncio.get_running_loop().remove_reader(self._fd)
             self.open = False
+        if self._mode is not None:
+            self._mode.restore()
 
     def _on_readable(self) -> None:
         try:
@@ -62,29 +103,48 @@ class TerminalInput:
             if self._buffer:
                 self.handle_line(self._buffer.decode("utf-8", "replace"))
             return
+        if self._is_tty:
+            for char in chunk.decode("utf-8", "replace"):
+                self.handle_char(char)
+            return
         self._buffer += chunk
         while b"\n" in self._buffer:
             line, self._buffer = self._buffer.split(b"\n", 1)
             self.handle_line(line.decode("utf-8", "replace"))
 
+    # ----------------------------------------------------------- tty input
+    def handle_char(self, char: str) -> None:
+        if char in ("\r", "\n"):
+            line, self._typed = self._typed, ""
+            self._echo("\n")
+            if line.strip():
+                self.answer(line.strip())
+            return
+        if char in _ERASE:
+            if self._typed:
+                self._typed = self._typed[:-1]
+                self._echo("\b \b")
+            return
+        if not self._typed and not self._pending() and self.handle_key(char):
+            return
+        if char.isprintable():
+            self._typed += char
+            self._echo(char)
+
+    # ---------------------------------------------------------- line input
     def handle_line(self, line: str) -> None:
         text = line.strip()
-        if not text and not self._control.waiting_for_answers:
+        if not text:
             return
-        if self.handle_key(text):
+        if not self._pending() and self.handle_key(text):
             return
         self.answer(text)
 
     def handle_key(self, text: str) -> bool:
-        key = text.lower()
         actions: dict[str, Callable[[], None]] = {
-            "x": self._abort,
-            "p": self._pause,
-            "s": self._shared,
-            "q": self._stop,
-            "?": lambda: self._say(KEY_HELP),
+            "x": self._abort, "p": self._pause, "s": self._shared, "q": self._stop, "?": lambda: self._say(KEY_HELP),
         }
-        action = actions.get(key)
+        action = actions.get(text.lower())
         if action is None:
             return False
         action()
@@ -107,22 +167,28 @@ class TerminalInput:
     def has_early_answers(self) -> bool:
         return bool(self._early_answers)
 
+    # --------------------------------------------------------------- keys
     def _abort(self) -> None:
         self._control.request_abort_after_current()
-        self._say("will abort after the current session (X)")
+        self._say("X: will abort after the current session")
 
     def _pause(self) -> None:
         self._control.toggle_pause()
-        self._say("paused: the next iteration waits (P to resume)" if self._control.paused else "resumed")
+        self._say("P: paused — the next iteration waits (P again to resume)" if self._control.paused else "P: resumed")
 
     def _shared(self) -> None:
         self._control.set_shared_context(not self._control.shared_context)
         mode = "one shared session" if self._control.shared_context else "fresh session + handoff"
-        self._say(f"context from the next iteration: {mode}")
+        self._say(f"S: context from the next iteration: {mode}")
 
     def _stop(self) -> None:
-        self._say("stopping now (Q): killing the agent session")
+        self._say("Q: stopping now — killing the agent session")
         self._control.stop()
+
+
+def _write_stdout(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
 
 
 def _at_eof_now(fd: int) -> bool:
