@@ -14,7 +14,7 @@ _GITIGNORE = "# kilo-loop working files (goals/ and config.json may be committed
 
 
 def valid_run_id(run_id: str) -> bool:
-    return bool(RUN_ID_PATTERN.match(run_id)) and run_id not in {".", ".."}
+    return bool(RUN_ID_PATTERN.fullmatch(run_id)) and run_id not in {".", ".."}
 
 
 @dataclass(frozen=True)

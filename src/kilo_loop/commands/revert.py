@@ -1,0 +1,108 @@
+"""`kilo-loop revert`: restore the working tree to a checkpoint taken before iteration N.
+
+Destructive (it deletes files created after the checkpoint), so it shows the
+plan first and asks; without a terminal it needs --yes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from kilo_loop.loop.workspace import NotAGitRepo, git_root
+from kilo_loop.run.layout import ProjectLayout
+from kilo_loop.run.store import RunNotFound, resolve_run
+from kilo_loop.safety.checkpoint import (
+    CheckpointError,
+    RevertPlan,
+    RevertResult,
+    plan_revert,
+    revert_to_checkpoint,
+)
+
+SHOW_AT_MOST = 50
+
+
+def _project(path: Path | None) -> Path:
+    start = (path or Path.cwd()).expanduser().resolve()
+    try:
+        return git_root(start)
+    except NotAGitRepo:
+        return start
+
+
+def stdin_is_interactive() -> bool:
+    """Whether a person can answer the confirmation (tests replace this)."""
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+def show_path(path: str) -> str:
+    """A path as one safe line: names with newlines or control characters are quoted."""
+    return path if path.isprintable() else json.dumps(path)
+
+
+def _list(title: str, paths: Sequence[str], mark: str) -> list[str]:
+    if not paths:
+        return []
+    lines = [f"{title} ({len(paths)}):"]
+    lines += [f"  {mark} {show_path(path)}" for path in paths[:SHOW_AT_MOST]]
+    if len(paths) > SHOW_AT_MOST:
+        lines.append(f"  … and {len(paths) - SHOW_AT_MOST} more")
+    return lines
+
+
+def describe_plan(plan: RevertPlan, run_id: str) -> str:
+    head = plan.checkpoint_head[:12] if plan.checkpoint_head else "no commit yet"
+    lines = [f"Checkpoint before iteration {plan.iteration} of run {run_id} (HEAD {head})."]
+    lines += _list("Tracked files to restore", plan.restore, "~")
+    lines += _list("Files created after the checkpoint to delete", plan.delete, "-")
+    if plan.keep:
+        lines.append(f"Left alone: {len(plan.keep)} untracked file(s) that existed before or are protected.")
+    lines += _list("Untracked at the checkpoint but gone now (cannot be brought back)", plan.missing, "!")
+    return "\n".join(lines)
+
+
+def describe_result(result: RevertResult) -> str:
+    summary = (f"Reverted to before iteration {result.iteration}: restored {len(result.restored)} tracked "
+               f"file(s), deleted {len(result.deleted)} file(s), kept {len(result.kept)}.")
+    lines = [summary]
+    lines += _list("Deleted", result.deleted, "-")
+    return "\n".join(lines)
+
+
+@click.command(help="Restore the working tree to the checkpoint taken before iteration N of a run.")
+@click.option("--run", "run_ref", required=True, help="run id, or 'last' / 'latest'")
+@click.option("--before", "iteration", required=True, type=click.IntRange(min=1), help="iteration number N")
+@click.option("--yes", is_flag=True, help="do not ask for confirmation")
+@click.option("-C", "--project", type=click.Path(path_type=Path), help="repository (default: cwd's git root)")
+def revert_command(run_ref: str, iteration: int, yes: bool, project: Path | None) -> None:
+    root = _project(project)
+    try:
+        run = resolve_run(ProjectLayout(root), run_ref)
+        plan = plan_revert(root, run.checkpoints, iteration)
+    except (RunNotFound, CheckpointError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if plan.head_moved:
+        raise click.ClickException(
+            f"HEAD moved since checkpoint {iteration} ({plan.checkpoint_head or 'no commit'} -> "
+            f"{plan.current_head or 'no commit'}): something committed during the run; refusing to revert.")
+    click.echo(describe_plan(plan, run.run_id))
+    if not (plan.restore or plan.delete):
+        click.echo("The working tree already matches the checkpoint; nothing to do.")
+        return
+    if not yes:
+        if not stdin_is_interactive():
+            raise click.ClickException("not reverting without confirmation: stdin is not a terminal (use --yes)")
+        if not click.confirm(f"Revert the working tree to before iteration {iteration}?", default=False,
+                             prompt_suffix=" "):
+            click.echo("Revert cancelled; nothing changed.")
+            sys.exit(1)
+    try:
+        result = revert_to_checkpoint(root, run.checkpoints, iteration)
+    except CheckpointError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(describe_result(result))

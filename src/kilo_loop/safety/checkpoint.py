@@ -1,0 +1,660 @@
+"""Per-iteration git checkpoints and "revert before #N".
+
+Before each iteration the loop records, under `runs/<runId>/checkpoints/`:
+
+- `iter-NN.patch`: `git diff HEAD --binary` (the working tree against HEAD),
+- `iter-NN.staged.patch`: `git diff --cached HEAD --binary`, only when the
+  index differs from HEAD, so revert can give the index back too,
+- `iter-NN.json`: HEAD, the untracked files, the ignored entries present, the
+  tracked paths that differed from HEAD, and the names and sizes of the patches.
+
+Capture never commits and never writes the index (`GIT_OPTIONAL_LOCKS=0` stops
+even git's opportunistic stat refresh). Revert brings the tracked files back to
+their state at the checkpoint (from HEAD plus the checkpoint's own patches) and
+deletes only files that are untracked-not-ignored now and were neither
+untracked nor ignored at the checkpoint. It never deletes inside `.git`, a
+submodule, a nested repository or outside the project, and never moves HEAD.
+If HEAD moved since the checkpoint it refuses unless forced; a forced revert
+restores the tracked files from the checkpoint's commit, leaving HEAD alone.
+
+Paths are kept as git prints them with `-z`, relative to the repository's top
+level, decoded with the file system encoding (surrogateescape), so names with
+spaces, newlines or undecodable bytes round-trip.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kilo_loop.run.files import write_bytes_atomic
+from kilo_loop.run.layout import LOOP_DIR
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+_NAME_RE = re.compile(r"iter-(\d{2,})\.json")
+_OID_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+_GITLINK_MODE = "160000"
+_PATHS_PER_CALL = 500  # pathspecs per git command line, well under ARG_MAX
+# Inherited variables that would point git at another repository, index or work
+# tree, or run an external program for diffs.
+_GIT_REDIRECTS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
+                  "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE", "GIT_EXTERNAL_DIFF")
+_DIFF_ARGS = ("diff", "--binary", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color",
+              "--ignore-submodules=all", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/")
+_NAMES_ARGS = ("diff", "--name-only", "--no-renames", "--no-ext-diff", "--ignore-submodules=all",
+               "--no-relative")
+
+
+class CheckpointError(Exception):
+    """A checkpoint cannot be captured, read or reverted to; the message says why."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    iteration: int
+    head: str | None
+    created_at: str
+    untracked: tuple[str, ...]
+    patch_file: str
+    patch_bytes: int
+    dirty: bool
+    path: Path
+    changed: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()
+    staged_patch_file: str | None = None
+    prefix: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": FORMAT_VERSION, "iteration": self.iteration, "head": self.head,
+            "createdAt": self.created_at, "dirty": self.dirty, "prefix": self.prefix,
+            "patchFile": self.patch_file, "patchBytes": self.patch_bytes,
+            "stagedPatchFile": self.staged_patch_file, "changed": list(self.changed),
+            "untracked": list(self.untracked), "ignored": list(self.ignored),
+        }
+
+
+@dataclass(frozen=True)
+class RevertPlan:
+    """What a revert would do, computed without changing anything.
+
+    `restore`, `delete`, `keep` and `missing` are for people; `checkout`,
+    `unstage` and `clear` are the steps on tracked paths that produce `restore`.
+    `delete` is an upper bound: the revert lists untracked files again after
+    restoring tracked ones, and a restored .gitignore may make some ignored (kept).
+    """
+
+    iteration: int
+    checkpoint_head: str | None
+    current_head: str | None
+    restore: tuple[str, ...]
+    delete: tuple[str, ...]
+    keep: tuple[str, ...]
+    missing: tuple[str, ...]
+    checkout: tuple[str, ...] = ()
+    unstage: tuple[str, ...] = ()
+    clear: tuple[str, ...] = ()
+
+    @property
+    def head_moved(self) -> bool:
+        return self.checkpoint_head != self.current_head
+
+
+@dataclass(frozen=True)
+class RevertResult:
+    iteration: int
+    restored: tuple[str, ...]
+    deleted: tuple[str, ...]
+    kept: tuple[str, ...]
+    missing: tuple[str, ...]
+    head: str | None
+    forced: bool
+
+
+# ---------------------------------------------------------------- pure logic
+
+
+def validate_iteration(iteration: object) -> int:
+    if isinstance(iteration, bool) or not isinstance(iteration, int) or iteration < 1:
+        raise CheckpointError(f"iteration must be an integer >= 1, got {iteration!r}")
+    return iteration
+
+
+def checkpoint_stem(iteration: int) -> str:
+    """`iter-01`, …, `iter-99`, `iter-100`: two digits at least."""
+    return f"iter-{validate_iteration(iteration):02d}"
+
+
+def split_nul(data: bytes) -> list[str]:
+    return [os.fsdecode(item) for item in data.split(b"\0") if item]
+
+
+def parse_entries(data: bytes) -> list[tuple[str, str]]:
+    """(mode, path) pairs from `git ls-tree -z` or `git ls-files -s -z` output ("mode ...\tpath")."""
+    entries: list[tuple[str, str]] = []
+    for item in data.split(b"\0"):
+        meta, tab, name = item.partition(b"\t")
+        if tab:
+            entries.append((meta.split(b" ", 1)[0].decode("ascii", errors="replace"), os.fsdecode(name)))
+    return entries
+
+
+def index_map(data: bytes) -> dict[str, str]:
+    """path -> "mode oid stage" from `git ls-files -s -z` output."""
+    entries: dict[str, str] = {}
+    for item in data.split(b"\0"):
+        meta, tab, name = item.partition(b"\t")
+        if tab:
+            entries[os.fsdecode(name)] = meta.decode("ascii", errors="replace")
+    return entries
+
+
+def is_safe_relpath(path: str) -> bool:
+    """A plain relative path with no `..`, no empty parts and nothing inside `.git`."""
+    if not path or path.startswith("/") or "\0" in path:
+        return False
+    parts = path.rstrip("/").split("/")
+    return all(part not in ("", ".", "..") and part.lower() != ".git" for part in parts)
+
+
+def in_scope(path: str, prefix: str) -> bool:
+    return path.startswith(prefix)
+
+
+def inside_any(path: str, roots: AbstractSet[str]) -> bool:
+    """True if `path` is one of `roots` or lies below one of them."""
+    parts = path.rstrip("/").split("/")
+    return any("/".join(parts[:depth]) in roots for depth in range(1, len(parts) + 1))
+
+
+def existed_before(path: str, recorded: AbstractSet[str]) -> bool:
+    """Was `path`, or a directory holding it, untracked or ignored at the checkpoint?
+
+    `recorded` holds file paths and directory entries ending in `/` (git lists
+    an ignored directory or a nested repository once, with a trailing slash).
+    """
+    if path in recorded:
+        return True
+    parts = path.rstrip("/").split("/")
+    return any("/".join(parts[:depth]) + "/" in recorded for depth in range(1, len(parts)))
+
+
+def is_protected(path: str, roots: AbstractSet[str]) -> bool:
+    """Never deleted by revert: unsafe paths, nested repositories, anything below `roots`.
+
+    `roots` are submodules and the loop's own folder (its runs and checkpoints).
+    """
+    return not is_safe_relpath(path) or path.endswith("/") or inside_any(path, roots)
+
+
+def protected_roots(prefix: str, gitlinks: Iterable[str], extra: Iterable[str] = ()) -> frozenset[str]:
+    return frozenset([*gitlinks, prefix + LOOP_DIR, *extra])
+
+
+def choose_untracked_deletions(
+    untracked_now: Iterable[str], recorded: AbstractSet[str], roots: AbstractSet[str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Split today's untracked-not-ignored files into (delete, keep)."""
+    delete: list[str] = []
+    keep: list[str] = []
+    for path in untracked_now:
+        if is_protected(path, roots) or existed_before(path, recorded):
+            keep.append(path)
+        else:
+            delete.append(path)
+    return tuple(sorted(delete)), tuple(sorted(keep))
+
+
+@dataclass(frozen=True)
+class TrackedActions:
+    checkout: tuple[str, ...]  # present in the source tree: take index and file from it
+    unstage: tuple[str, ...]  # absent from the source tree but in the index now
+    clear: tuple[str, ...]  # working file removed because the checkpoint patch recreates it
+    delete: tuple[str, ...]  # working file created after the checkpoint
+    keep: tuple[str, ...]  # working file that existed (untracked or ignored) before the checkpoint
+
+
+def classify_tracked(
+    candidates: Iterable[str], source_files: AbstractSet[str], index_files: AbstractSet[str],
+    recreated: AbstractSet[str], recorded: AbstractSet[str],
+) -> TrackedActions:
+    """Decide, for each tracked path that may differ from the checkpoint, how to bring it back."""
+    checkout: list[str] = []
+    unstage: list[str] = []
+    clear: list[str] = []
+    delete: list[str] = []
+    keep: list[str] = []
+    for path in sorted(set(candidates)):
+        if path in source_files:
+            checkout.append(path)
+            continue
+        if path in index_files:
+            unstage.append(path)
+        if path in recreated:
+            clear.append(path)
+        elif existed_before(path, recorded):
+            keep.append(path)
+        else:
+            delete.append(path)
+    return TrackedActions(tuple(checkout), tuple(unstage), tuple(clear), tuple(delete), tuple(keep))
+
+
+def restore_candidates(
+    checkpoint: Checkpoint, changed_now: AbstractSet[str], gitlinks: AbstractSet[str]
+) -> frozenset[str]:
+    """Tracked paths that differ from the source tree now or did at the checkpoint."""
+    return frozenset(
+        path for path in changed_now | frozenset(checkpoint.changed)
+        if in_scope(path, checkpoint.prefix) and is_safe_relpath(path) and not inside_any(path, gitlinks)
+    )
+
+
+def build_plan(checkpoint: Checkpoint, survey: Survey) -> RevertPlan:
+    recorded = frozenset(checkpoint.untracked) | frozenset(checkpoint.ignored)
+    tracked = classify_tracked(survey.candidates, survey.source_files, survey.index_files,
+                               frozenset(checkpoint.changed), recorded)
+    delete, keep = choose_untracked_deletions(survey.untracked_now, recorded, survey.protected)
+    # Every candidate is reset, but only those not already as at the checkpoint are worth showing.
+    restored = sorted((set(tracked.checkout) | set(tracked.clear)) & survey.off_checkpoint)
+    return RevertPlan(
+        iteration=checkpoint.iteration, checkpoint_head=checkpoint.head, current_head=survey.current_head,
+        restore=tuple(restored), delete=tuple(sorted(set(delete) | set(tracked.delete))),
+        keep=tuple(sorted(set(keep) | set(tracked.keep))), missing=survey.missing,
+        checkout=tracked.checkout, unstage=tracked.unstage, clear=tracked.clear,
+    )
+
+
+def checkpoint_from_json(data: object, path: Path, iteration: int) -> Checkpoint:
+    """Validate a checkpoint JSON document; anything unexpected is a CheckpointError."""
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path}: not a JSON object")
+    if data.get("iteration") != iteration:
+        raise CheckpointError(f"{path}: iteration {data.get('iteration')!r} does not match the file name")
+    head = data.get("head")
+    # HEAD is handed to git as an argument: accept an object id and nothing else.
+    if head is not None and not (isinstance(head, str) and _OID_RE.fullmatch(head)):
+        raise CheckpointError(f"{path}: head {head!r} is not a commit id")
+    stem = checkpoint_stem(iteration)
+    staged = data.get("stagedPatchFile")
+    return Checkpoint(
+        iteration=iteration, head=head, created_at=_str_field(data, "createdAt", path),
+        untracked=_paths_field(data, "untracked", path), patch_file=f"{stem}.patch",
+        patch_bytes=_int_field(data, "patchBytes", path), dirty=bool(data.get("dirty")), path=path,
+        changed=_paths_field(data, "changed", path), ignored=_paths_field(data, "ignored", path),
+        staged_patch_file=f"{stem}.staged.patch" if staged else None,
+        prefix=_str_field(data, "prefix", path, default=""),
+    )
+
+
+def _str_field(data: Mapping[str, object], key: str, path: Path, default: str | None = None) -> str:
+    value = data.get(key, default)
+    if not isinstance(value, str):
+        raise CheckpointError(f"{path}: field {key!r} must be a string")
+    return value
+
+
+def _int_field(data: Mapping[str, object], key: str, path: Path) -> int:
+    value = data.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise CheckpointError(f"{path}: field {key!r} must be a non-negative integer")
+    return value
+
+
+def _paths_field(data: Mapping[str, object], key: str, path: Path) -> tuple[str, ...]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise CheckpointError(f"{path}: field {key!r} must be a list of paths")
+    return tuple(value)
+
+
+# ---------------------------------------------------------------- git I/O
+
+
+def _git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key not in _GIT_REDIRECTS}
+    env.update(GIT_OPTIONAL_LOCKS="0", GIT_LITERAL_PATHSPECS="1", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    env.update(extra or {})
+    return env
+
+
+@dataclass(frozen=True)
+class _Repo:
+    root: Path  # the work tree's top level
+    prefix: str  # the project relative to root: "" or "sub/dir/"
+
+    @classmethod
+    def open(cls, project: Path) -> _Repo:
+        if not project.is_dir():
+            raise CheckpointError(f"project directory {project} does not exist")
+        def ask(flag: str) -> str:
+            out = _run_git(project, "rev-parse", flag, what=f"{project} is not inside a git work tree")
+            return os.fsdecode(out.removesuffix(b"\n"))
+
+        if ask("--is-inside-work-tree") != "true":
+            raise CheckpointError(f"{project} is not inside a git work tree")
+        return cls(Path(ask("--show-toplevel")), ask("--show-prefix"))
+
+    def git(self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None,
+            what: str | None = None) -> bytes:
+        return _run_git(self.root, *args, stdin=stdin, env=env, what=what)
+
+    @property
+    def scope(self) -> tuple[str, ...]:
+        return ("--", self.prefix) if self.prefix else ()
+
+    def head(self) -> str | None:
+        proc = subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=self.root,
+                              env=_git_env(), capture_output=True, check=False)
+        if proc.returncode != 0:
+            return None  # an unborn branch: no commit yet
+        return proc.stdout.decode().strip() or None
+
+    def empty_tree(self) -> str:
+        return self.git("hash-object", "-t", "tree", "--stdin", stdin=b"").decode().strip()
+
+    def names(self, *args: str) -> list[str]:
+        return split_nul(self.git(*args, "-z", *self.scope))
+
+    def tree_entries(self, treeish: str) -> list[tuple[str, str]]:
+        """(mode, path) of every entry of `treeish`, recursively."""
+        return parse_entries(self.git("ls-tree", "-r", "-z", "--full-tree", treeish))
+
+    def index_entries(self) -> list[tuple[str, str]]:
+        """(mode, path) of every index entry."""
+        return parse_entries(self.git("ls-files", "-s", "-z"))
+
+
+def _run_git(cwd: Path, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None,
+             what: str | None = None) -> bytes:
+    try:
+        proc = subprocess.run(["git", *args], cwd=cwd, input=stdin, env=_git_env(env),
+                              capture_output=True, check=False)
+    except OSError as exc:
+        raise CheckpointError(f"cannot run git: {exc}") from exc
+    if proc.returncode != 0:
+        detail = proc.stderr.decode(errors="replace").strip()
+        raise CheckpointError(f"{what or 'git ' + args[0] + ' failed'}: {detail}")
+    return proc.stdout
+
+
+# ---------------------------------------------------------------- capture
+
+
+def capture_checkpoint(project: Path, checkpoints_dir: Path, iteration: int) -> Checkpoint:
+    """Record the working tree's state before `iteration`; overwrites an older capture of it."""
+    stem = checkpoint_stem(iteration)
+    repo = _Repo.open(project)
+    head = repo.head()
+    base = head or repo.empty_tree()
+    patch = repo.git(*_DIFF_ARGS, base, *repo.scope)
+    staged = repo.git(*_DIFF_ARGS, "--cached", base, *repo.scope)
+    changed = set(repo.names(*_NAMES_ARGS, base)) | set(repo.names(*_NAMES_ARGS, "--cached", base))
+    untracked = repo.names("ls-files", "--others", "--exclude-standard")
+    ignored = repo.names("ls-files", "--others", "--ignored", "--exclude-standard", "--directory")
+    checkpoints_dir.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(checkpoints_dir / f"{stem}.patch", patch)
+    staged_name = f"{stem}.staged.patch" if staged else None
+    if staged_name:
+        write_bytes_atomic(checkpoints_dir / staged_name, staged)
+    else:
+        (checkpoints_dir / f"{stem}.staged.patch").unlink(missing_ok=True)
+    checkpoint = Checkpoint(
+        iteration=iteration, head=head, created_at=datetime.now(UTC).isoformat(timespec="milliseconds"),
+        untracked=tuple(sorted(untracked)), patch_file=f"{stem}.patch", patch_bytes=len(patch),
+        dirty=bool(patch or staged or untracked), path=checkpoints_dir / f"{stem}.json",
+        changed=tuple(sorted(changed)), ignored=tuple(sorted(ignored)), staged_patch_file=staged_name,
+        prefix=repo.prefix,
+    )
+    # The JSON goes last: its presence marks a complete checkpoint. The stdlib
+    # encoder (ASCII-escaped) keeps undecodable file names (lone surrogates) intact.
+    write_bytes_atomic(checkpoint.path, json.dumps(checkpoint.to_json(), indent=2).encode() + b"\n")
+    return checkpoint
+
+
+# ---------------------------------------------------------------- reading
+
+
+def load_checkpoint(checkpoints_dir: Path, iteration: int) -> Checkpoint:
+    path = checkpoints_dir / f"{checkpoint_stem(iteration)}.json"
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise CheckpointError(f"no checkpoint before iteration {iteration} in {checkpoints_dir}") from None
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"cannot read checkpoint {path}: {exc}") from exc
+    return checkpoint_from_json(data, path, iteration)
+
+
+def list_checkpoints(checkpoints_dir: Path) -> list[Checkpoint]:
+    """Every readable checkpoint in `checkpoints_dir`, by iteration; unreadable ones are logged and skipped."""
+    if not checkpoints_dir.is_dir():
+        return []
+    found: list[Checkpoint] = []
+    for entry in checkpoints_dir.iterdir():
+        match = _NAME_RE.fullmatch(entry.name)
+        number = int(match.group(1)) if match else 0
+        if number < 1 or entry.name != f"iter-{number:02d}.json":
+            continue  # not ours, or a non-canonical spelling such as iter-001.json
+        try:
+            found.append(load_checkpoint(checkpoints_dir, number))
+        except CheckpointError as exc:
+            log.warning("skipping checkpoint: %s", exc)
+    return sorted(found, key=lambda checkpoint: checkpoint.iteration)
+
+
+def read_checkpoint_patch(checkpoints_dir: Path, iteration: int) -> str:
+    """The `git diff HEAD` captured before `iteration` (undecodable bytes replaced)."""
+    checkpoint = load_checkpoint(checkpoints_dir, iteration)
+    try:
+        return (checkpoints_dir / checkpoint.patch_file).read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise CheckpointError(f"cannot read the patch of checkpoint {iteration}: {exc}") from exc
+
+
+# ---------------------------------------------------------------- revert
+
+
+@dataclass(frozen=True)
+class Survey:
+    """The repository as it is now, as far as a revert needs to know."""
+
+    current_head: str | None
+    source_files: frozenset[str]  # files in the tree the checkpoint's patch was taken against
+    index_files: frozenset[str]
+    gitlinks: frozenset[str]  # submodule paths in the source tree, HEAD or the index
+    protected: frozenset[str]  # never deleted below: submodules, the loop's folder, the checkpoints
+    candidates: frozenset[str]  # tracked paths to reset: see restore_candidates
+    off_checkpoint: frozenset[str]  # candidates whose file or index entry is not as at the checkpoint
+    untracked_now: tuple[str, ...]
+    missing: tuple[str, ...]  # untracked at the checkpoint, gone now
+
+
+def _source(repo: _Repo, checkpoint: Checkpoint) -> str:
+    if checkpoint.head is None:
+        return repo.empty_tree()
+    repo.git("cat-file", "-e", f"{checkpoint.head}^{{commit}}",
+             what=f"the checkpoint's commit {checkpoint.head} no longer exists")
+    return checkpoint.head
+
+
+def _protected(repo: _Repo, gitlinks: Iterable[str], checkpoints_dir: Path) -> frozenset[str]:
+    extra: list[str] = []
+    try:
+        extra.append(checkpoints_dir.resolve().relative_to(repo.root.resolve()).as_posix())
+    except ValueError:
+        pass  # the checkpoints live outside the repository
+    return protected_roots(repo.prefix, gitlinks, extra)
+
+
+def _survey(repo: _Repo, checkpoint: Checkpoint, source: str, checkpoints_dir: Path) -> Survey:
+    current_head = repo.head()
+    source_entries = repo.tree_entries(source)
+    index_entries = repo.index_entries()
+    head_entries = repo.tree_entries(current_head) if current_head and current_head != source else []
+    gitlinks = {path for mode, path in [*source_entries, *index_entries, *head_entries] if mode == _GITLINK_MODE}
+    changed = set(repo.names(*_NAMES_ARGS, source)) | set(repo.names(*_NAMES_ARGS, "--cached", source))
+    candidates = restore_candidates(checkpoint, changed, gitlinks)
+    staged, patch = _patch_paths(checkpoints_dir, checkpoint)
+    return Survey(
+        current_head=current_head,
+        source_files=frozenset(path for mode, path in source_entries if mode != _GITLINK_MODE),
+        index_files=frozenset(path for mode, path in index_entries if mode != _GITLINK_MODE),
+        gitlinks=frozenset(gitlinks), protected=_protected(repo, gitlinks, checkpoints_dir),
+        candidates=candidates, off_checkpoint=_off_checkpoint(repo, source, staged, patch, candidates),
+        untracked_now=tuple(repo.names("ls-files", "--others", "--exclude-standard")),
+        missing=tuple(path for path in checkpoint.untracked
+                      if not path.endswith("/") and not os.path.lexists(repo.root / path)),
+    )
+
+
+def plan_revert(project: Path, checkpoints_dir: Path, iteration: int) -> RevertPlan:
+    """What `revert_to_checkpoint` would restore, delete and keep; changes nothing."""
+    checkpoint = load_checkpoint(checkpoints_dir, iteration)
+    repo = _open_for(project, checkpoint)
+    return build_plan(checkpoint, _survey(repo, checkpoint, _source(repo, checkpoint), checkpoints_dir))
+
+
+def _open_for(project: Path, checkpoint: Checkpoint) -> _Repo:
+    repo = _Repo.open(project)
+    if repo.prefix != checkpoint.prefix:
+        raise CheckpointError(
+            f"checkpoint {checkpoint.iteration} was taken for {checkpoint.prefix or 'the top level'!r} "
+            f"of the repository, not {repo.prefix or 'the top level'!r}")
+    return repo
+
+
+def _off_checkpoint(
+    repo: _Repo, source: str, staged: Path | None, patch: Path | None, candidates: AbstractSet[str]
+) -> frozenset[str]:
+    """The candidates whose index entry or file is not as it was at the checkpoint.
+
+    Rebuilds the checkpoint's index (source + staged patch) and its working
+    tree (source + patch) in scratch indexes. That also proves both patches
+    apply before a revert changes anything.
+    """
+    with tempfile.TemporaryDirectory(prefix="kilo-loop-revert-") as scratch:
+        index_env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        tree_env = {"GIT_INDEX_FILE": str(Path(scratch) / "tree")}
+        for env, patch_file in ((index_env, staged), (tree_env, patch)):
+            repo.git("read-tree", source, env=env)
+            if patch_file:
+                repo.git("apply", "--cached", "--whitespace=nowarn", str(patch_file), env=env,
+                         what=f"checkpoint patch {patch_file.name} does not apply to its commit")
+        then = index_map(repo.git("ls-files", "-s", "-z", env=index_env))
+        now = index_map(repo.git("ls-files", "-s", "-z"))
+        differs = {path for path in candidates if then.get(path) != now.get(path)}
+        ordered = sorted(candidates)
+        for start in range(0, len(ordered), _PATHS_PER_CALL):
+            chunk = ordered[start : start + _PATHS_PER_CALL]
+            differs.update(split_nul(repo.git(*_NAMES_ARGS, "-z", "--", *chunk, env=tree_env)))
+    return frozenset(differs)
+
+
+def _unlink_inside(root: Path, path: str) -> bool:
+    """Remove file `root/path` (a symlink itself, never its target) if it safely lies inside root."""
+    if not is_safe_relpath(path) or path.endswith("/"):
+        return False
+    target = root / path
+    if not Path(os.path.realpath(target.parent)).is_relative_to(os.path.realpath(root)):
+        return False
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+        return True
+    return False
+
+
+def _prune_empty_dirs(root: Path, stop: Path, paths: Iterable[str]) -> None:
+    """Remove directories left empty by deletions, up to (not including) `stop`."""
+    for path in sorted(paths, key=lambda p: -p.count("/")):
+        parent = (root / path).parent
+        while parent != stop and parent.is_relative_to(stop):
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+            parent = parent.parent
+
+
+def _pathspec_stdin(paths: Iterable[str]) -> bytes:
+    return b"".join(os.fsencode(path) + b"\0" for path in paths)
+
+
+def revert_to_checkpoint(project: Path, checkpoints_dir: Path, iteration: int, force: bool = False) -> RevertResult:
+    """Bring the working tree (and index) of `project` back to the checkpoint taken before `iteration`."""
+    checkpoint = load_checkpoint(checkpoints_dir, iteration)
+    repo = _open_for(project, checkpoint)
+    source = _source(repo, checkpoint)
+    plan = build_plan(checkpoint, _survey(repo, checkpoint, source, checkpoints_dir))
+    if plan.head_moved and not force:
+        raise CheckpointError(
+            f"HEAD moved since checkpoint {iteration} ({_short(plan.checkpoint_head)} -> "
+            f"{_short(plan.current_head)}); something committed during the run. Refusing to revert onto "
+            "another commit; force the revert to restore the files as they were anyway.")
+    staged, patch = _patch_paths(checkpoints_dir, checkpoint)
+    _restore_tracked(repo, plan, source)
+    _apply_patches(repo, staged, patch)
+    deleted = _delete_new_untracked(repo, checkpoint, plan, checkpoints_dir)
+    stop = repo.root / repo.prefix if repo.prefix else repo.root
+    _prune_empty_dirs(repo.root, stop, deleted)
+    kept = sorted(set(plan.keep) | (set(plan.delete) - set(deleted)))
+    return RevertResult(iteration=iteration, restored=plan.restore, deleted=tuple(deleted), kept=tuple(kept),
+                        missing=plan.missing, head=plan.current_head, forced=force and plan.head_moved)
+
+
+def _short(head: str | None) -> str:
+    return head[:12] if head else "no commit"
+
+
+def _patch_paths(checkpoints_dir: Path, checkpoint: Checkpoint) -> tuple[Path | None, Path | None]:
+    """(staged patch, working-tree patch) to apply, None where there is nothing to apply."""
+    found: list[Path | None] = []
+    for name in (checkpoint.staged_patch_file, checkpoint.patch_file):
+        path = checkpoints_dir / name if name else None
+        if path is not None and not path.is_file():
+            raise CheckpointError(f"checkpoint {checkpoint.iteration} is incomplete: {path} is missing")
+        found.append(path if path is not None and path.stat().st_size else None)
+    return found[0], found[1]
+
+
+def _restore_tracked(repo: _Repo, plan: RevertPlan, source: str) -> None:
+    """Tracked paths back to the source tree; files the agent added are left for the untracked pass."""
+    if plan.checkout:
+        repo.git("restore", f"--source={source}", "--staged", "--worktree", "--pathspec-from-file=-",
+                 "--pathspec-file-nul", stdin=_pathspec_stdin(plan.checkout))
+    if plan.unstage:
+        repo.git("update-index", "-z", "--force-remove", "--stdin", stdin=_pathspec_stdin(plan.unstage))
+    for path in plan.clear:
+        _unlink_inside(repo.root, path)
+
+
+def _apply_patches(repo: _Repo, staged: Path | None, patch: Path | None) -> None:
+    if staged:
+        repo.git("apply", "--cached", "--whitespace=nowarn", str(staged),
+                 what="re-applying the checkpoint's staged changes failed")
+    if patch:
+        repo.git("apply", "--whitespace=nowarn", str(patch), what="re-applying the checkpoint's patch failed")
+
+
+def _delete_new_untracked(repo: _Repo, checkpoint: Checkpoint, plan: RevertPlan, checkpoints_dir: Path) -> list[str]:
+    """Delete the planned files that are still untracked-not-ignored after the tracked restore.
+
+    Listing again matters: a restored .gitignore may make a planned file ignored, and
+    ignored files are never deleted.
+    """
+    recorded = frozenset(checkpoint.untracked) | frozenset(checkpoint.ignored)
+    gitlinks = [path for mode, path in repo.index_entries() if mode == _GITLINK_MODE]
+    now, _ = choose_untracked_deletions(repo.names("ls-files", "--others", "--exclude-standard"),
+                                        recorded, _protected(repo, gitlinks, checkpoints_dir))
+    return [path for path in sorted(set(plan.delete) & set(now)) if _unlink_inside(repo.root, path)]

@@ -1,0 +1,120 @@
+"""`kilo-loop revert` through Click's CliRunner, against a real temporary repository."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kilo_loop.commands import revert as revert_module
+from kilo_loop.commands.revert import revert_command, show_path
+from kilo_loop.safety.checkpoint import capture_checkpoint
+
+
+@pytest.fixture(autouse=True)
+def isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path_factory.mktemp("gitconfig") / "config"
+    config.write_text("[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A repo with run `run-1` whose checkpoint 1 has README "before"; the agent then changed things."""
+    root = tmp_path / "project"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "README.md").write_text("committed\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "init")
+    (root / "README.md").write_text("before\n")
+    run_dir = root / ".kilocode-loop/runs/run-1"
+    run_dir.mkdir(parents=True)
+    (run_dir / "state.json").write_text("{}")
+    capture_checkpoint(root, run_dir / "checkpoints", 1)
+    (root / "README.md").write_text("agent\n")
+    (root / "agent.txt").write_text("new\n")
+    return root
+
+
+def invoke(project: Path, *args: str, input: str | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(revert_command, ["-C", str(project), *args], input=input)
+    return result.exit_code, result.output
+
+
+def untouched(project: Path) -> bool:
+    return (project / "README.md").read_text() == "agent\n" and (project / "agent.txt").exists()
+
+
+def test_declining_the_confirmation_changes_nothing(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(revert_module, "stdin_is_interactive", lambda: True)
+    code, output = invoke(project, "--run", "run-1", "--before", "1", input="n\n")
+    assert code == 1 and untouched(project)
+    assert "Revert the working tree to before iteration 1? [y/N]" in output
+    assert "README.md" in output and "agent.txt" in output and "nothing changed" in output
+
+
+def test_accepting_the_confirmation_reverts(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(revert_module, "stdin_is_interactive", lambda: True)
+    code, output = invoke(project, "--run", "last", "--before", "1", input="y\n")
+    assert code == 0, output
+    assert (project / "README.md").read_text() == "before\n" and not (project / "agent.txt").exists()
+
+
+def test_yes_reverts_without_asking(project: Path) -> None:
+    code, output = invoke(project, "--run", "run-1", "--before", "1", "--yes")
+    assert code == 0, output
+    assert "[y/N]" not in output and "deleted 1 file(s)" in output
+    assert (project / "README.md").read_text() == "before\n" and not (project / "agent.txt").exists()
+    assert (project / ".kilocode-loop/runs/run-1/checkpoints/iter-01.json").exists()
+
+
+def test_non_interactive_stdin_without_yes_refuses(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(revert_module, "stdin_is_interactive", lambda: False)
+    code, output = invoke(project, "--run", "run-1", "--before", "1", input="y\n")
+    assert code == 1 and "use --yes" in output and untouched(project)
+
+
+@pytest.mark.parametrize("run_id", ["nope", "../run-1", "..", "run-1/../run-1", "/etc"])
+def test_unknown_or_unsafe_run_id_is_a_clear_error(project: Path, run_id: str) -> None:
+    code, output = invoke(project, "--run", run_id, "--before", "1", "--yes")
+    assert code == 1 and "Error:" in output and ("no saved run" in output or "invalid run id" in output)
+    assert untouched(project)
+
+
+def test_missing_checkpoint_is_a_clear_error(project: Path) -> None:
+    code, output = invoke(project, "--run", "run-1", "--before", "7", "--yes")
+    assert code == 1 and "no checkpoint before iteration 7" in output and untouched(project)
+
+
+@pytest.mark.parametrize("before", ["0", "-2", "x"])
+def test_bad_iteration_is_a_usage_error(project: Path, before: str) -> None:
+    code, _ = invoke(project, "--run", "run-1", "--before", before, "--yes")
+    assert code == 2 and untouched(project)
+
+
+def test_moved_head_is_refused(project: Path) -> None:
+    git(project, "add", "README.md")
+    git(project, "commit", "-q", "-m", "agent committed")
+    code, output = invoke(project, "--run", "run-1", "--before", "1", "--yes")
+    assert code == 1 and "HEAD moved" in output and untouched(project)
+
+
+def test_nothing_to_do(project: Path) -> None:
+    (project / "README.md").write_text("before\n")
+    os.remove(project / "agent.txt")
+    code, output = invoke(project, "--run", "run-1", "--before", "1")
+    assert code == 0 and "nothing to do" in output
+
+
+def test_show_path_quotes_control_characters() -> None:
+    assert show_path("a b/é.txt") == "a b/é.txt"
+    assert show_path("evil\nDeleted: nothing") == '"evil\\nDeleted: nothing"'
