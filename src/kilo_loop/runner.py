@@ -15,6 +15,7 @@ from typing import Any
 
 from kilo_loop.agent.cli_backend import CliBackend, detect_runtime
 from kilo_loop.agent.protocol import AgentBackend
+from kilo_loop.agent.registry import BackendLoadError, load_backend
 from kilo_loop.agent.simulator import DryRunBackend
 from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
@@ -82,6 +83,12 @@ def find_agent_binary(settings: Settings) -> str:
 def make_backend(settings: Settings) -> tuple[AgentBackend, str]:
     if settings.dry_run:
         return DryRunBackend(ask_questions=settings.hitl != "off"), "dry-run"
+    if settings.backend:
+        try:
+            custom = load_backend(settings.backend)
+        except BackendLoadError as exc:
+            raise SetupError(str(exc)) from exc
+        return custom, custom.name
     binary = find_agent_binary(settings)
     runtime = detect_runtime(binary, settings.runtime)
     return CliBackend(binary, runtime), runtime.name

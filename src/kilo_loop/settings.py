@@ -45,6 +45,7 @@ class Settings(BaseSettings):
     hitl: HitlMode = "on-question"
     runtime: RuntimeMode = "auto"
     kilo_bin: str | None = None
+    backend: str | None = None  # module:attr of a custom AgentBackend (KILO_LOOP_BACKEND)
     max_iteration_minutes: float = Field(30.0, gt=0)
     context_warn_tokens: int = Field(120_000, ge=0)
     prompt_extra: str | None = None
