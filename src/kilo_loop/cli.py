@@ -127,7 +127,7 @@ def fail(message: str, code: int = 2) -> None:
 @click.version_option(__version__, prog_name="kilo-loop")
 @_options
 @click.pass_context
-def main(ctx: click.Context, **params: Any) -> None:
+def main(ctx: click.Context, /, **params: Any) -> None:
     if ctx.invoked_subcommand is not None:
         return
     cli_values = _given(ctx, params)

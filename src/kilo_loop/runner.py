@@ -24,13 +24,12 @@ from kilo_loop.loop.control import RunControl
 from kilo_loop.loop.hitl import AnswerBook
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
 from kilo_loop.loop.workspace import git_root
+from kilo_loop.notify import Notifier
 from kilo_loop.run.events import EventBus, RunEvent, now_iso
 from kilo_loop.run.layout import ProjectLayout, RunLayout
 from kilo_loop.run.recorder import RunRecorder
-from kilo_loop.run.state import IterationSummary, RunState, StageState, VerifyResult
-from kilo_loop.run.status import RunStatus
+from kilo_loop.run.state import RunState, StageState, VerifyResult
 from kilo_loop.run.store import RunNotFound, last_seq, load_state, resolve_run
-from kilo_loop.notify import Notifier
 from kilo_loop.safety.checkpoint import capture_checkpoint
 from kilo_loop.safety.guard import Guard
 from kilo_loop.safety.guard_config import inline_config_env
@@ -209,7 +208,7 @@ def _guard_parts(settings: Settings, project: Path, runtime: str, warn: Callable
     guard = Guard(settings.guard_deny, settings.guard_allow)
     if runtime not in ("kilo", "opencode"):
         return guard, {}
-    config = inline_config_env(runtime, project, os.environ)  # type: ignore[arg-type]
+    config = inline_config_env(runtime, project, os.environ)
     if config.note:
         warn(config.note)
     return guard, dict(config.env)

@@ -152,7 +152,7 @@ class ProjectConfigSource(PydanticBaseSettingsSource):
         return {name: value for name, value in (self._field(k, v) for k, v in raw.items()) if name}
 
     def _field(self, key: str, value: Any) -> tuple[str, Any]:
-        if key.startswith("$") or key.startswith("_"):
+        if key.startswith(("$", "_")):
             return "", None  # comments / schema references
         try:
             name, value = _config_value(_snake(key), value)
@@ -163,7 +163,7 @@ class ProjectConfigSource(PydanticBaseSettingsSource):
             raise ConfigError(f"{self._path}: unknown key {key!r}")
         try:
             listy = name in _LIST_FIELDS
-            TypeAdapter(fields[name].annotation).validate_python(Settings._split_list(value) if listy else value)
+            TypeAdapter(fields[name].annotation or Any).validate_python(Settings._split_list(value) if listy else value)
         except ValidationError as exc:
             problem = exc.errors()[0]["msg"]
             raise ConfigError(f"{self._path}: key {key!r}: {problem} (got {value!r})") from exc

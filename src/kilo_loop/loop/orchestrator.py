@@ -88,7 +88,7 @@ class Orchestrator:
         rec.set_status("running")
         try:
             status, reason = await self._loop()
-        except Exception as exc:  # the run must end with a saved state and report, whatever broke
+        except Exception as exc:  # noqa: BLE001 — the run must end with a saved state and report, whatever broke
             rec.emit("crash", f"internal error: {exc}", "error", traceback=traceback.format_exc()[-4000:])
             status, reason = "error", f"internal error: {exc}"
         self._finish(status, reason)
@@ -164,7 +164,7 @@ class Orchestrator:
         try:
             note = await self.ctx.hooks.checkpoint(self.ctx.project, self.ctx.recorder.layout.checkpoints, iteration)
             self.ctx.recorder.emit("checkpoint", f"checkpoint before iteration {iteration}: {note}")
-        except Exception as exc:  # a failed checkpoint is reported, not fatal
+        except Exception as exc:  # noqa: BLE001 — a failed checkpoint is reported, not fatal
             self.ctx.recorder.warn(f"checkpoint before iteration {iteration} failed: {exc}")
 
     def _request(self, stage: Stage, iteration: int) -> AgentRequest:
@@ -353,9 +353,10 @@ class Orchestrator:
         self._set_stage_status(stage, "done")
         self.ctx.recorder.emit("stage-done", f"stage done: {stage.title}", "info", stage_id=stage.id)
         # A dry run changes no file but the loop's own, so the goal file is left as it is.
-        if self.ctx.settings.sync_goal and self.ctx.goal.kind == "markdown" and not self.ctx.settings.dry_run:
-            if not self.ctx.hooks.sync_markdown(self.ctx.goal, stage):
-                self.ctx.recorder.warn(f"could not tick '{stage.title}' in {self.ctx.goal.source}")
+        s = self.ctx.settings
+        syncs = s.sync_goal and self.ctx.goal.kind == "markdown" and not s.dry_run
+        if syncs and not self.ctx.hooks.sync_markdown(self.ctx.goal, stage):
+            self.ctx.recorder.warn(f"could not tick '{stage.title}' in {self.ctx.goal.source}")
 
     def _update_percent(self, summary: IterationSummary, progress: Progress) -> None:
         ratio = completion_percent(self.ctx.goal, self._completed)
@@ -485,7 +486,7 @@ def _elapsed_ms(started_at: str) -> int:
     from datetime import datetime
 
     try:
-        start = datetime.fromisoformat(started_at.replace("Z", "+00:00"))
+        start = datetime.fromisoformat(started_at)
     except ValueError:
         return 0
     return int((datetime.now(start.tzinfo) - start).total_seconds() * 1000)

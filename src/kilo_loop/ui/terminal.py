@@ -16,6 +16,7 @@ import sys
 import termios
 import tty
 from collections.abc import Callable
+from typing import Any
 
 from kilo_loop.loop.control import AnswerItem, RunControl
 from kilo_loop.run.state import Question
@@ -34,7 +35,7 @@ class TerminalMode:
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._saved: list[object] | None = None
+        self._saved: list[Any] | None = None
 
     def enter(self) -> None:
         self._saved = termios.tcgetattr(self._fd)
