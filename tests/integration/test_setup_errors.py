@@ -1,0 +1,93 @@
+"""Problems found before a run starts: a clear one-line error, a non-zero exit, nothing created."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.loop_harness import REPO, FakeKilo, done_iteration, run_loop
+
+
+def cli(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", ""))
+                                                         if p), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "kilo_loop", *args], cwd=cwd, env=full, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=60)
+
+
+def nothing_created(project: Path) -> bool:
+    return not (project / ".kilocode-loop").exists()
+
+
+def test_project_that_is_not_a_git_repo(tmp_path: Path) -> None:
+    result = cli(["--goal-text", "x", "--no-dashboard", "-C", str(tmp_path)], tmp_path)
+    assert result.returncode == 2
+    assert "not inside a git repository" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert nothing_created(tmp_path)
+
+
+def test_missing_agent_binary(project: Path) -> None:
+    result = cli(["--goal-text", "x", "--no-dashboard", "--no-confirm"], project,
+                 {"KILO_BIN": "/nonexistent/kilo", "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 2 and "agent CLI not found" in result.stderr
+    assert nothing_created(project)
+
+
+@pytest.mark.parametrize("name, body, needle", [
+    ("goal.json", '{"title": "t", "stages": [', "line 1"),
+    ("goal.json", '{"title": "t", "stages": []}', "no stages"),
+    ("goal.json", '{"title": "t", "stages": [{"title": "a", "done": "yes"}]}', "done"),
+    ("goal.md", "# Title only\n\nno checklist\n", "no stages"),
+    ("goal.txt", "whatever", "goal.txt"),
+])
+def test_malformed_goal_fails_before_anything_is_created(project: Path, name: str, body: str, needle: str) -> None:
+    goal = project / name
+    goal.write_text(body)
+    result = cli(["--goal", str(goal), "--dry-run", "--no-dashboard"], project)
+    assert result.returncode == 2, result.stderr
+    assert str(goal) in result.stderr and needle in result.stderr
+    assert nothing_created(project)
+
+
+def test_missing_goal_file(project: Path) -> None:
+    result = cli(["--goal", "nope.md", "--dry-run", "--no-dashboard"], project)
+    assert result.returncode == 2 and "nope.md" in result.stderr
+    assert nothing_created(project)
+
+
+def test_wrong_config_value_names_file_and_key(project: Path) -> None:
+    (project / ".kilocode-loop").mkdir()
+    (project / ".kilocode-loop" / "config.json").write_text('{"maxCost": "lots"}')
+    result = cli(["--goal-text", "x", "--dry-run", "--no-dashboard"], project)
+    assert result.returncode == 2
+    assert "config.json" in result.stderr and "'maxCost'" in result.stderr
+    assert not (project / ".kilocode-loop" / "runs").exists()
+
+
+def test_all_done_goal_needs_force(project: Path, fake: FakeKilo) -> None:
+    goal = project / "goal.md"
+    goal.write_text("# Done\n- [x] One\n")
+    run = run_loop(fake, project, [done_iteration("stage-1", "a")], "--goal", str(goal))
+    assert run.proc.returncode == 0 and "already done" in run.proc.stdout and not run.calls
+    forced = run_loop(fake, project, [done_iteration("stage-1", "a")], "--goal", str(goal), "--force")
+    assert forced.proc.returncode == 0 and len(forced.calls) == 1
+
+
+def test_inactive_flag_prints_a_notice(project: Path) -> None:
+    result = cli(["--goal-text", "x", "--dry-run", "--no-dashboard", "--review", "-n", "1", "--hitl", "off"], project,
+                 {"KILO_LOOP_DRY_RUN_DELAY": "0"})
+    assert "--review is accepted but not active yet" in result.stderr
+
+
+def test_help_lists_the_whole_reference() -> None:
+    result = cli(["--help"], REPO)
+    for flag in ("--goal-text", "--iterations", "--shared-context", "--session-mode", "--runtime", "--verify",
+                 "--max-guard-blocks", "--retry-max-delay", "--auto-fresh-tokens", "--list-goals", "--lan",
+                 "--keep-open", "--resume", "--run-id", "--no-confirm", "--prompt-extra"):
+        assert flag in result.stdout, flag
+    for command in ("report", "revert", "guard", "redact", "new-plan"):
+        assert command in result.stdout
