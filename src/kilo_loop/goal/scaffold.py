@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 from kilo_loop.goal.model import GoalError
 from kilo_loop.goal.parse import parse_markdown_goal
 from kilo_loop.goal.registry import is_plan_location
-from kilo_loop.goal.sync import write_atomic
+from kilo_loop.run.files import write_bytes_atomic
 
 DEFAULT_DIR = ".kilo/plans"
 TEMPLATE_PARTS = (".kilo", "templates", "plan.md")
@@ -146,7 +146,7 @@ def write_plan(plan: ScaffoldedPlan, force: bool = False) -> None:
     try:
         plan.path.parent.mkdir(parents=True, exist_ok=True)
         if force:
-            write_atomic(plan.path, plan.content.encode("utf-8"))
+            write_bytes_atomic(plan.path, plan.content.encode("utf-8"))
             return
         with plan.path.open("x", encoding="utf-8", newline="") as handle:
             handle.write(plan.content)

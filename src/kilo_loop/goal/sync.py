@@ -11,9 +11,6 @@ file's mode; a symlinked goal is written through to its target.
 from __future__ import annotations
 
 import json
-import os
-import stat
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +28,7 @@ from kilo_loop.goal.parse import (
     read_goal_text,
     split_lines,
 )
+from kilo_loop.run.files import write_bytes_atomic
 
 _BOM = "\ufeff"
 
@@ -38,43 +36,9 @@ _BOM = "\ufeff"
 # ---------------------------------------------------------------- file I/O
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` crash-safely, keeping the existing file's permission bits."""
-    target = path.resolve()
-    try:
-        mode = stat.S_IMODE(target.stat().st_mode)
-    except FileNotFoundError:
-        mode = 0o644
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp_name, mode)
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    _fsync_dir(target.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some filesystems refuse fsync on a directory; the rename is still atomic
-    finally:
-        os.close(fd)
-
-
 def _save(path: Path, data: bytes) -> None:
     try:
-        write_atomic(path, data)
+        write_bytes_atomic(path, data)
     except OSError as exc:
         raise GoalError(f"cannot write the goal file ({exc.strerror or exc}): check its permissions",
                         path) from None

@@ -11,7 +11,11 @@ import orjson
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write to a temp file in the same directory, fsync it, then rename over `path`."""
+    """Write to a temp file in the same directory, fsync it, then rename over `path`.
+
+    A symlink is written through (its target is replaced), the file's mode is kept,
+    and the directory is fsynced so the rename itself survives a crash."""
+    path = path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -24,6 +28,20 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems refuse fsync on a directory; the rename is still atomic
+    finally:
+        os.close(fd)
 
 
 def _mode_for(path: Path) -> int:
