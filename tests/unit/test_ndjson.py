@@ -85,3 +85,37 @@ def test_missing_total_is_summed_from_parts() -> None:
 @given(st.binary(max_size=400))
 def test_arbitrary_bytes_never_crash(data: bytes) -> None:
     parse(data, chunk=5)
+
+
+# --------------------------------------------------------- real CLI captures
+FIXTURES = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures" / "ndjson"
+
+
+def fixture_events(name: str) -> list:
+    return parse((FIXTURES / name).read_bytes(), chunk=64)
+
+
+def test_real_kilo_bash_capture() -> None:
+    events = fixture_events("kilo_tool_bash.jsonl")
+    tools = [e for e in events if isinstance(e, ToolUse)]
+    assert tools and tools[0].tool == "bash" and tools[0].status == "completed" and tools[0].input["command"]
+    steps = [e for e in events if isinstance(e, StepFinished)]
+    assert steps and all(s.tokens.total > 0 for s in steps)
+    assert isinstance(events[0], SessionStarted) and events[0].session_id.startswith("ses_")
+    assert not any(isinstance(e, GarbageLine) for e in events)
+
+
+def test_real_kilo_denial_is_a_tool_error() -> None:
+    tools = [e for e in fixture_events("kilo_denied.jsonl") if isinstance(e, ToolUse)]
+    assert tools[0].status == "error" and "prevents you from using this specific tool call" in tools[0].error
+
+
+def test_real_kilo_error_capture() -> None:
+    errors = [e for e in fixture_events("kilo_error.jsonl") if isinstance(e, AgentError)]
+    assert errors and errors[0].name and errors[0].message
+
+
+def test_real_opencode_capture_has_the_same_shape() -> None:
+    events = fixture_events("opencode_tool_bash.jsonl")
+    assert any(isinstance(e, ToolUse) and e.tool == "bash" for e in events)
+    assert any(isinstance(e, StepFinished) for e in events)
