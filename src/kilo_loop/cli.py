@@ -15,11 +15,6 @@ from kilo_loop.settings import ConfigError, load_settings
 
 # Flags parsed from the start whose feature lands with a later issue: using one prints a notice.
 NOT_ACTIVE_YET: dict[str, str] = {
-    "port": "the dashboard",
-    "host": "the dashboard",
-    "lan": "the dashboard",
-    "local": "the dashboard",
-    "keep_open": "the dashboard",
     "review": "the reviewer pass",
     "review_agent": "the reviewer pass",
     "confirm": "the pre-flight confirmation",

@@ -1,51 +1,194 @@
-"""The main job: resolve everything that can fail before creating anything, then run."""
+"""The main job: resolve everything that can fail before creating anything, then run.
+
+Direct mode (`--goal` / `--goal-text`): the dashboard is bound first (a port in use stops
+here, before any file is written), then the run goes with the console, the terminal keys
+and the dashboard attached; `--keep-open` keeps the dashboard up afterwards until Ctrl+C.
+Launcher mode (no goal): only the dashboard runs; runs start from `POST /api/start`.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 import click
 
+from kilo_loop.agent.protocol import AgentBackend
 from kilo_loop.goal.listing import format_plan_list
 from kilo_loop.goal.model import Goal
 from kilo_loop.goal.registry import discover_plans
+from kilo_loop.run.state import RunState
 from kilo_loop.run.status import exit_code_for
-from kilo_loop.runner import SetupError, execute_run, make_backend, prepare_run, resolve_goal, resolve_project
+from kilo_loop.runner import (
+    PreparedRun,
+    RunHandle,
+    SetupError,
+    attach_terminal,
+    execute_run,
+    make_backend,
+    prepare_run,
+    resolve_goal,
+    resolve_project,
+)
 from kilo_loop.settings import Settings
 from kilo_loop.ui.console import ConsoleView, make_console
+from kilo_loop.web.binding import BindError, PortInUse
+from kilo_loop.web.controller import RunHooks
+from kilo_loop.web.server import Dashboard, prepare_dashboard
+
+Say = Callable[[str], None]
 
 
 def _reopen_all(goal: Goal) -> Goal:
     return goal.model_copy(update={"stages": [s.model_copy(update={"done": False}) for s in goal.stages]})
 
 
+def _dashboard_line(dashboard: Dashboard) -> str:
+    return f"Dashboard {dashboard.url} (Ctrl+Click to open)"
+
+
 def run_main(settings: Settings, list_goals: bool = False) -> int:
+    dashboard: Dashboard | None = None
     try:
         project = resolve_project(settings)
         if list_goals:
             click.echo(format_plan_list(discover_plans(project), project))
             return 0
         if settings.goal is None and not settings.goal_text:
-            raise SetupError(
-                "no --goal given. Launcher mode (pick a plan in the dashboard) is not built yet: "
-                "pass --goal <file.json|file.md> or --goal-text \"…\", or see plans with --list-goals"
-            )
+            if not settings.dashboard:
+                raise SetupError(
+                    "no --goal given and the dashboard is off: pass --goal <file.json|file.md> or "
+                    '--goal-text "…", or drop --no-dashboard to pick a plan in the launcher'
+                )
+            dashboard = prepare_dashboard(settings, project, "launcher")
+            return _launcher(settings, dashboard)
         goal = resolve_goal(settings, project)
         if goal.all_done() and not settings.resume:
             if not settings.force:
-                click.echo(f"kilo-loop: every stage of '{goal.title}' is already done; pass --force to run it again")
+                click.echo(
+                    f"kilo-loop: every stage of '{goal.title}' is already done; pass --force to run it again"
+                )
                 return 0
             goal = _reopen_all(goal)
         backend, runtime = make_backend(settings)
         prepared = prepare_run(settings, goal, project, runtime)
-    except SetupError as exc:
+        if settings.dashboard:
+            dashboard = prepare_dashboard(settings, project, "direct")
+    except (SetupError, PortInUse, BindError) as exc:
+        if dashboard is not None:
+            dashboard.sock.close()
         click.echo(f"kilo-loop: {exc}", err=True)
         return 2
-    console = make_console(no_color=settings.no_color)
-    view = ConsoleView(console, quiet=settings.quiet)
-    state = asyncio.run(
-        execute_run(settings, project, goal, backend, runtime, prepared, view, lambda m: console.print(m, style="bold"))
-    )
+    out = _Output(settings)
+    view = ConsoleView(out.console, quiet=settings.quiet)
+    if dashboard is None:
+        state = asyncio.run(execute_run(settings, project, goal, backend, runtime, prepared, view, out.say))
+    else:
+        dashboard.controller.hooks = out.hooks("the dashboard is still open")
+        direct = _Direct(settings, project, goal, backend, runtime, prepared)
+        state = asyncio.run(direct.run(dashboard, view, out.say))
     if not settings.quiet:
         view.summary(state)
     return exit_code_for(state.status)
+
+
+class _Output:
+    """The console: lines for the operator, and what it shows of runs started from the dashboard."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.console = make_console(no_color=settings.no_color)
+
+    def say(self, message: str) -> None:
+        self.console.print(message, style="bold", soft_wrap=True)  # a URL must stay on one line
+
+    def hooks(self, after: str) -> RunHooks:
+        def started(handle: RunHandle) -> None:
+            handle.bus.subscribe(ConsoleView(self.console, quiet=self.settings.quiet))
+            self.say(f"run {handle.run_id} started from the dashboard: {handle.goal.title}")
+
+        def finished(handle: RunHandle) -> None:
+            if not self.settings.quiet:
+                ConsoleView(self.console).summary(handle.state)
+            self.say(f"run {handle.run_id} ended ({handle.state.status}); {after}")
+
+        return RunHooks(started=started, finished=finished)
+
+
+@dataclass
+class _Direct:
+    """A direct run with the dashboard: the RunHandle is made on the loop, then adopted."""
+
+    settings: Settings
+    project: Path
+    goal: Goal
+    backend: AgentBackend
+    runtime: str
+    prepared: PreparedRun
+
+    async def run(self, dashboard: Dashboard, view: ConsoleView, say: Say) -> RunState:
+        handle = RunHandle(self.settings, self.project, self.goal, self.backend, self.runtime, self.prepared)
+        handle.bus.subscribe(view)
+        await dashboard.start()
+        try:
+            dashboard.controller.adopt(handle)
+            say(_dashboard_line(dashboard))
+            detach = attach_terminal(handle, say)
+            try:
+                state = await handle.run()
+            finally:
+                detach()
+            if self.settings.keep_open:
+                say(f"Dashboard still open at {dashboard.url} — press Ctrl+C to close it")
+                await _until_interrupted(dashboard, say)
+        finally:
+            await dashboard.stop()
+        return state
+
+
+def _launcher(settings: Settings, dashboard: Dashboard) -> int:
+    out = _Output(settings)
+    dashboard.controller.hooks = out.hooks("the launcher is still open")
+    asyncio.run(_serve_launcher(dashboard, out.say))
+    return 0
+
+
+async def _serve_launcher(dashboard: Dashboard, say: Say) -> None:
+    await dashboard.start()
+    try:
+        say(_dashboard_line(dashboard))
+        say("Launcher mode: pick a plan and press Start run in the dashboard (Ctrl+C to quit)")
+        await _until_interrupted(dashboard, say)
+    finally:
+        await dashboard.stop()
+
+
+async def _until_interrupted(dashboard: Dashboard, say: Say) -> None:
+    """Wait for Ctrl+C (or SIGTERM); a run started from the dashboard is stopped and saved first.
+    A second Ctrl+C exits at once."""
+    loop = asyncio.get_running_loop()
+    interrupted = asyncio.Event()
+    presses = {"count": 0}
+
+    def on_signal() -> None:
+        presses["count"] += 1
+        if presses["count"] > 1:
+            say("second Ctrl+C: exiting now")
+            os._exit(130)
+        interrupted.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    try:
+        await interrupted.wait()
+        if dashboard.controller.busy:
+            say("stopping the active run (press Ctrl+C again to force-exit)")
+            await dashboard.controller.stop_active()
+        say("closing the dashboard")
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)

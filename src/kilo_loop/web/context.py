@@ -1,0 +1,83 @@
+"""What every dashboard route needs: the project, the run controller, the SSE hub, and the
+redactor for what is read from disk — plus the JSON error type routes raise."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from starlette.responses import Response
+
+from kilo_loop.run.layout import ProjectLayout, RunLayout
+from kilo_loop.run.store import RunNotFound
+from kilo_loop.safety.redact import Redactor
+from kilo_loop.settings import Settings
+from kilo_loop.web.controller import LiveRun, RunController
+from kilo_loop.web.history import find_run
+from kilo_loop.web.sse import EventHub
+
+Mode = Literal["launcher", "direct"]
+
+
+class ApiError(Exception):
+    """Answered as `{"error": message}` with `status`."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def json_response(value: Any, status: int = 200) -> Response:
+    return Response(
+        orjson.dumps(value),
+        status_code=status,
+        media_type="application/json",
+        headers={"cache-control": "no-store"},
+    )
+
+
+@dataclass
+class DashboardContext:
+    project: Path
+    base: Settings
+    controller: RunController
+    hub: EventHub
+    redactor: Redactor
+    mode: Mode = "launcher"
+    # Revert and controls take turns: a resume must not start an iteration mid-revert.
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def layout(self) -> ProjectLayout:
+        return ProjectLayout(self.project)
+
+    @property
+    def live(self) -> LiveRun | None:
+        return self.controller.live
+
+    def redact(self, value: Any) -> Any:
+        return self.redactor.redact_value(value)
+
+    def live_run(self, active_only: bool = True) -> LiveRun:
+        live = self.controller.live
+        if live is None or (active_only and live.finished):
+            raise ApiError(409, "no run is active")
+        return live
+
+    def run_layout(self, run_id: str) -> RunLayout:
+        """The run's files: the live run's, or a saved run's (id checked before it becomes a path)."""
+        live = self.controller.live
+        if live is not None and run_id == live.run_id:
+            return live.handle.layout
+        try:
+            return find_run(self.layout, run_id)
+        except RunNotFound as exc:
+            raise ApiError(404, str(exc)) from exc
+
+    def redactor_for(self, run_id: str) -> Redactor:
+        live = self.controller.live
+        return live.handle.redactor if live is not None and live.run_id == run_id else self.redactor

@@ -1,0 +1,130 @@
+"""The active run: its snapshot, its live event stream, and the controls that steer it
+(pause/resume/abort/stop/shared context, answers to questions, revert to a checkpoint)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query
+from starlette.responses import Response, StreamingResponse
+
+from kilo_loop.loop.control import AnswerItem, ControlError
+from kilo_loop.safety.checkpoint import CheckpointError, RevertResult, revert_to_checkpoint
+from kilo_loop.web.context import ApiError, DashboardContext, json_response
+from kilo_loop.web.schemas import AnswerRequest, ControlRequest, RevertRequest
+from kilo_loop.web.sse import event_stream, parse_last_event_id
+
+# While the agent may be writing files, a revert would race it.
+REVERT_SAFE_STATUSES = frozenset({"paused", "waiting-answer"})
+
+
+def idle_state(ctx: DashboardContext) -> dict[str, Any]:
+    return {"status": "idle", "idle": True, "running": False, "seq": 0, "project": str(ctx.project)}
+
+
+def _revert_payload(result: RevertResult) -> dict[str, Any]:
+    return {
+        "ok": True,
+        "iteration": result.iteration,
+        "restored": list(result.restored),
+        "deleted": list(result.deleted),
+        "kept": list(result.kept),
+        "missing": list(result.missing),
+        "forced": result.forced,
+    }
+
+
+def run_router(ctx: DashboardContext) -> APIRouter:
+    router = APIRouter(prefix="/api")
+
+    @router.get("/state", summary="Current run snapshot ({status: 'idle', idle: true} when no run is active)")
+    async def get_state() -> Response:
+        live = ctx.live
+        body = live.snapshot() if live is not None else idle_state(ctx)
+        return json_response({**body, "mode": ctx.mode})
+
+    @router.get(
+        "/events",
+        summary="SSE stream of log lines (id = seq) and state changes",
+        response_class=StreamingResponse,
+    )
+    async def get_events(
+        after: Annotated[str | None, Query(max_length=20, description="replay events after this seq")] = None,
+        run: Annotated[str | None, Query(max_length=128, description="the run the client shows")] = None,
+        last_event_id: Annotated[str | None, Header(max_length=20)] = None,
+    ) -> StreamingResponse:
+        seen = parse_last_event_id(last_event_id, after)
+        return StreamingResponse(
+            event_stream(ctx.hub, seen, run),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+        )
+
+    @router.post("/control", summary="pause | resume | abort-after-current | stop | set-shared-context")
+    async def post_control(body: ControlRequest) -> Response:
+        live = ctx.live_run()
+        async with ctx.lock:
+            try:
+                live.handle.control.apply(body.action, body.value)
+            except ControlError as exc:
+                raise ApiError(400, str(exc)) from exc
+        return json_response(
+            {
+                "ok": True,
+                "action": body.action,
+                "paused": live.handle.control.paused,
+                "sharedContext": live.handle.control.shared_context,
+            }
+        )
+
+    @router.post("/answer", summary="Answer the pending questions; the answers go into the next session")
+    async def post_answer(body: AnswerRequest) -> Response:
+        live = ctx.live_run()
+        pending = live.handle.state.pending_questions
+        if not pending or live.answered is pending:
+            raise ApiError(409, "no question is waiting for an answer")
+        items = [
+            AnswerItem(a.question, a.answer.strip(), "dashboard") for a in body.answers if a.answer.strip()
+        ]
+        if not items:
+            raise ApiError(400, "every answer is empty: type an answer or pick an option")
+        live.handle.control.submit_answers(items)
+        live.answered = pending
+        return json_response({"ok": True, "answers": len(items)})
+
+    @router.post("/revert", summary="Restore the checkpoint taken before iteration N (destructive)")
+    async def post_revert(body: RevertRequest) -> Response:
+        live = ctx.live
+        run_id = body.run or (live.run_id if live is not None else None)
+        if run_id is None:
+            raise ApiError(409, "no run is active: name the saved run with 'run'")
+        layout = ctx.run_layout(run_id)
+        mid_session = (
+            live is not None
+            and live.run_id == run_id
+            and not live.finished
+            and live.handle.state.status not in REVERT_SAFE_STATUSES
+        )
+        if mid_session:
+            raise ApiError(
+                409, "the agent may be writing files: pause the run (and wait for 'paused') before reverting"
+            )
+        async with ctx.lock:
+            try:
+                result = await asyncio.to_thread(
+                    revert_to_checkpoint, ctx.project, layout.checkpoints, body.iteration, body.force
+                )
+            except CheckpointError as exc:
+                raise ApiError(409, str(exc)) from exc
+        if live is not None and live.run_id == run_id:
+            live.handle.recorder.emit(
+                "revert",
+                f"reverted to the checkpoint before iteration {body.iteration}: "
+                f"{len(result.restored)} restored, {len(result.deleted)} deleted",
+                "warn",
+                iteration_reverted=body.iteration,
+            )
+        return json_response(ctx.redactor_for(run_id).redact_value(_revert_payload(result)))
+
+    return router
