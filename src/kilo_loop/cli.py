@@ -17,7 +17,6 @@ from kilo_loop.settings import ConfigError, load_settings
 NOT_ACTIVE_YET: dict[str, str] = {
     "review": "the reviewer pass",
     "review_agent": "the reviewer pass",
-    "confirm": "the pre-flight confirmation",
 }
 
 _HELP = """Run a headless coding agent (kilo run / opencode run) against a git repository,

@@ -101,3 +101,44 @@ def test_ctrl_c_twice_force_exits(launch) -> None:  # type: ignore[no-untyped-de
     # while the interpreter was shutting down (Python resets handlers to SIG_DFL then).
     assert run.finish(timeout=10) in (2, 130, -2)
     assert run.mode_restored()
+
+
+def _preflight(project: Path, *extra: str) -> PtyRun:
+    return PtyRun(["--dry-run", "--goal", GOAL, "--no-dashboard", "--hitl", "off", *extra], project)
+
+
+def test_preflight_enter_starts_the_run(project: Path) -> None:
+    run = _preflight(project)
+    try:
+        screen = run.wait_for("Start this run? [Y/n]")
+        for needle in ("About to run", "Tidy the README", "Iterations", "fresh session per iteration",
+                       "on-question" if False else "HITL", "dry run", "1. [ ] Audit the README"):
+            assert needle in screen, needle
+        run.send("\r")
+        assert run.finish() == 0
+        assert (project / ".kilocode-loop" / "runs").is_dir()
+    finally:
+        run.close()
+
+
+def test_preflight_cancel_creates_nothing(project: Path) -> None:
+    run = _preflight(project)
+    try:
+        run.wait_for("Start this run? [Y/n]")
+        run.send("n\r")
+        assert run.finish() == 2
+        assert "Cancelled: nothing was started." in run.screen
+        assert not (project / ".kilocode-loop").exists()
+    finally:
+        run.close()
+
+
+def test_preflight_skipped_by_config(project: Path) -> None:
+    (project / ".kilocode-loop").mkdir()
+    (project / ".kilocode-loop" / "config.json").write_text('{"confirm": false}')
+    run = _preflight(project, "-n", "1")
+    try:
+        run.finish()
+        assert "Start this run?" not in run.screen and "Iteration 1/1" in run.screen
+    finally:
+        run.close()

@@ -36,6 +36,7 @@ from kilo_loop.runner import (
 )
 from kilo_loop.settings import Settings
 from kilo_loop.ui.console import ConsoleView, make_console
+from kilo_loop.ui.preflight import ask_start, render_preflight, scenario_rows, should_confirm
 from kilo_loop.web.binding import BindError, PortInUse
 from kilo_loop.web.controller import RunHooks
 from kilo_loop.web.server import Dashboard, prepare_dashboard
@@ -45,6 +46,17 @@ Say = Callable[[str], None]
 
 def _reopen_all(goal: Goal) -> Goal:
     return goal.model_copy(update={"stages": [s.model_copy(update={"done": False}) for s in goal.stages]})
+
+
+def _confirmed(
+    settings: Settings, goal: Goal, project: Path, prepared: PreparedRun, dashboard: Dashboard | None
+) -> bool:
+    """The pre-flight box and `Start this run? [Y/n]`; runs before anything is created."""
+    console = make_console(no_color=settings.no_color)
+    rows = scenario_rows(settings, goal, project, prepared.state.runtime, dashboard.url if dashboard else None,
+                         prepared.state.agent)
+    render_preflight(console, rows, goal)
+    return ask_start(input)
 
 
 def _dashboard_line(dashboard: Dashboard) -> str:
@@ -78,6 +90,11 @@ def run_main(settings: Settings, list_goals: bool = False) -> int:
         prepared = prepare_run(settings, goal, project, runtime)
         if settings.dashboard:
             dashboard = prepare_dashboard(settings, project, "direct")
+        if should_confirm(settings) and not _confirmed(settings, goal, project, prepared, dashboard):
+            if dashboard is not None:
+                dashboard.sock.close()
+            click.echo("Cancelled: nothing was started.")
+            return 2
     except (SetupError, PortInUse, BindError) as exc:
         if dashboard is not None:
             dashboard.sock.close()

@@ -1,0 +1,113 @@
+"""An instant in-process agent for measuring the loop's own cost (`bench_loop.py`).
+
+Load it with `KILO_LOOP_BACKEND=stub_agent:StubBackend` and `benchmarks/` on `PYTHONPATH`.
+Each session: `SessionStarted`, one `ToolUse`, `StepFinished` — no sleeping, no subprocess.
+Before the last event it marks the prompt's current stage `done` in `.kilocode-loop/progress.json`
+and appends a line to one tracked file (`STUB_AGENT_FILE`, default `README.md`) so every
+iteration changes the tree and the loop never stops as stale.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import orjson
+
+from kilo_loop.agent.protocol import (
+    AgentEvent,
+    AgentRequest,
+    AgentResult,
+    SessionStarted,
+    StepFinished,
+    TokenUsage,
+    ToolUse,
+)
+from kilo_loop.run.layout import ProjectLayout
+
+_STAGE = re.compile(r"^Current stage: (?P<id>\S+) — (?P<title>.+)$", re.MULTILINE)
+_ITERATION = re.compile(r"^Iteration (?P<n>\d+) of \d+\.$", re.MULTILINE)
+_TOKENS = TokenUsage(total=1_200, input=1_000, output=200)
+_COST = 0.001
+
+
+def current_stage(prompt: str) -> tuple[str, str]:
+    """The `Current stage: <id> — <title>` line of the prompt (a placeholder when absent)."""
+    match = _STAGE.search(prompt)
+    return (match["id"], match["title"]) if match else ("stage-1", "the goal")
+
+
+def iteration_number(prompt: str) -> int:
+    match = _ITERATION.search(prompt)
+    return int(match["n"]) if match else 1
+
+
+def progress_report(iteration: int, stage_id: str, title: str, changed: str) -> dict[str, object]:
+    return {
+        "iteration": iteration,
+        "topic": f"Stub work on {title}",
+        "stageId": stage_id,
+        "stageStatus": "done",
+        "percent": 100,
+        "nextStage": "",
+        "summary": f"Stub agent marked {stage_id} done.",
+        "filesChanged": [changed],
+        "needsInput": False,
+        "questions": [],
+    }
+
+
+class StubRun:
+    def __init__(self, request: AgentRequest, tracked_file: str) -> None:
+        self._request = request
+        self._tracked_file = tracked_file
+        self._result = AgentResult(exit_code=None)
+
+    @property
+    def result(self) -> AgentResult:
+        return self._result
+
+    async def kill(self, reason: str) -> None:
+        self._result.killed = True
+        self._result.error = self._result.error or reason
+
+    async def events(self) -> AsyncIterator[AgentEvent]:
+        prompt = self._request.prompt
+        stage_id, title = current_stage(prompt)
+        iteration = iteration_number(prompt)
+        session = self._request.session_id or f"ses_stub{uuid.uuid4().hex[:20]}"
+        self._result.session_id = session
+        yield SessionStarted(session)
+        await asyncio.sleep(0)
+        yield ToolUse("edit", {"filePath": self._tracked_file}, "completed", output="appended one line")
+        if self._result.killed:
+            return
+        self._work(iteration, stage_id, title)
+        self._result.tokens = _TOKENS
+        self._result.cost = _COST
+        self._result.context_tokens = _TOKENS.total
+        self._result.exit_code = 0
+        yield StepFinished(tokens=_TOKENS, cost=_COST, reason="stop")
+
+    def _work(self, iteration: int, stage_id: str, title: str) -> None:
+        project = Path(self._request.cwd)
+        with (project / self._tracked_file).open("a", encoding="utf-8") as handle:
+            handle.write(f"iteration {iteration}: {stage_id}\n")
+        layout = ProjectLayout(project)
+        layout.root.mkdir(parents=True, exist_ok=True)
+        report = progress_report(iteration, stage_id, title, self._tracked_file)
+        layout.progress.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+
+
+class StubBackend:
+    name = "stub"
+
+    def __init__(self) -> None:
+        self._tracked_file = os.environ.get("STUB_AGENT_FILE", "README.md")
+
+    def start(self, request: AgentRequest) -> StubRun:
+        return StubRun(request, self._tracked_file)
