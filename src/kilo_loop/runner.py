@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
 from kilo_loop.agent.cli_backend import CliBackend, detect_runtime
 from kilo_loop.agent.protocol import AgentBackend
@@ -202,13 +202,19 @@ class SafetyHooks:
 
 
 # ------------------------------------------------------------------ execution
-def _guard_parts(settings: Settings, project: Path, runtime: str, warn: Callable[[str], None]) -> tuple[Any, dict[str, str]]:
+_CLI_RUNTIMES: dict[str, Literal["kilo", "opencode"]] = {"kilo": "kilo", "opencode": "opencode"}
+
+
+def _guard_parts(
+    settings: Settings, project: Path, runtime: str, warn: Callable[[str], None]
+) -> tuple[Guard | None, dict[str, str]]:
     if not settings.guard:
         return None, {}
     guard = Guard(settings.guard_deny, settings.guard_allow)
-    if runtime not in ("kilo", "opencode"):
+    name = _CLI_RUNTIMES.get(runtime)
+    if name is None:  # dry run or a custom backend: no CLI config to inject into
         return guard, {}
-    config = inline_config_env(runtime, project, os.environ)
+    config = inline_config_env(name, project, os.environ)
     if config.note:
         warn(config.note)
     return guard, dict(config.env)

@@ -9,7 +9,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from kilo_loop.agent.protocol import AgentBackend, AgentRequest, StepFinished
 from kilo_loop.goal.model import Goal, Stage
@@ -19,7 +19,7 @@ from kilo_loop.loop.progress import Progress, completion_percent, first_open_sta
 from kilo_loop.loop.prompt import PromptInput, build_prompt, clip_handoff
 from kilo_loop.loop.retry import backoff_delay_ms, transient_reason
 from kilo_loop.loop.session import GuardLike, SessionOutcome, SessionRunner
-from kilo_loop.loop.workspace import changed_between, snapshot_worktree
+from kilo_loop.loop.workspace import Snapshot, changed_between, snapshot_worktree
 from kilo_loop.run.events import now_iso
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.recorder import RunRecorder
@@ -76,6 +76,7 @@ class Orchestrator:
         self._safety_feedback: str | None = self.state.guard_note or None
         self._verify_feedback: str | None = None
         self._had_errors = False
+        self._last_snapshot: Snapshot | None = None
         self._budget_stop: str | None = None
         self._first_iteration = self.state.iteration + 1
         self._last_iteration = self.state.iteration + ctx.settings.iterations
@@ -117,6 +118,7 @@ class Orchestrator:
     async def _between_iterations(self) -> Stop | None:
         control = self.ctx.control
         if control.paused and not control.stop_requested:
+            self._last_snapshot = None  # the operator may edit files while paused
             self.ctx.recorder.set_status("paused")
             await control.wait_until_resumed()
         if control.stop_requested:
@@ -146,19 +148,28 @@ class Orchestrator:
 
     # -------------------------------------------------------- iteration
     async def _iteration(self, stage: Stage) -> Stop | None:
-        ctx, rec, i = self.ctx, self.ctx.recorder, self.state.iteration
+        rec, i = self.ctx.recorder, self.state.iteration
         summary = IterationSummary(iteration=i, stage_id=stage.id, stage_title=stage.title, started_at=now_iso())
         self.state.current_stage_id = stage.id
         self._set_stage_status(stage, "in_progress")
         rec.emit("iteration-started", f"Iteration {i}/{self._last_iteration} — {stage.title}", "heading",
                  stage_id=stage.id)
-        rec.record_iteration(summary)
-        if ctx.settings.checkpoint:
-            await self._checkpoint(i)
-        before = await asyncio.to_thread(snapshot_worktree, ctx.project)
+        rec.start_iteration(summary)
+        before = await self._checkpoint_and_snapshot(i)
         request = self._request(stage, i)
         outcome = await self._run_session(request, summary)
         return await self._after_session(stage, summary, outcome, before)
+
+    async def _checkpoint_and_snapshot(self, iteration: int) -> Snapshot:
+        """Both read the work tree (nothing changes it between iterations), so they run side by side;
+        the previous iteration's after-snapshot is reused as this one's before."""
+        snapshot = self._last_snapshot
+        checkpoint = self._checkpoint(iteration) if self.ctx.settings.checkpoint else asyncio.sleep(0)
+        if snapshot is not None:
+            await checkpoint
+            return snapshot
+        fresh, _ = await asyncio.gather(asyncio.to_thread(snapshot_worktree, self.ctx.project), checkpoint)
+        return fresh
 
     async def _checkpoint(self, iteration: int) -> None:
         try:
@@ -263,7 +274,7 @@ class Orchestrator:
 
     # ------------------------------------------------------ after session
     async def _after_session(
-        self, stage: Stage, summary: IterationSummary, outcome: SessionOutcome, before: dict[str, Any]
+        self, stage: Stage, summary: IterationSummary, outcome: SessionOutcome, before: Snapshot
     ) -> Stop | None:
         ctx, rec, result = self.ctx, self.ctx.recorder, outcome.result
         summary.session_id = result.session_id
@@ -281,6 +292,7 @@ class Orchestrator:
         for warning in progress.warnings:
             rec.warn(warning)
         after = await asyncio.to_thread(snapshot_worktree, ctx.project)
+        self._last_snapshot = after
         changed = sorted(set(changed_between(before, after)) | set(progress.files_changed))
         self._run_files.update(dict.fromkeys(changed))
         self._fill_summary(summary, progress, changed)
@@ -385,6 +397,7 @@ class Orchestrator:
 
     def _guard_hit(self, stage: Stage, summary: IterationSummary, outcome: SessionOutcome) -> Stop | None:
         s, state = self.ctx.settings, self.state
+        self._last_snapshot = None  # the aborted session's changes were never snapshotted
         state.guard_blocks += 1
         state.consecutive_guard_blocks += 1
         summary.outcome, summary.guard_hits, summary.guard_reason = "guard", 1, outcome.guard_reason
@@ -444,6 +457,7 @@ class Orchestrator:
             rec.emit("question", f"? {q.question}{options}", "warn", question=q.question, options=q.options)
         self._notify("question", "The agent needs a decision", "\n".join(q.question for q in questions))
         rec.set_status("waiting-answer")
+        self._last_snapshot = None  # the operator may edit files while deciding
         answers = await collect_answers(ctx.control, questions, summary.iteration)
         self.state.pending_questions = []
         if answers is None:

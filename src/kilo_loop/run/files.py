@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
+def write_bytes_atomic(path: Path, data: bytes, durable: bool = True) -> None:
     """Write to a temp file in the same directory, fsync it, then rename over `path`.
 
     A symlink is written through (its target is replaced), the file's mode is kept,
@@ -23,12 +23,14 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp_name, path)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -54,12 +56,14 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~umask
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    write_bytes_atomic(path, text.encode("utf-8"))
+def write_text_atomic(path: Path, text: str, durable: bool = True) -> None:
+    """`durable=False` skips the fsyncs: still never torn, but may be lost in a power cut
+    (fine for archives that can be regenerated; not for state.json)."""
+    write_bytes_atomic(path, text.encode("utf-8"), durable)
 
 
-def write_json_atomic(path: Path, value: Any) -> None:
-    write_bytes_atomic(path, orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+def write_json_atomic(path: Path, value: Any, durable: bool = True) -> None:
+    write_bytes_atomic(path, orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n", durable)
 
 
 def read_json(path: Path) -> Any:

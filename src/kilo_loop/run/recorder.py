@@ -22,6 +22,8 @@ class RunRecorder:
         self._redact = redact
         bus.subscribe(self._keep_tail)
         self._state_listeners: list[Callable[[RunState], None]] = []
+        # Finished iterations never change again: redact each once, not on every save.
+        self._redacted_iterations: dict[int, Any] = {}
 
     def on_state(self, listener: Callable[[RunState], None]) -> None:
         self._state_listeners.append(listener)
@@ -47,24 +49,45 @@ class RunRecorder:
         self.emit("status", f"status: {status}" + (f" — {reason}" if reason else ""), status=status)
         self.save()
 
-    def save(self) -> None:
-        write_json_atomic(self.layout.state, self._redact(self.state.wire()))
+    def save(self, durable: bool = True) -> None:
+        state = self.state
+        wire = self._redact(state.model_dump(mode="json", by_alias=True, exclude={"iterations", "log_tail"}))
+        wire["iterations"] = [self._iteration_wire(item) for item in state.iterations]
+        wire["logTail"] = state.log_tail  # events were redacted by the bus before they got here
+        write_json_atomic(self.layout.state, wire, durable)
         for listener in list(self._state_listeners):
             listener(self.state)
 
+    def _iteration_wire(self, item: IterationSummary) -> Any:
+        cached = self._redacted_iterations.get(item.iteration)
+        return cached if cached is not None else self._redact(item.wire())
+
     def archive(self, iteration: int, suffix: str, text: str) -> None:
-        write_text_atomic(self.layout.iteration_file(iteration, suffix), self._redact(text))
+        # Archives are regenerable records, so no fsync: state.json is what resume relies on.
+        write_text_atomic(self.layout.iteration_file(iteration, suffix), self._redact(text), durable=False)
+
+    def start_iteration(self, summary: IterationSummary) -> None:
+        self._redacted_iterations.pop(summary.iteration, None)
+        self._put(summary)
+        # Renamed into place, so a kill -9 still finds it; the fsync waits for the iteration's end.
+        self.save(durable=False)
 
     def record_iteration(self, summary: IterationSummary) -> None:
+        """The iteration's final report: NN-report.json / .md, and state.json."""
         summary.finished_at = summary.finished_at or now_iso()
+        self._put(summary)
+        wire = self._redact(summary.wire())
+        self._redacted_iterations[summary.iteration] = wire
+        write_json_atomic(self.layout.iteration_file(summary.iteration, "report.json"), wire, durable=False)
+        self.archive(summary.iteration, "report.md", iteration_report_md(summary))
+        self.save()
+
+    def _put(self, summary: IterationSummary) -> None:
         items = self.state.iterations
         if items and items[-1].iteration == summary.iteration:
             items[-1] = summary
         else:
             items.append(summary)
-        write_json_atomic(self.layout.iteration_file(summary.iteration, "report.json"), self._redact(summary.wire()))
-        self.archive(summary.iteration, "report.md", iteration_report_md(summary))
-        self.save()
 
     def write_run_report(self) -> None:
         write_text_atomic(self.layout.report, self._redact(run_report_md(self.state)))
