@@ -24,7 +24,7 @@ from kilo_loop.loop.control import RunControl
 from kilo_loop.loop.hitl import AnswerBook
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
 from kilo_loop.loop.workspace import git_root
-from kilo_loop.notify import Notifier
+from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
 from kilo_loop.run.events import EventBus, RunEvent, now_iso
 from kilo_loop.run.layout import ProjectLayout, RunLayout
 from kilo_loop.run.recorder import RunRecorder
@@ -159,7 +159,17 @@ class PreparedRun:
     resumed: bool
 
 
+def check_notify_targets(settings: Settings) -> None:
+    """A bad --notify target fails before the run starts (the message shows it masked)."""
+    try:
+        for target in parse_targets(settings.notify):
+            to_apprise_url(target)
+    except ValueError as exc:
+        raise SetupError(f"--notify: {exc}") from exc
+
+
 def prepare_run(settings: Settings, goal: Goal, project: Path, runtime: str) -> PreparedRun:
+    check_notify_targets(settings)
     project_layout = ProjectLayout(project)
     if settings.resume:
         try:
