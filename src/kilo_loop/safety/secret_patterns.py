@@ -1,0 +1,423 @@
+"""What a secret looks like: the pattern table and the small judgements the redactor makes.
+
+Every regular expression here is written in the common subset of RE2 and Python ``re`` syntax
+(no look-around, no back-references, no ``\\s``/``^``/``$``) so the same source runs on both
+engines over UTF-8 bytes.  The judgements (is this key secret-named? is this value a placeholder?
+does this string look random?) are pure functions on ``str``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import itertools
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+REDACTED = "[REDACTED]"
+
+
+class Kind(Enum):
+    """How a rule's match is turned into edits (see ``redact.py``)."""
+
+    PEM = "pem"
+    USERINFO = "userinfo"
+    KEEP_PREFIX = "keep_prefix"  # group 1 is kept, the rest of the match becomes [REDACTED]
+    KEYWORD = "keyword"  # secret-named key followed by a separator; the value is parsed in Python
+    FLAG = "flag"  # --token xyz
+    CURL_USER = "curl_user"  # -u user:pass
+    BEARER = "bearer"
+    BASIC = "basic"
+    GENERIC = "generic"  # random-looking value after = or :
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    pattern: str
+    kind: Kind
+    check: str = ""  # name of an extra validator for KEEP_PREFIX rules ("" = none)
+    scan: str = ""  # candidate pattern for the RE2 pass when the automatic loosening is too loose
+
+
+# --- key words --------------------------------------------------------------------------------
+
+_KEY_QUALIFIERS = (
+    "api|access|private|secret|encryption|signing|master|app|license|service|account|shared|consumer"
+    "|client|subscription|webhook|deploy|ssh|storage|auth|session|sas|admin"
+)
+_KEY_SUFFIX = "(?:[_.-]?(?:id|value|secret|data|string))?"
+
+# A superset of the keys ``is_secret_key`` accepts, anchored at the secret word; the key's
+# leading part is found by scanning backwards in Python.
+KEYWORD_RE = (
+    "(?i:(?:passw(?:or)?d|passphrase|passcode|secret|credential|creds|pwd|authorization)[A-Za-z0-9_.-]*"
+    "|token(?:[_.-]?(?:secret|key|value|string|str))?"
+    "|auth(?:[_.-]?(?:key|secret|token|header|value|string))?"
+    "|cookie"
+    f"|(?:{_KEY_QUALIFIERS})[_.-]?key{_KEY_SUFFIX}"
+    "|[_.-]pass)"
+    "|[A-Z0-9]_KEY(?:_(?:ID|VALUE|SECRET|DATA|STRING))?"
+)
+KEY_SEPARATOR_RE = "(?:\\\\?[\"'])?[ \t]*(?::=|=>|===?|!==?|=|:)"
+FLAG_WORD_RE = "(?i:password|passwd|pass|pwd|token|secret|key|auth|credentials?|cookie|passphrase)"
+
+_STRONG_WORDS = frozenset(
+    {"password", "passwd", "passphrase", "passcode", "secret", "secrets", "credential", "credentials",
+     "creds", "pwd", "authorization"}
+)
+_JOINED_SUFFIXES = ("token", "password", "passwd", "secret", "apikey", "accesskey", "privatekey", "authkey")
+_META_LAST_WORDS = frozenset(
+    {"file", "files", "path", "dir", "name", "names", "length", "len", "min", "max", "count", "policy",
+     "type", "types", "enabled", "required", "prompt", "field", "label", "hint", "placeholder", "reset",
+     "expiry", "expires", "expiration", "ttl", "rotation", "manager", "store", "provider", "env", "var",
+     "ref", "url", "uri", "format", "regex", "pattern", "strength", "changed", "updated", "at", "mode",
+     "schema", "version", "location", "help", "message", "error", "errors", "method", "methods",
+     # file names used as keys (``"each_secret.py": [...]`` in a scanner baseline)
+     "py", "js", "ts", "mjs", "cjs", "json", "yaml", "yml", "md", "txt", "ini", "toml", "cfg", "conf",
+     "sh", "rb", "go", "rs", "java", "php", "lock", "log", "html", "css", "xml"}
+)
+_TOKEN_FOLLOWERS = frozenset({"secret", "key", "value", "string", "str"})
+_AUTH_FOLLOWERS = frozenset({"key", "secret", "token", "header", "value", "string"})
+_KEY_QUALIFIER_WORDS = frozenset(_KEY_QUALIFIERS.split("|"))
+_KEY_FOLLOWERS = frozenset({"id", "value", "secret", "data", "string"})
+_NUMERIC_SECRET_WORDS = frozenset(
+    {"password", "passwd", "pwd", "passcode", "passphrase", "pin", "secret", "pass"}
+)
+_SHELL_DIR_VARS = frozenset({"PWD", "OLDPWD"})
+_ENV_KEY_RE = re.compile(r"[A-Z0-9_]+_KEY(?:_(?:ID|VALUE|SECRET|DATA|STRING))?")
+
+_WORD_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+@functools.lru_cache(maxsize=4096)
+def key_words(key: str) -> tuple[str, ...]:
+    """Split ``apiKey`` / ``AWS_SECRET_ACCESS_KEY`` / ``x-auth-token`` into lower-case words."""
+    return tuple(word.lower() for word in _WORD_RE.findall(key))
+
+
+@functools.lru_cache(maxsize=4096)
+def is_secret_key(key: str) -> bool:
+    """Whether a key (env var, JSON/YAML key, header, flag name) names a secret value."""
+    words = key_words(key)
+    if not words or key in _SHELL_DIR_VARS or words[-1] in _META_LAST_WORDS:
+        return False
+    if _names_secret(words) or _ENV_KEY_RE.fullmatch(key):
+        return True
+    return words[-1] == "pass" and len(words) > 1
+
+
+def _names_secret(words: tuple[str, ...]) -> bool:
+    """The words themselves say secret: password/secret/credentials anywhere, a trailing token,
+    auth or cookie, a qualified key (``api key``, ``access key``)."""
+    last = len(words) - 1
+    for index, word in enumerate(words):
+        following = words[index + 1] if index < last else ""
+        if word in _STRONG_WORDS or (word != "tokens" and word.endswith(_JOINED_SUFFIXES)):
+            if word.endswith("token") and index < last and following not in _TOKEN_FOLLOWERS:
+                continue
+            return True
+        if word.endswith("auth") and (index == last or following in _AUTH_FOLLOWERS):
+            return True
+        if word == "cookie" and index == last:
+            return True
+        qualified = index > 0 and words[index - 1] in _KEY_QUALIFIER_WORDS
+        if word == "key" and qualified and (index == last or following in _KEY_FOLLOWERS):
+            return True
+    return False
+
+
+def numeric_is_secret(key: str) -> bool:
+    """A purely numeric value is redacted only under a password-like key (``pin: 1234``), never
+    under ``token_count``-style keys that merely mention a secret word."""
+    words = key_words(key)
+    return bool(words) and words[-1] in _NUMERIC_SECRET_WORDS
+
+
+# --- values -----------------------------------------------------------------------------------
+
+_LITERAL_VALUES = frozenset(
+    {"null", "none", "nil", "true", "false", "undefined", "string", "str", "number", "int", "bool",
+     "boolean", "bytes", "any", "object", "unknown"}
+)
+_PLACEHOLDER_RE = re.compile(
+    r"\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$?\{\{[^{}]*\}\}|<[^<>]*>|%\(?[A-Za-z_]*\)?s"
+    r"|[*xX.\u2022\u2026]{3,}|process\.env\.[A-Za-z_][A-Za-z0-9_]*"
+)
+_VERSION_RE = re.compile(r"[\^~<>=v]*[0-9]+(?:\.[0-9x*]+){1,3}(?:[-+][0-9A-Za-z.-]+)?")
+_NUMBER_RE = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+AUTH_SCHEMES = frozenset(
+    {"bearer", "basic", "token", "digest", "bot", "negotiate", "ntlm", "apikey", "sso-key"}
+)
+
+
+def is_placeholder(value: str) -> bool:
+    """Values that carry no secret: empty, already redacted, literals, type names, ``$VAR`` /
+    ``${VAR}`` / ``{{ x }}`` / ``<your-token>`` references, masks like ``****`` and versions."""
+    text = value.strip().rstrip(",;").strip()
+    if not text or text.startswith(REDACTED) or (len(text) == 1 and not text.isalnum()):
+        return True
+    if text.lower() in _LITERAL_VALUES:
+        return True
+    return bool(_PLACEHOLDER_RE.fullmatch(text) or _VERSION_RE.fullmatch(text))
+
+
+def is_number(value: str) -> bool:
+    return bool(_NUMBER_RE.fullmatch(value.strip().rstrip(",;").strip()))
+
+
+# --- code, not data -------------------------------------------------------------------------
+
+_IDENT_CHAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_OBJECT_NAMES = frozenset(
+    {"self", "this", "cls", "request", "req", "response", "res", "config", "cfg", "conf", "settings",
+     "options", "opts", "args", "kwargs", "params", "props", "state", "ctx", "context", "env", "os",
+     "process", "app", "client", "session", "credentials", "creds", "auth", "user", "url", "parsed",
+     "data", "payload", "body", "headers", "secrets", "vault", "keyring", "getpass", "environ"}
+)
+_BUILTIN_TYPES = frozenset(
+    {"str", "int", "float", "bool", "bytes", "none", "list", "dict", "set", "tuple", "any", "object",
+     "optional", "callable", "sequence", "mapping", "iterable", "string", "number", "boolean", "null",
+     "undefined", "unknown"}
+)
+_BUILTIN_TYPES_B = frozenset(name.encode() for name in _BUILTIN_TYPES)
+_TYPE_MEMBER = re.compile(rb"([A-Za-z_][A-Za-z0-9_.]*)(\[[^\]]*\])?")
+_ANNOTATION = re.compile(
+    rb"(?P<union>[A-Za-z_][A-Za-z0-9_.]*(?:\[[^\]\r\n]*\])?"
+    rb"(?:[ \t]*\|[ \t]*[A-Za-z_][A-Za-z0-9_.]*(?:\[[^\]\r\n]*\])?)*)"
+    rb"(?P<default>[ \t]*=[ \t]*)?"
+)
+
+
+def annotation(data: bytes, pos: int, end: int) -> int | None:
+    """A type annotation at ``pos`` (``str | None = None``, ``Optional[str]``, ``AuthTypes)``):
+    returns where its default value starts (``end`` when it has none), or None for a value.
+    A lone capitalised word counts only before ``,``/``)``/``;``/``}`` (``auth: Auth,`` in a
+    signature), so ``password: Hunter2`` in YAML is still a value."""
+    match = _ANNOTATION.match(data, pos, end)
+    if not match:
+        return None
+    union = match.group("union")
+    if not all(_type_like(m.group(1)) for m in _TYPE_MEMBER.finditer(union)):
+        return None
+    if match.group("default") is not None:
+        return match.end()
+    closer = data[match.end():end].lstrip(b" \t")[:1]
+    if closer and closer not in (b",", b")", b";", b"}"):
+        return None
+    structured = b"|" in union or b"[" in union or union.lower() in _BUILTIN_TYPES_B
+    return end if structured or closer else None
+
+
+def _type_like(name: bytes) -> bool:
+    head = name.rsplit(b".", 1)[-1]
+    return head.lower() in _BUILTIN_TYPES_B or head[:1].isupper()
+
+
+def names_itself(key: str, value: str) -> bool:
+    """``cookie = "cookie"``, ``self.auth = auth``: the value is the key's own name."""
+    last = key.rsplit(".", 1)[-1].lower().strip("-_")
+    return bool(last) and value.lower().strip("-_") == last
+
+
+_NAME_LIKE = re.compile(r"[a-z]+(?:[_.:/-][a-z]+)*")
+
+
+def weak_key_plain_value(key: str, value: str) -> bool:
+    """``CACHE_KEY = "user_profile"``: an upper-case ``*_KEY`` constant (secret-named only for
+    env files) holding a plain lower-case name is a lookup key in code, not a credential."""
+    name = key.rsplit(".", 1)[-1]
+    env_only = bool(_ENV_KEY_RE.fullmatch(name)) and not _names_secret(key_words(name))
+    return env_only and bool(_NAME_LIKE.fullmatch(value))
+
+
+def is_code_reference(key: str, value: str) -> bool:
+    """``auth=auth``, ``password=self.password``, ``api_key=settings.API_KEY``: a variable, not data."""
+    if not _IDENT_CHAIN.fullmatch(value):
+        return False
+    parts = value.split(".")
+    if names_itself(key, parts[-1]):
+        return True
+    return len(parts) > 1 and (parts[0] in _OBJECT_NAMES or is_secret_key(parts[-1]))
+
+
+# --- random-looking tokens ------------------------------------------------------------------
+
+_UUID_RE = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
+_DIGIT_RUN_RE = re.compile(r"[0-9]+")
+
+
+def _char_class(char: str) -> int:
+    if char.isdigit():
+        return 0
+    if char.isupper():
+        return 1
+    if char.islower():
+        return 2
+    return 3
+
+
+def looks_random(value: str) -> bool:
+    """A 20+ character token mixing upper case, lower case and digits the way generated keys do
+    (many class changes, digits scattered) — not a CamelCase identifier, a UUID or a hex hash."""
+    if len(value) < 20 or _UUID_RE.fullmatch(value):
+        return False
+    if not (any(c.isupper() for c in value) and any(c.islower() for c in value)):
+        return False
+    if len(_DIGIT_RUN_RE.findall(value)) < 2:
+        return False
+    classes = [_char_class(c) for c in value]
+    changes = sum(1 for a, b in itertools.pairwise(classes) if a != b)
+    return changes / (len(value) - 1) >= 0.2
+
+
+def basic_credentials_like(token: str) -> bool:
+    """``Basic <token>``: base64 of ``user:pass``, or at least something that is not a word."""
+    try:
+        decoded = base64.b64decode(token + "=" * (-len(token) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        decoded = ""
+    if ":" in decoded and decoded.isprintable():
+        return True
+    return any(c.isdigit() or c in "+/=" for c in token)
+
+
+def bearer_token_like(token: str) -> bool:
+    """``Bearer <token>`` in prose ("the bearer authentication scheme") is not a credential."""
+    has_upper = any(c.isupper() for c in token)
+    has_lower = any(c.islower() for c in token)
+    return any(c.isdigit() for c in token) or (has_upper and has_lower) or len(token) >= 24
+
+
+def openai_key_like(body: str) -> bool:
+    """``sk-`` followed by a long random segment with a digit (not ``sk-some-long-slug``)."""
+    return any(c.isdigit() for c in body) and any(len(part) >= 16 for part in re.split(r"[-_]", body))
+
+
+def discord_token_like(token: str) -> bool:
+    """A Discord bot token starts with the base64 of the numeric bot id."""
+    head = token.split(".", 1)[0]
+    try:
+        decoded = base64.b64decode(head + "=" * (-len(head) % 4), altchars=b"-_", validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return decoded.isdigit()
+
+
+CHECKS = {"openai": openai_key_like, "discord": discord_token_like}
+
+
+# --- the table --------------------------------------------------------------------------------
+
+_B = "\\b"
+_PREFIXED: tuple[tuple[str, str, str], ...] = (
+    # (name, kept prefix, secret body) — the match is \b(prefix)body
+    ("anthropic", "sk-ant-", "[A-Za-z0-9_-]{20,}"),
+    ("stripe", "(?:sk|rk|pk)_(?:live|test)_", "[A-Za-z0-9]{10,}"),
+    ("stripe_webhook", "whsec_", "[A-Za-z0-9]{20,}"),
+    ("github", "gh[pousr]_", "[A-Za-z0-9]{36,}"),
+    ("github_pat", "github_pat_", "[A-Za-z0-9_]{22,}"),
+    ("gitlab", "gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent)-", "[A-Za-z0-9_-]{20,}"),
+    ("slack", "xox[abposr]-", "[A-Za-z0-9-]{10,}"),
+    ("slack_app", "xapp-", "[0-9]-[A-Za-z0-9-]{10,}"),
+    ("aws_key_id", "(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)", "[A-Z0-9]{16}\\b"),
+    ("google_api", "AIza", "[A-Za-z0-9_-]{35}"),
+    ("google_oauth", "ya29\\.", "[A-Za-z0-9_-]{20,}"),
+    ("google_client_secret", "GOCSPX-", "[A-Za-z0-9_-]{20,}"),
+    ("huggingface", "hf_", "[A-Za-z0-9]{30,}"),
+    ("npm", "npm_", "[A-Za-z0-9]{36}\\b"),
+    ("telegram", "(?:bot)?[0-9]{8,10}:", "AA[A-Za-z0-9_-]{30,}"),
+    ("sendgrid", "SG\\.", "[A-Za-z0-9_-]{16,32}\\.[A-Za-z0-9_-]{16,64}"),
+    ("twilio", "SK", "[0-9a-fA-F]{32}\\b"),  # scan keeps the {32}: "SK" starts many ids
+    ("mailgun", "key-", "[0-9a-f]{32}\\b"),
+    ("mailchimp", "", "[0-9a-f]{32}-us[0-9]{1,2}\\b"),
+    ("shopify", "shp(?:at|ca|pa|ss)_", "[a-fA-F0-9]{32}\\b"),
+    ("pypi", "pypi-", "AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}"),
+    ("digitalocean", "do[opr]_v1_", "[a-f0-9]{64}\\b"),
+    ("linear", "lin_api_", "[A-Za-z0-9]{40}\\b"),
+    ("postman", "PMAK-", "[a-f0-9]{24}-[a-f0-9]{34}\\b"),
+    ("groq", "gsk_", "[A-Za-z0-9]{48,}"),
+    ("replicate", "r8_", "[A-Za-z0-9]{37,}"),
+    ("xai", "xai-", "[A-Za-z0-9]{60,}"),
+    ("perplexity", "pplx-", "[A-Za-z0-9]{40,}"),
+    ("databricks", "dapi", "[a-f0-9]{32}\\b"),
+    ("square", "sq0(?:atp|csp)-", "[A-Za-z0-9_-]{22,}"),
+    ("age", "AGE-SECRET-KEY-1", "[0-9A-Z]{58}\\b"),
+    ("supabase", "sbp_", "[a-f0-9]{40}\\b"),
+    ("notion", "ntn_", "[A-Za-z0-9]{40,}"),
+    ("atlassian", "ATATT3", "[A-Za-z0-9_=-]{50,}"),
+    ("jwt", "eyJ", "[A-Za-z0-9_-]{8,}\\.eyJ[A-Za-z0-9_-]{8,}\\.[A-Za-z0-9_-]*"),
+    ("openai", "sk-", "[A-Za-z0-9_-]{20,}"),
+)
+
+PEM_BEGIN = "-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+PEM_END = "-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+_URL_USER = "[^ \t\r\n/?#\"'`<>\\[\\]\\\\:@]*"
+_URL_PASSWORD = "[^ \t\r\n/?#\"'`<>\\[\\]\\\\]+"
+
+
+# 20+ token characters with an upper-case letter (or '+') before any '_'/'-': a hex SHA, a UUID,
+# ses_…/msg_… ids and sha512-… integrity strings never start one.  Three tiers by where the first
+# upper-case letter sits keep the counters short for RE2.
+_TOKEN_CHAR = "[A-Za-z0-9+/_-]"
+_GENERIC_VALUE = (
+    f"[a-z0-9]{{0,9}}[A-Z+]{_TOKEN_CHAR}{{19,}}|[a-z0-9]{{10,18}}[A-Z+]{_TOKEN_CHAR}{{9,}}"
+    f"|[a-z0-9]{{19,}}[A-Z+]{_TOKEN_CHAR}*"
+)
+_GENERIC_SCAN = (
+    f"[a-z0-9]*[A-Z+]{_TOKEN_CHAR}{{19}}|[a-z0-9]{{10}}[a-z0-9]*[A-Z+]{_TOKEN_CHAR}{{9}}"
+    f"|[a-z0-9]{{19}}[a-z0-9]*[A-Z+]"
+)
+
+
+def _prefixed_rule(name: str, prefix: str, body: str) -> Rule:
+    scan = f"{prefix}{body}".replace(_B, "") if name == "twilio" else ""
+    return Rule(name, f"{_B}({prefix}){body}", Kind.KEEP_PREFIX, name if name in CHECKS else "", scan)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("private_key", PEM_BEGIN, Kind.PEM),
+    Rule("url_userinfo", f"://({_URL_USER}):({_URL_PASSWORD})@", Kind.USERINFO),
+    Rule("slack_webhook", "(https://hooks\\.slack\\.com/(?:services|workflows|triggers)/)[A-Za-z0-9_/-]{8,}",
+         Kind.KEEP_PREFIX),
+    Rule("discord_webhook",
+         "(https://(?:ptb\\.|canary\\.)?discord(?:app)?\\.com/api/webhooks/[0-9]{5,}/)[A-Za-z0-9_-]{20,}",
+         Kind.KEEP_PREFIX),
+    Rule("keyword", f"({KEYWORD_RE})({KEY_SEPARATOR_RE})", Kind.KEYWORD),
+    # No \\B before "--"/"-u": a redaction just before them must not change whether they match.
+    Rule("flag", f"(--(?:[A-Za-z0-9_]+-)*{FLAG_WORD_RE})[ \t]+", Kind.FLAG),
+    Rule("curl_user", "(?:--user|-u)[ \t]+[\"']?([^ \t\r\n:\"'\\\\]+):([^ \t\r\n\"'\\\\]+)", Kind.CURL_USER),
+    Rule("bearer", "\\b((?i:bearer)[ \t]+)([A-Za-z0-9._~+/=-]{8,})", Kind.BEARER),
+    Rule("basic", "\\b((?i:basic)[ \t]+)([A-Za-z0-9+/]{8,}={0,2})", Kind.BASIC),
+    Rule("discord_token", "\\b()[MNO][A-Za-z0-9_-]{23,27}\\.[A-Za-z0-9_-]{6}\\.[A-Za-z0-9_-]{27,40}\\b",
+         Kind.KEEP_PREFIX, "discord"),
+    *(_prefixed_rule(name, prefix, body) for name, prefix, body in _PREFIXED),
+    # A random-looking value after = or : whatever the key is called (config.env's ``mimi=…``).
+    # Starting with [a-z0-9]*[A-Z+] keeps ses_/msg_ ids, sha512- integrity, hex SHAs, UUIDs and
+    # paths out of the candidates before Python ever sees them.
+    Rule("generic", f"[=:][ \t]*(?:\\\\?[\"'])?((?:{_GENERIC_VALUE})={{0,2}})", Kind.GENERIC,
+         scan=f"[=:][ \t]*(?:\\\\?[\"'])?(?:{_GENERIC_SCAN})"),
+)
+
+
+def combined_pattern(rules: tuple[Rule, ...] = RULES) -> str:
+    """One alternation, each rule wrapped in its own capturing group (leftmost-first semantics)."""
+    return "|".join(f"({rule.pattern})" for rule in rules)
+
+
+_COUNTED = re.compile(r"\{(\d+)(?:,\d*)?\}")
+
+
+def _loosen(pattern: str) -> str:
+    """A superset of ``pattern`` that starts wherever it can start: counted repetitions become
+    ``+``/``*`` and ``\\b`` assertions go.  Counters and word boundaries multiply RE2's DFA states
+    when dozens of rules run side by side; the exact pattern is checked afterwards in Python."""
+    loose = _COUNTED.sub(lambda m: "+" if int(m.group(1)) else "*", pattern)
+    return loose.replace("\\b", "").replace("\\B", "")
+
+
+def scan_pattern(rules: tuple[Rule, ...] = RULES) -> str:
+    """The candidate-finding alternation (no captures needed)."""
+    return "|".join(f"(?:{rule.scan or _loosen(rule.pattern)})" for rule in rules)
