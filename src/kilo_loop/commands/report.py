@@ -8,19 +8,11 @@ from pathlib import Path
 import click
 import orjson
 
-from kilo_loop.loop.workspace import NotAGitRepo, git_root
+from kilo_loop.loop.workspace import project_root
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.report import run_report_md
 from kilo_loop.run.store import RunNotFound, load_state, resolve_run
 from kilo_loop.safety.redact import Redactor
-
-
-def _project(path: Path | None) -> Path:
-    start = (path or Path.cwd()).expanduser().resolve()
-    try:
-        return git_root(start)
-    except NotAGitRepo:
-        return start
 
 
 @click.command(help="Print a saved run's report.md (default: the most recent run), or its state with --json.")
@@ -29,7 +21,7 @@ def _project(path: Path | None) -> Path:
 @click.option("--json", "as_json", is_flag=True, help="print the redacted run state as JSON")
 @click.option("-C", "--project", type=click.Path(path_type=Path), help="repository (default: cwd's git root)")
 def report_command(run_id: str | None, last: bool, as_json: bool, project: Path | None) -> None:
-    layout = ProjectLayout(_project(project))
+    layout = ProjectLayout(project_root(project))
     try:
         run = resolve_run(layout, run_id if run_id and not last else "last")
         state = load_state(run)

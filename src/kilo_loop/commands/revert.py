@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from kilo_loop.loop.workspace import NotAGitRepo, git_root
+from kilo_loop.loop.workspace import project_root
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.store import RunNotFound, resolve_run
 from kilo_loop.safety.checkpoint import (
@@ -25,14 +25,6 @@ from kilo_loop.safety.checkpoint import (
 )
 
 SHOW_AT_MOST = 50
-
-
-def _project(path: Path | None) -> Path:
-    start = (path or Path.cwd()).expanduser().resolve()
-    try:
-        return git_root(start)
-    except NotAGitRepo:
-        return start
 
 
 def stdin_is_interactive() -> bool:
@@ -80,7 +72,7 @@ def describe_result(result: RevertResult) -> str:
 @click.option("--yes", is_flag=True, help="do not ask for confirmation")
 @click.option("-C", "--project", type=click.Path(path_type=Path), help="repository (default: cwd's git root)")
 def revert_command(run_ref: str, iteration: int, yes: bool, project: Path | None) -> None:
-    root = _project(project)
+    root = project_root(project)
     try:
         run = resolve_run(ProjectLayout(root), run_ref)
         plan = plan_revert(root, run.checkpoints, iteration)

@@ -26,6 +26,15 @@ def git_root(path: Path) -> Path:
     return Path(out.stdout.strip())
 
 
+def project_root(path: Path | None) -> Path:
+    """The git root of `path` (default: cwd), or the directory itself outside a repository."""
+    start = (path or Path.cwd()).expanduser().resolve()
+    try:
+        return git_root(start)
+    except NotAGitRepo:
+        return start
+
+
 def _stat(path: Path) -> tuple[int, int]:
     try:
         info = path.stat()

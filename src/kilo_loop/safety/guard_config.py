@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import json5
+
 Runtime = Literal["kilo", "opencode"]
 
 CONFIG_ENV: dict[Runtime, str] = {"kilo": "KILO_CONFIG_CONTENT", "opencode": "OPENCODE_CONFIG_CONTENT"}
@@ -78,53 +80,10 @@ def bash_rules(existing: Mapping[str, Any] | None = None, catch_all: bool = True
 
 # ----------------------------------------------------------------------------- reading configs
 def loads_jsonc(text: str) -> Any:
-    """Parse JSON with `//` and `/* */` comments and trailing commas (the CLIs accept both)."""
-    return json.loads(_strip_trailing_commas(_strip_comments(text)))
+    """Parse JSON with `//` and `/* */` comments and trailing commas (the CLIs accept both).
 
-
-def _strip_comments(text: str) -> str:
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == '"':
-            end = i + 1
-            while end < n and text[end] != '"':
-                end += 2 if text[end] == "\\" else 1
-            out.append(text[i:end + 1])
-            i = end + 1
-        elif text.startswith("//", i):
-            newline = text.find("\n", i)
-            i = n if newline < 0 else newline
-        elif text.startswith("/*", i):
-            close = text.find("*/", i + 2)
-            i = n if close < 0 else close + 2
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
-
-
-def _strip_trailing_commas(text: str) -> str:
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == '"':
-            end = i + 1
-            while end < n and text[end] != '"':
-                end += 2 if text[end] == "\\" else 1
-            out.append(text[i:end + 1])
-            i = end + 1
-            continue
-        if ch == ",":
-            rest = text[i + 1:].lstrip()
-            if rest[:1] in ("}", "]"):
-                i += 1
-                continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
+    json5 is a superset of that; a syntax error is a ValueError like json's."""
+    return json5.loads(text)
 
 
 def _bash_setting(config: Mapping[str, Any]) -> tuple[str, Any]:
