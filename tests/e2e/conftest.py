@@ -6,6 +6,8 @@
 - `git_project`: a temporary git repository with one commit.
 - `agent_home`: an isolated HOME for the CLIs.
 - `run_agent`: runs `<cli> run --format json …` once against `fake_provider` and parses its output.
+- `loop`: runs the loop itself (`python -m kilo_loop …`) with KILO_BIN pointing at a real CLI that
+  talks to `fake_provider`, and reads back the files the run wrote (`LoopRun`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -21,7 +24,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from .fake_provider import FakeProvider, Runtime, provider_env
+from .fake_provider import Calls, FakeProvider, RecordedRequest, Runtime, call, provider_env
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOLS_BIN = REPO_ROOT / ".tools" / "node_modules" / ".bin"
@@ -218,3 +221,166 @@ def run_agent(agent_bins: AgentBins, fake_provider: FakeProvider, agent_home: Pa
                         time.monotonic() - started, events, other)
 
     return run
+
+
+# --------------------------------------------------------------------------- running the loop
+
+LOOP_TIMEOUT_S = 420.0
+LOOP_DIR = ".kilocode-loop"
+
+
+@dataclass
+class LoopRun:
+    """One finished `python -m kilo_loop …` process and the run files it left in the project."""
+
+    command: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+    project: Path
+
+    @property
+    def loop_dir(self) -> Path:
+        return self.project / LOOP_DIR
+
+    @property
+    def run_dir(self) -> Path:
+        """The one run directory under `.kilocode-loop/runs/` (a resumed run reuses its own)."""
+        runs_root = self.loop_dir / "runs"
+        runs = sorted(runs_root.iterdir()) if runs_root.is_dir() else []
+        if len(runs) != 1:
+            raise AssertionError(f"expected one run directory, found {[r.name for r in runs]}\n{self.describe()}")
+        return runs[0]
+
+    def state(self) -> dict[str, Any]:
+        loaded = json.loads((self.run_dir / "state.json").read_text(encoding="utf-8"))
+        assert isinstance(loaded, dict)
+        return loaded
+
+    def events(self, event_type: str | None = None) -> list[dict[str, Any]]:
+        lines = (self.run_dir / "events.jsonl").read_text(encoding="utf-8").splitlines()
+        events = [json.loads(line) for line in lines if line.strip()]
+        return [e for e in events if event_type is None or e.get("type") == event_type]
+
+    def prompt(self, iteration: int) -> str:
+        return (self.run_dir / "iterations" / f"{iteration:02d}-prompt.md").read_text(encoding="utf-8")
+
+    def report(self, iteration: int) -> dict[str, Any]:
+        path = self.run_dir / "iterations" / f"{iteration:02d}-report.json"
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+        assert isinstance(loaded, dict)
+        return loaded
+
+    def describe(self) -> str:
+        """Everything a failing assertion needs to explain itself."""
+        return (
+            f"$ {' '.join(self.command)}\nexit {self.returncode} after {self.seconds:.1f}s\n"
+            f"--- stdout\n{self.stdout[-8000:]}\n--- stderr\n{self.stderr[-3000:]}"
+        )
+
+
+@dataclass
+class Loop:
+    """Runs the loop's real entry point against the real CLIs and the scripted provider."""
+
+    bins: AgentBins
+    provider: FakeProvider
+    home: Path
+
+    def environment(
+        self,
+        runtime: Runtime,
+        *,
+        inline: bool = False,
+        permission: Mapping[str, Any] | None = None,
+        config: Mapping[str, Any] | None = None,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> dict[str, str]:
+        """A small explicit environment (no developer KILO_*/KILO_LOOP_* leaks in).
+
+        By default the provider config is a file (`KILO_CONFIG` / `OPENCODE_CONFIG`), which
+        leaves the inline config variable to the loop's guard rules; `inline=True` puts it in
+        `KILO_CONFIG_CONTENT` / `OPENCODE_CONFIG_CONTENT`, as a user might. `config` adds
+        top-level CLI config keys.
+        """
+        env = {name: os.environ[name] for name in ("PATH", "TMPDIR", "LANG") if name in os.environ}
+        env.setdefault("LANG", "C.UTF-8")
+        env.update(provider_env(self.provider.port, runtime, self.home, permission=permission, inline=inline,
+                                extra_config=config))
+        env["KILO_BIN"] = str(self.bins.for_runtime(runtime))
+        env["PYTHONPATH"] = str(REPO_ROOT / "src")
+        env["COLUMNS"] = "500"  # Rich wraps at 80 columns when stdout is not a terminal
+        env.update(extra_env or {})
+        return env
+
+    @staticmethod
+    def command(project: Path, args: tuple[str, ...]) -> list[str]:
+        return [sys.executable, "-m", "kilo_loop", "-C", str(project), "--no-confirm", "--no-dashboard", *args]
+
+    def start(
+        self, runtime: Runtime, project: Path, *args: str, inline: bool = False,
+        permission: Mapping[str, Any] | None = None, config: Mapping[str, Any] | None = None,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> subprocess.Popen[str]:
+        """The loop as a running process (stdout/stderr piped), for tests that interrupt it."""
+        env = self.environment(runtime, inline=inline, permission=permission, config=config, extra_env=extra_env)
+        return subprocess.Popen(
+            self.command(project, args), cwd=project, env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+
+    def run(
+        self, runtime: Runtime, project: Path, *args: str, inline: bool = False,
+        permission: Mapping[str, Any] | None = None, config: Mapping[str, Any] | None = None,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> LoopRun:
+        command = self.command(project, args)
+        env = self.environment(runtime, inline=inline, permission=permission, config=config, extra_env=extra_env)
+        started = time.monotonic()
+        done = subprocess.run(
+            command, check=False, cwd=project, env=env,
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=LOOP_TIMEOUT_S,
+        )
+        return LoopRun(command, done.returncode, done.stdout, done.stderr, time.monotonic() - started, project)
+
+
+@pytest.fixture
+def loop(agent_bins: AgentBins, fake_provider: FakeProvider, agent_home: Path) -> Loop:
+    return Loop(agent_bins, fake_provider, agent_home)
+
+
+# --------------------------------------------------------------------------- scripting the loop's agent
+
+
+def iteration_marker(iteration: int) -> str:
+    """The line of the loop's prompt that tells iterations apart (`Iteration 2 of 3.`)."""
+    return f"Iteration {iteration} of "
+
+
+def iteration_requests(provider: FakeProvider, iteration: int) -> list[RecordedRequest]:
+    """The model requests one iteration's session made (its prompt is the latest user message)."""
+    marker = iteration_marker(iteration)
+    return [r for r in provider.chat_requests if r.user_texts and marker in r.user_texts[-1]]
+
+
+def bash(command: str) -> Calls:
+    return call("bash", {"command": command, "description": "Scripted command"})
+
+
+def write(path: Path, content: str) -> Calls:
+    """A write tool call (the path absolute, so it lands in the project whatever the CLI's cwd)."""
+    return call("write", {"filePath": str(path), "content": content})
+
+
+def write_progress(project: Path, iteration: int, stage_id: str, status: str, **fields: Any) -> Calls:
+    """The model honouring the loop's report contract: `.kilocode-loop/progress.json`."""
+    report: dict[str, Any] = {
+        "iteration": iteration, "topic": f"iteration {iteration}", "stageId": stage_id, "stageStatus": status,
+        "summary": f"scripted iteration {iteration}", "needsInput": False, "questions": [], **fields,
+    }
+    return write(project / LOOP_DIR / "progress.json", json.dumps(report))
+
+
+def write_handoff(project: Path, text: str) -> Calls:
+    return write(project / LOOP_DIR / "handoff.md", text)

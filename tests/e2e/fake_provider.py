@@ -2,7 +2,8 @@
 
 The server answers `POST /v1/chat/completions` (streaming SSE) from a *script*: a list of turns,
 each consumed by one request in order. A turn is text (`say`), one or more tool calls (`call`,
-`calls`), an HTTP failure (`fail`) or a dropped connection (`drop_connection`). Several scripts
+`calls`), an HTTP failure (`fail`) or a dropped connection (`drop_connection`); `hold` keeps any
+of these back until a timeout passes or the test calls `release()`. Several scripts
 can be keyed by a marker string; a request takes the script whose marker occurs in its latest
 user message, else the default script. Requests without tools (the CLI titling a session) get a
 short title and consume nothing. When a script runs out, the server says "done".
@@ -68,7 +69,18 @@ class Drop:
     """Close the connection without answering."""
 
 
-Turn = Say | Calls | Fail | Drop
+Answer = Say | Calls | Fail | Drop
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Keep the reply back: answer with `then` after `seconds`, or as soon as the test releases it."""
+
+    seconds: float
+    then: Answer
+
+
+Turn = Answer | Hold
 
 
 def say(text: str) -> Say:
@@ -95,6 +107,18 @@ def fail(status: int = 500, message: str = "scripted failure") -> Fail:
 
 def drop_connection() -> Drop:
     return Drop()
+
+
+def hold(seconds: float, then: Answer | None = None) -> Hold:
+    """A turn whose reply (`then`, by default "done") waits `seconds` or until `FakeProvider.release()`."""
+    if not seconds > 0:
+        raise ValueError(f"hold() needs a positive number of seconds, got {seconds}")
+    return Hold(seconds, Say(DONE_TEXT) if then is None else then)
+
+
+def unheld(turn: Turn) -> Answer:
+    """The answer a turn finally gives (a held turn's `then`)."""
+    return turn.then if isinstance(turn, Hold) else turn
 
 
 # --------------------------------------------------------------------------- SSE encoding (pure)
@@ -187,7 +211,7 @@ class RecordedRequest:
     path: str
     body: dict[str, Any]  # {} for GETs and bodies that were not a JSON object
     turn: Turn | None  # the scripted turn consumed, None when the script was not involved
-    reply: Turn | None  # what a chat request was answered with (a title for tool-less requests)
+    reply: Turn | None  # what a chat request was answered with (a title for tool-less requests; may be a Hold)
     usage: dict[str, int] | None  # the usage chunk streamed back, when a stream was sent
 
     @property
@@ -228,6 +252,9 @@ class FakeProvider:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._completions = 0
+        self._released = threading.Event()
+        self._holding = threading.Condition(self._lock)
+        self._held = 0  # requests whose held reply was reached (still waiting or not)
 
     # -- scripting -------------------------------------------------------------------------
 
@@ -254,6 +281,29 @@ class FakeProvider:
         """Chat requests that offered tools (the agent's own turns, not titling)."""
         return [r for r in self.requests if r.is_chat and wants_tools(r.body)]
 
+    # -- holding -----------------------------------------------------------------------------
+
+    @property
+    def held(self) -> int:
+        """How many requests have reached a `hold` turn so far."""
+        with self._lock:
+            return self._held
+
+    def wait_for_hold(self, timeout: float) -> bool:
+        """Block until some request is being held back; False when `timeout` passes first."""
+        with self._holding:
+            return self._holding.wait_for(lambda: self._held > 0, timeout)
+
+    def release(self) -> None:
+        """Let every held reply (now and later) go out at once."""
+        self._released.set()
+
+    def _wait_held(self, turn: Hold) -> None:
+        with self._holding:
+            self._held += 1
+            self._holding.notify_all()
+        self._released.wait(turn.seconds)
+
     # -- lifecycle -------------------------------------------------------------------------
 
     @property
@@ -278,6 +328,7 @@ class FakeProvider:
     def stop(self) -> None:
         if self._server is None:
             return
+        self.release()  # no handler thread stays parked on a hold
         self._server.shutdown()
         self._server.server_close()
         if self._thread is not None:
@@ -302,7 +353,8 @@ class FakeProvider:
             if method == "POST" and body is not None and is_chat_path(path):
                 turn = self._scripts.next_turn(body) if wants_tools(body) else None
                 reply = Say(TITLE_TEXT) if turn is None else turn
-            usage = usage_for(body or {}, reply) if isinstance(reply, Say | Calls) else None
+            answer = None if reply is None else unheld(reply)
+            usage = usage_for(body or {}, answer) if isinstance(answer, Say | Calls) else None
             record = RecordedRequest(method, path, body or {}, turn, reply, usage)
             self._requests.append(record)
             return record, f"chatcmpl-{self._completions}"
@@ -333,6 +385,16 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._read_json()
         record, completion_id = self.owner._record("POST", self.path, body)
         reply = record.reply
+        if isinstance(reply, Hold):
+            self.owner._wait_held(reply)
+            reply = reply.then
+        try:
+            self._answer(body, reply, record, completion_id)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client died (killed while its reply was held back)
+
+    def _answer(self, body: dict[str, Any] | None, reply: Answer | None, record: RecordedRequest,
+                completion_id: str) -> None:
         if body is None:
             self._send_error(400, "request body is not a JSON object", "invalid_request")
         elif reply is None:
@@ -385,8 +447,10 @@ class _Handler(BaseHTTPRequestHandler):
 # --------------------------------------------------------------------------- CLI configuration
 
 
-def provider_config(port: int, permission: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The CLI config that points kilo/opencode at the fake provider (DESIGN §5)."""
+def provider_config(
+    port: int, permission: Mapping[str, Any] | None = None, *, extra: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The CLI config that points kilo/opencode at the fake provider (DESIGN §5), plus `extra` keys."""
     config: dict[str, Any] = {
         "model": f"{PROVIDER_ID}/{MODEL_ID}",
         "small_model": f"{PROVIDER_ID}/{MODEL_ID}",
@@ -411,6 +475,7 @@ def provider_config(port: int, permission: Mapping[str, Any] | None = None) -> d
     }
     if permission is not None:
         config["permission"] = dict(permission)
+    config.update(extra or {})
     return config
 
 
@@ -421,20 +486,21 @@ def provider_env(
     *,
     permission: Mapping[str, Any] | None = None,
     inline: bool = True,
+    extra_config: Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
     """Environment overrides for one CLI run against the fake provider.
 
     Points the CLI at the provider through the inline config variable (`KILO_CONFIG_CONTENT` /
     `OPENCODE_CONFIG_CONTENT`), or with `inline=False` through a config file named by
     `KILO_CONFIG` / `OPENCODE_CONFIG` (leaving the inline variable free for the code under
-    test). Switches off model fetches, autoupdate, telemetry and the daemon, and gives the CLI an
+    test). `extra_config` adds top-level config keys. Switches off model fetches, autoupdate, telemetry and the daemon, and gives the CLI an
     isolated HOME and XDG directories under `home` (created here).
     """
     if runtime not in ("kilo", "opencode"):
         raise ValueError(f"runtime must be 'kilo' or 'opencode', got {runtime!r}")
     prefix = runtime.upper()
     env = isolated_dirs(home)
-    config = json.dumps(provider_config(port, permission), indent=2)
+    config = json.dumps(provider_config(port, permission, extra=extra_config), indent=2)
     if inline:
         env[f"{prefix}_CONFIG_CONTENT"] = config
     else:
