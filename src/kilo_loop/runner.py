@@ -4,14 +4,17 @@ the event bus and its subscribers, then drive the orchestrator on one event loop
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+import json5
 
 from kilo_loop.agent.cli_backend import CliBackend, detect_runtime
 from kilo_loop.agent.protocol import AgentBackend
@@ -94,8 +97,9 @@ def make_backend(settings: Settings) -> tuple[AgentBackend, str]:
 
 
 def default_agent(settings: Settings, runtime: str) -> str | None:
-    # code-design is Kilo's default agent; opencode has no such agent, so let it pick its own.
-    return settings.agent or ("code-design" if runtime == "kilo" else None)
+    # The original tool defaulted to a `code-design` agent; kilo 7.7.7 has none (it warns and falls
+    # back to `code`), so without --agent the CLI picks its own default, as opencode does.
+    return settings.agent
 
 
 def read_prompt_extra(value: str | None, project: Path) -> str | None:
@@ -215,6 +219,24 @@ class SafetyHooks:
 _CLI_RUNTIMES: dict[str, Literal["kilo", "opencode"]] = {"kilo": "kilo", "opencode": "opencode"}
 
 
+def _kilo_snapshots_off(runtime: str, env: dict[str, str], environ: Mapping[str, str]) -> dict[str, str]:
+    """Turn off kilo's own snapshots in the child's inline config (unless the user set them).
+
+    The loop checkpoints every iteration itself, and a kilo killed mid-session (guard hit, Stop,
+    budget, timeout) leaves a snapshot lock behind that stalls the next session for about 2 minutes.
+    """
+    if runtime != "kilo":
+        return env
+    raw = env.get("KILO_CONFIG_CONTENT", environ.get("KILO_CONFIG_CONTENT", ""))
+    try:
+        config = json5.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return env  # the user's own broken config is passed on as it is
+    if not isinstance(config, dict) or "snapshot" in config:
+        return env
+    return {**env, "KILO_CONFIG_CONTENT": json.dumps({**config, "snapshot": False})}
+
+
 def _guard_parts(
     settings: Settings, project: Path, runtime: str, warn: Callable[[str], None]
 ) -> tuple[Guard | None, dict[str, str]]:
@@ -299,6 +321,7 @@ class RunHandle:
             recorder.warn(warning)
         self.state.answers = len(self.answers.answers)
         guard, agent_env = _guard_parts(settings, self.project, self.runtime, recorder.warn)
+        agent_env = _kilo_snapshots_off(self.runtime, agent_env, os.environ)
         notifier = Notifier(settings.notify, self.redactor.redact, recorder.warn) if settings.notify else None
         recorder.emit("run-started", f"run {self.run_id} {'resumed' if self.resumed else 'started'}: "
                       f"{self.goal.title} ({len(self.goal.stages)} stage(s), runtime {self.runtime})", "heading")

@@ -50,7 +50,8 @@ def test_no_guard_lets_it_through(project: Path, fake: FakeKilo) -> None:
     harmless = [text("x"), bash("git push --dry-run nowhere"), {"write": "a", "text": "a"}, progress("stage-1"),
                 step()]
     run = run_loop(fake, project, [harmless], "--goal", str(goal), "--no-guard")
-    assert run.proc.returncode == 0 and run.calls[0]["env_config"] is None
+    assert run.proc.returncode == 0
+    assert json.loads(run.calls[0]["env_config"]) == {"snapshot": False}  # no deny rules injected
 
 
 def test_tokens_printed_by_the_agent_never_reach_disk(project: Path, fake: FakeKilo) -> None:

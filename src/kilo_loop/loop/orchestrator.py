@@ -279,6 +279,8 @@ class Orchestrator:
         ctx, rec, result = self.ctx, self.ctx.recorder, outcome.result
         summary.session_id = result.session_id
         summary.tool_calls = outcome.tool_calls
+        for line in cli_warnings(result.stderr_tail):
+            rec.warn(f"agent CLI: {line}")
         self.state.retry = RetryState()
         if ctx.control.shared_context and not outcome.guard_rule and result.session_id:
             self.state.session_id = result.session_id
@@ -488,6 +490,12 @@ class Orchestrator:
                  status=status, resume=state.resume_command)
         self._notify("run-done", f"Run {status}", reason)
         rec.save()
+
+
+def cli_warnings(stderr: str) -> list[str]:
+    """Warnings the CLI printed on stderr (kilo marks them with `!`), e.g. an unknown --agent."""
+    lines = (line.strip() for line in stderr.splitlines())
+    return [line.lstrip("! ").strip() for line in lines if line.startswith("!") or line.lower().startswith("warn")]
 
 
 def resume_command(settings: Settings, run_id: str) -> str:
