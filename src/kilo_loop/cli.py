@@ -40,7 +40,7 @@ def _options(func: Any) -> Any:
         click.option("-n", "--iterations", type=int, help="loop count (default 5)"),
         # Execution
         click.option("-C", "--project", type=click.Path(path_type=Path), help="repository the agent works in (default cwd)"),
-        click.option("-a", "--agent", help="agent name (kilo default: code-design)"),
+        click.option("-a", "--agent", help="agent name (default: the CLI's own default agent)"),
         click.option("-m", "--model", help="model override (provider/model)"),
         click.option("--variant", help="reasoning variant (e.g. high, max)"),
         click.option("--thinking", is_flag=True, default=None, help="capture reasoning parts"),
