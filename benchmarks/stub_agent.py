@@ -13,7 +13,7 @@ import asyncio
 import os
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import orjson
@@ -75,7 +75,7 @@ class StubRun:
         self._result.killed = True
         self._result.error = self._result.error or reason
 
-    async def events(self) -> AsyncIterator[AgentEvent]:
+    async def events(self) -> AsyncGenerator[AgentEvent, None]:
         prompt = self._request.prompt
         stage_id, title = current_stage(prompt)
         iteration = iteration_number(prompt)

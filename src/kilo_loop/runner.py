@@ -31,7 +31,7 @@ from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
 from kilo_loop.run.events import EventBus, RunEvent, now_iso
 from kilo_loop.run.layout import ProjectLayout, RunLayout
 from kilo_loop.run.recorder import RunRecorder
-from kilo_loop.run.state import RunState, StageState, VerifyResult
+from kilo_loop.run.state import RetryState, RunState, StageState, VerifyResult
 from kilo_loop.run.store import RunNotFound, last_seq, load_state, resolve_run
 from kilo_loop.safety.checkpoint import capture_checkpoint
 from kilo_loop.safety.guard import Guard
@@ -148,6 +148,8 @@ def resumed_state(previous: RunState, goal: Goal, settings: Settings) -> RunStat
     state.completed_stages = [s.id for s in goal.stages if s.done or s.id in done]
     state.status, state.finished_at, state.stop_reason, state.resume_command = "starting", None, "", ""
     state.pending_questions, state.paused, state.abort_requested = [], False, False
+    # A resume is a fresh start for the stop conditions; the guard note itself is kept and re-injected.
+    state.stale_iterations, state.consecutive_guard_blocks, state.retry = 0, 0, RetryState()
     for item in state.iterations:
         if item.outcome in ("running", "retrying"):
             item.outcome, item.error = "interrupted", "the loop process ended during this iteration"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,7 +104,7 @@ class CliAgentRun:
         if self._process is not None:
             await terminate_process_group(self._process)
 
-    async def events(self) -> AsyncIterator[AgentEvent]:
+    async def events(self) -> AsyncGenerator[AgentEvent, None]:
         try:
             self._process = await asyncio.create_subprocess_exec(
                 *self._command,
@@ -125,7 +125,7 @@ class CliAgentRun:
         finally:
             await self._finish(self._process, stderr_task)
 
-    async def _stream(self, process: asyncio.subprocess.Process) -> AsyncIterator[AgentEvent]:
+    async def _stream(self, process: asyncio.subprocess.Process) -> AsyncGenerator[AgentEvent, None]:
         assert process.stdout is not None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._request.timeout_s if self._request.timeout_s else None

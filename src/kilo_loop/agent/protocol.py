@@ -7,7 +7,7 @@ a final `AgentResult`. Backends are looked up by name (`kilo`, `opencode`,
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -130,7 +130,7 @@ class AgentResult:
 class AgentRun(Protocol):
     """One running session: iterate its events, then read `result`."""
 
-    def events(self) -> AsyncIterator[AgentEvent]: ...
+    def events(self) -> AsyncGenerator[AgentEvent, None]: ...
 
     async def kill(self, reason: str) -> None: ...
 

@@ -11,7 +11,7 @@ import asyncio
 import os
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import orjson
@@ -79,7 +79,7 @@ class SimulatedRun:
         ask = self._ask and iteration == 2 and QUESTION_MARKER not in prompt
         return stage_id, title, iteration, ask, percent
 
-    async def events(self) -> AsyncIterator[AgentEvent]:
+    async def events(self) -> AsyncGenerator[AgentEvent, None]:
         stage_id, title, iteration, ask, percent = self._plan()
         session = self._request.session_id or f"ses_dry{uuid.uuid4().hex[:20]}"
         self._result.session_id = session

@@ -61,6 +61,7 @@ class RunControl:
 
     def request_abort_after_current(self) -> None:
         self.abort_after_current = True
+        self._resume.set()  # a paused loop wakes up to end the run instead of running one more session
         self._changed("abort-after-current", True)
 
     def stop(self) -> None:
@@ -94,6 +95,11 @@ class RunControl:
 
     async def wait_for_stop(self) -> None:
         await self._stop.wait()
+
+    def begin_question_round(self) -> None:
+        """Forget answers left over from an earlier round (e.g. extra pasted lines)."""
+        while not self._answers.empty():
+            self._answers.get_nowait()
 
     def submit_answers(self, answers: list[AnswerItem]) -> None:
         if not answers:

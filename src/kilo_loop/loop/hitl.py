@@ -60,8 +60,13 @@ class AnswerBook:
         if not isinstance(raw, dict) or raw.get("runId") != self.run_id:
             return []
         items = raw.get("answers")
-        self.answers = [Answer.model_validate(a) for a in items if isinstance(a, dict)] if isinstance(items, list) else []
-        return []
+        warnings: list[str] = []
+        for item in items if isinstance(items, list) else []:
+            try:
+                self.answers.append(Answer.model_validate(item))
+            except ValueError as exc:
+                warnings.append(f"skipping a malformed answer in {self.path.name}: {exc}")
+        return warnings
 
     def add(self, answers: list[Answer]) -> None:
         self.answers.extend(answers)

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
+import shlex
+import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -123,6 +126,11 @@ class Orchestrator:
             await control.wait_until_resumed()
         if control.stop_requested:
             return "aborted", "stopped by the operator"
+        if control.abort_after_current and self.state.iteration >= self._first_iteration:
+            return "aborted", "aborted after the session by the operator"
+        budget = self._budget_exceeded()
+        if budget:
+            return "stopped-budget", budget
         if self.state.status != "running":
             self.ctx.recorder.set_status("running")
         return None
@@ -181,7 +189,8 @@ class Orchestrator:
     def _request(self, stage: Stage, iteration: int) -> AgentRequest:
         ctx, state = self.ctx, self.state
         shared = ctx.control.shared_context
-        handoff = self._take_handoff(iteration) if not shared else None
+        fresh_session = not shared or state.session_id is None
+        handoff = self._take_handoff(iteration) if fresh_session else None
         if handoff is None:
             self.layout.handoff.unlink(missing_ok=True)
         self.layout.progress.unlink(missing_ok=True)
@@ -190,7 +199,7 @@ class Orchestrator:
                 goal=ctx.goal, stage=stage, iteration=iteration, max_iterations=self._last_iteration,
                 completed=self._completed, blocked=self._blocked, previous=self._previous,
                 answers=ctx.answers.answers, files_changed=list(self._run_files), handoff=handoff,
-                prompt_extra=state.prompt_extra, shared_context=shared,
+                prompt_extra=state.prompt_extra, shared_context=shared and not handoff,
                 safety_feedback=self._safety_feedback, verify_feedback=self._verify_feedback,
             )
         )
@@ -295,7 +304,8 @@ class Orchestrator:
             rec.warn(warning)
         after = await asyncio.to_thread(snapshot_worktree, ctx.project)
         self._last_snapshot = after
-        changed = sorted(set(changed_between(before, after)) | set(progress.files_changed))
+        tree_changes = changed_between(before, after)
+        changed = sorted(set(tree_changes) | set(progress.files_changed))
         self._run_files.update(dict.fromkeys(changed))
         self._fill_summary(summary, progress, changed)
         if outcome.stopped:
@@ -304,9 +314,15 @@ class Orchestrator:
             return "aborted", "stopped by the operator"
         advanced = await self._settle_stage(stage, summary, outcome, progress)
         self._update_percent(summary, progress)
+        if self.ctx.control.stop_requested:
+            summary.outcome = "stopped"
+            rec.record_iteration(summary)
+            return "aborted", "stopped by the operator"
         rec.record_iteration(summary)
         rec.emit("iteration-finished", iteration_line(summary), "info", outcome=summary.outcome)
-        return await self._after_report(summary, progress, changed, advanced)
+        if summary.verify is not None or advanced:
+            self._last_snapshot = None  # verify output and the ticked goal are not the agent's changes
+        return await self._after_report(summary, progress, tree_changes, advanced)
 
     def _fill_summary(self, summary: IterationSummary, progress: Progress, changed: list[str]) -> None:
         summary.topic = progress.topic
@@ -339,9 +355,11 @@ class Orchestrator:
             self._set_stage_status(stage, "blocked")
         if not claims_done:
             return False
-        command = stage.verify or self.ctx.goal.verify or self.ctx.settings.verify
+        command = (stage.verify or self.ctx.goal.verify or self.ctx.settings.verify or "").strip()
         if command and not self.ctx.settings.dry_run:
-            verdict = await self.ctx.hooks.verify(command, self.ctx.project, self.ctx.settings.verify_timeout_minutes * 60)
+            verdict = await self._verify_unless_stopped(command)
+            if verdict is None:
+                return False
             summary.verify = verdict
             if not verdict.passed:
                 self._verify_failed(stage, verdict)
@@ -349,6 +367,21 @@ class Orchestrator:
             self.ctx.recorder.emit("verify", f"verify passed: `{command}`", "info", passed=True)
         self._mark_done(stage)
         return True
+
+    async def _verify_unless_stopped(self, command: str) -> VerifyResult | None:
+        """Run the verify command; a Stop cancels it (its process group is killed) and gives None."""
+        timeout = self.ctx.settings.verify_timeout_minutes * 60
+        verify = asyncio.ensure_future(self.ctx.hooks.verify(command, self.ctx.project, timeout))
+        stop = asyncio.ensure_future(self.ctx.control.wait_for_stop())
+        await asyncio.wait({verify, stop}, return_when=asyncio.FIRST_COMPLETED)
+        stop.cancel()
+        if verify.done():
+            return verify.result()
+        verify.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await verify
+        self.ctx.recorder.warn(f"Stop requested: verify `{command}` cancelled")
+        return None
 
     def _verify_failed(self, stage: Stage, verdict: VerifyResult) -> None:
         self._blocked.add(stage.id)
@@ -421,13 +454,29 @@ class Orchestrator:
     async def _after_report(
         self, summary: IterationSummary, progress: Progress, changed: list[str], advanced: bool
     ) -> Stop | None:
+        if self._budget_stop:
+            self._notify("budget", "Budget reached", self._budget_stop)
+            self._report_unasked(summary)
+            return "stopped-budget", self._budget_stop
+        if self._no_iteration_follows():
+            self._report_unasked(summary)
+            return None
         stop = await self._ask_operator(summary, progress)
         if stop:
             return stop
-        if self._budget_stop:
-            self._notify("budget", "Budget reached", self._budget_stop)
-            return "stopped-budget", self._budget_stop
         return self._check_stale(changed, advanced)
+
+    def _no_iteration_follows(self) -> bool:
+        """Waiting for an answer is pointless when nothing will read it."""
+        control = self.ctx.control
+        last = self.state.iteration >= self._last_iteration
+        return last or self._next_stage() is None or control.abort_after_current or control.stop_requested
+
+    def _report_unasked(self, summary: IterationSummary) -> None:
+        if summary.questions:
+            text = "; ".join(q.question for q in summary.questions)
+            self.ctx.recorder.warn(f"the agent asked, but the run is ending: {text}")
+            self._notify("question", "The agent asked a question (run ending)", text)
 
     def _check_stale(self, changed: list[str], advanced: bool) -> Stop | None:
         limit = self.ctx.settings.max_stale_iterations
@@ -453,6 +502,7 @@ class Orchestrator:
             rec.warn("the agent asked a question but no answer channel is open (no terminal, no dashboard); "
                      "continuing without an answer")
             return None
+        ctx.control.begin_question_round()
         self.state.pending_questions = questions
         for q in questions:
             options = "".join(f"\n    {n}. {o}" for n, o in enumerate(q.options, 1))
@@ -484,12 +534,21 @@ class Orchestrator:
         state.current_stage_id = None
         if status != "done":
             state.resume_command = resume_command(self.ctx.settings, state.run_id)
-        rec.set_status(status, reason)
-        rec.write_run_report()
-        rec.emit("run-finished", f"run {status}: {reason}", "heading" if status == "done" else "warn",
-                 status=status, resume=state.resume_command)
-        self._notify("run-done", f"Run {status}", reason)
-        rec.save()
+        # Best effort, step by step: a full disk must not leave the run looking alive and unexplained.
+        steps: list[tuple[str, Callable[[], object]]] = [
+            ("status", lambda: rec.set_status(status, reason)),
+            ("report", rec.write_run_report),
+            ("event", lambda: rec.emit("run-finished", f"run {status}: {reason}",
+                                       "heading" if status == "done" else "warn",
+                                       status=status, resume=state.resume_command)),
+            ("notify", lambda: self._notify("run-done", f"Run {status}", reason)),
+            ("state", rec.save),
+        ]
+        for name, step in steps:
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001 — report and go on with the rest
+                print(f"kilo-loop: could not write the run's final {name}: {exc}", file=sys.stderr)
 
 
 def cli_warnings(stderr: str) -> list[str]:
@@ -499,9 +558,11 @@ def cli_warnings(stderr: str) -> list[str]:
 
 
 def resume_command(settings: Settings, run_id: str) -> str:
-    goal = f"--goal {settings.goal}" if settings.goal else f"--goal-text {settings.goal_text!r}"
-    project = f" -C {settings.project}" if settings.project else ""
-    return f"kilo-loop {goal}{project} --resume {run_id}"
+    goal = f"--goal {shlex.quote(str(settings.goal))}" if settings.goal else \
+        f"--goal-text {shlex.quote(settings.goal_text or '')}"
+    project = f" -C {shlex.quote(str(settings.project))}" if settings.project else ""
+    dry = " --dry-run" if settings.dry_run else ""
+    return f"kilo-loop {goal}{project}{dry} --resume {shlex.quote(run_id)}"
 
 
 def _elapsed_ms(started_at: str) -> int:

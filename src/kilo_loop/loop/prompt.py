@@ -10,6 +10,7 @@ from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.run.state import Answer
 
 HANDOFF_MAX_LINES = 120
+HANDOFF_MAX_CHARS = 16_000
 MAX_FILES_LISTED = 60
 MAX_SECTION_CHARS = 6000
 
@@ -50,10 +51,11 @@ def _clip(text: str, limit: int = MAX_SECTION_CHARS) -> str:
 
 
 def clip_handoff(text: str) -> str:
+    """At most 120 lines and 16k characters (the prompt travels as one command-line argument)."""
     lines = text.strip().splitlines()
-    if len(lines) <= HANDOFF_MAX_LINES:
-        return "\n".join(lines)
-    return "\n".join(lines[:HANDOFF_MAX_LINES] + [f"…({len(lines) - HANDOFF_MAX_LINES} more lines dropped)"])
+    if len(lines) > HANDOFF_MAX_LINES:
+        lines = lines[:HANDOFF_MAX_LINES] + [f"…({len(lines) - HANDOFF_MAX_LINES} more lines dropped)"]
+    return _clip("\n".join(lines), HANDOFF_MAX_CHARS)
 
 
 def _stage_line(index: int, stage: Stage, data: PromptInput) -> str:
@@ -97,8 +99,16 @@ def _previous_section(previous: dict[str, str]) -> str | None:
 def _answers_section(answers: Sequence[Answer]) -> str | None:
     if not answers:
         return None
-    lines = [f"- Q: {a.question}\n  A: {a.answer}" for a in answers]
-    return _clip("## Operator answers (binding decisions)\n" + "\n".join(lines))
+    kept: list[str] = []
+    size = 0
+    for answer in reversed(answers):  # the newest decisions matter most: keep them when clipping
+        line = f"- Q: {answer.question}\n  A: {answer.answer}"
+        size += len(line) + 1
+        if size > MAX_SECTION_CHARS and kept:
+            kept.append(f"- …{len(answers) - len(kept)} earlier answer(s) omitted")
+            break
+        kept.append(_clip(line, MAX_SECTION_CHARS))
+    return "## Operator answers (binding decisions)\n" + "\n".join(reversed(kept))
 
 
 def _files_section(files: Sequence[str]) -> str | None:

@@ -4,6 +4,7 @@ the guard, and kill the session at once on a guard hit or a user Stop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -46,6 +47,17 @@ _TOOL_VERBS = {
 _TARGET_KEYS = ("command", "filePath", "file_path", "path", "pattern", "url", "query", "description")
 
 
+def _clipped(value: Any, limit: int = 2000) -> Any:
+    """Tool inputs go to the log: a whole file's `content` must not."""
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[:limit] + f"…(+{len(value) - limit} chars)"
+    if isinstance(value, dict):
+        return {key: _clipped(item, limit) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_clipped(item, limit) for item in value[:50]]
+    return value
+
+
 def tool_heading(event: ToolUse) -> str:
     """`▸ Read src/foo.vue`, `▸ Run pnpm typecheck`: one short heading per tool action."""
     verb = _TOOL_VERBS.get(event.tool.lower(), event.tool)
@@ -77,9 +89,11 @@ class SessionRunner:
         outcome = SessionOutcome(result=run.result)
         stop_watch = asyncio.create_task(self._kill_on_stop(run, outcome))
         try:
-            async for event in run.events():
-                if await self._handle(event, run, outcome, str(request.cwd)):
-                    break
+            # aclosing: on an early break the backend's cleanup (reaping, stderr, exit code) runs now.
+            async with contextlib.aclosing(run.events()) as events:
+                async for event in events:
+                    if await self._handle(event, run, outcome, str(request.cwd)):
+                        break
         finally:
             stop_watch.cancel()
         outcome.result = run.result
@@ -97,7 +111,7 @@ class SessionRunner:
         if isinstance(event, ToolUse):
             outcome.tool_calls += 1
             rec.emit("tool", tool_heading(event), "tool", tool=event.tool, status=event.status,
-                     input=event.input, error=event.error[:2000])
+                     input=_clipped(event.input), error=event.error[:2000])
             return await self._check_guard(event, run, outcome, cwd)
         if isinstance(event, Text) and event.text.strip():
             rec.emit("text", event.text.strip()[:4000], "info")
@@ -105,7 +119,8 @@ class SessionRunner:
             rec.emit("reasoning", event.text.strip()[:4000], "info")
         elif isinstance(event, StepFinished):
             over_budget = self._on_tokens(event)
-            if over_budget:
+            # A final step ("stop") ends the session anyway: let its report count; the run stops after.
+            if over_budget and event.reason != "stop":
                 rec.warn(f"budget reached mid-session: {over_budget}; killing the agent session")
                 await run.kill(f"budget: {over_budget}")
                 return True

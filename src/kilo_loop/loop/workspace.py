@@ -49,8 +49,8 @@ def snapshot_worktree(project: Path) -> Snapshot:
         ["git", "status", "--porcelain=v1", "-z", "--untracked-files=all"],
         cwd=project, capture_output=True, check=False, stdin=subprocess.DEVNULL,
         env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-    ).stdout.decode("utf-8", "surrogateescape")
-    entries = out.split("\0")
+    ).stdout
+    entries = out.split(b"\0")
     snapshot: Snapshot = {}
     index = 0
     while index < len(entries):
@@ -58,12 +58,14 @@ def snapshot_worktree(project: Path) -> Snapshot:
         index += 1
         if len(entry) < 4:
             continue
-        code, name = entry[:2], entry[3:]
+        code, raw = entry[:2].decode("ascii", "replace"), entry[3:]
         if code[0] in "RC":
             index += 1  # the rename source follows
+        # File names need not be UTF-8: stat the real bytes, report a readable (JSON-safe) name.
+        name = raw.decode("utf-8", "replace")
         if name.startswith(LOOP_DIR + "/") or name == LOOP_DIR:
             continue
-        snapshot[name] = (code, *_stat(project / name))
+        snapshot[name] = (code, *_stat(project / os.fsdecode(raw)))
     return snapshot
 
 

@@ -72,6 +72,7 @@ class TerminalInput:
         self._buffer = b""
         self._typed = ""
         self._early_answers: list[str] = []
+        self._round: list[str] = []
         self.open = False
 
     def start(self) -> bool:
@@ -118,7 +119,7 @@ class TerminalInput:
         if char in ("\r", "\n"):
             line, self._typed = self._typed, ""
             self._echo("\n")
-            if line.strip():
+            if line.strip() or self._pending():  # an empty Enter answers "nothing to add"
                 self.answer(line.strip())
             return
         if char in _ERASE:
@@ -152,17 +153,27 @@ class TerminalInput:
         return True
 
     def answer(self, text: str) -> None:
+        """One line answers the next pending question; the round is submitted once all have one."""
         questions = self._pending()
         if not questions:
             self._early_answers.append(text)
             return
-        self._control.submit_answers([AnswerItem(questions[0].question, text, "terminal")])
+        self._round.append(text)
+        if len(self._round) < len(questions):
+            self._say(f"next question ({len(self._round) + 1}/{len(questions)}): "
+                      f"{questions[len(self._round)].question}")
+            return
+        answers = [AnswerItem(q.question, a, "terminal") for q, a in zip(questions, self._round, strict=False)]
+        self._round = []
+        self._control.submit_answers(answers)
 
     def flush_early_answers(self) -> None:
-        """Answers typed (or piped) before the question arrived."""
-        questions = self._pending()
-        if questions and self._early_answers:
-            self._control.submit_answers([AnswerItem(questions[0].question, self._early_answers.pop(0), "terminal")])
+        """Answers typed (or piped) before the questions arrived, one per pending question."""
+        self._round = []
+        count = len(self._pending())
+        take, self._early_answers = self._early_answers[:count], self._early_answers[count:]
+        for text in take:
+            self.answer(text)
 
     @property
     def has_early_answers(self) -> bool:
