@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import uuid
 from collections.abc import AsyncGenerator
 from pathlib import Path
@@ -27,22 +26,21 @@ from kilo_loop.agent.protocol import (
     TokenUsage,
     ToolUse,
 )
+from kilo_loop.loop.prompt import ITERATION_LINE, STAGE_LINE
 from kilo_loop.run.layout import ProjectLayout
 
-_STAGE = re.compile(r"^Current stage: (?P<id>\S+) — (?P<title>.+)$", re.MULTILINE)
-_ITERATION = re.compile(r"^Iteration (?P<n>\d+) of \d+\.$", re.MULTILINE)
 _TOKENS = TokenUsage(total=1_200, input=1_000, output=200)
 _COST = 0.001
 
 
 def current_stage(prompt: str) -> tuple[str, str]:
     """The `Current stage: <id> — <title>` line of the prompt (a placeholder when absent)."""
-    match = _STAGE.search(prompt)
+    match = STAGE_LINE.search(prompt)
     return (match["id"], match["title"]) if match else ("stage-1", "the goal")
 
 
 def iteration_number(prompt: str) -> int:
-    match = _ITERATION.search(prompt)
+    match = ITERATION_LINE.search(prompt)
     return int(match["n"]) if match else 1
 
 

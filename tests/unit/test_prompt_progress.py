@@ -85,3 +85,13 @@ def test_percent_and_next_stage_from_goal() -> None:
     assert completion_percent(GOAL, {"s2"}) == 67
     assert first_open_stage_title(GOAL, set()) == "Two"
     assert first_open_stage_title(GOAL, {"s2", "s3"}) == ""
+
+
+def test_prompt_lines_agents_read_back() -> None:
+    from kilo_loop.loop.prompt import ITERATION_LINE, STAGE_LINE
+
+    text = prompt()
+    stage = STAGE_LINE.search(text)
+    iteration = ITERATION_LINE.search(text)
+    assert stage is not None and (stage["id"], stage["title"]) == ("s2", "Two")
+    assert iteration is not None and iteration["n"] == "2"

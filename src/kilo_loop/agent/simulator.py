@@ -26,10 +26,9 @@ from kilo_loop.agent.protocol import (
     TokenUsage,
     ToolUse,
 )
+from kilo_loop.loop.prompt import ITERATION_LINE, STAGE_LINE
 from kilo_loop.run.layout import ProjectLayout
 
-_STAGE = re.compile(r"^Current stage: (?P<id>\S+) — (?P<title>.+)$", re.MULTILINE)
-_ITERATION = re.compile(r"^Iteration (?P<n>\d+) of \d+\.$", re.MULTILINE)
 _STAGES_TOTAL = re.compile(r"^\d+\. \[(?P<mark>.)\] ", re.MULTILINE)
 QUESTION_MARKER = "## Operator answers"
 DRY_RUN_QUESTION = "Which approach should the next stage take?"
@@ -69,9 +68,9 @@ class SimulatedRun:
 
     def _plan(self) -> tuple[str, str, int, bool, int]:
         prompt = self._request.prompt
-        stage = _STAGE.search(prompt)
+        stage = STAGE_LINE.search(prompt)
         stage_id, title = (stage["id"], stage["title"]) if stage else ("stage-1", "the goal")
-        iteration_match = _ITERATION.search(prompt)
+        iteration_match = ITERATION_LINE.search(prompt)
         iteration = int(iteration_match["n"]) if iteration_match else 1
         marks = [m["mark"] for m in _STAGES_TOTAL.finditer(prompt)]
         done_after = sum(1 for m in marks if m == "x") + 1
