@@ -70,8 +70,7 @@ class StubRun:
         return self._result
 
     async def kill(self, reason: str) -> None:
-        self._result.killed = True
-        self._result.error = self._result.error or reason
+        self._result.mark_killed(reason)
 
     async def events(self) -> AsyncGenerator[AgentEvent, None]:
         prompt = self._request.prompt

@@ -99,8 +99,7 @@ class CliAgentRun:
         return self._result
 
     async def kill(self, reason: str) -> None:
-        self._result.killed = True
-        self._result.error = self._result.error or reason
+        self._result.mark_killed(reason)
         if self._process is not None:
             await terminate_process_group(self._process)
 

@@ -121,6 +121,11 @@ class AgentResult:
     killed: bool = False
     text: str = ""
 
+    def mark_killed(self, reason: str) -> None:
+        """The loop ended the session (guard, Stop, budget); the first error stays the reported one."""
+        self.killed = True
+        self.error = self.error or reason
+
     @property
     def failed(self) -> bool:
         return self.error is not None or self.timed_out or self.killed or self.exit_code not in (0, None)

@@ -54,8 +54,7 @@ class SimulatedRun:
         return self._result
 
     async def kill(self, reason: str) -> None:
-        self._result.killed = True
-        self._result.error = self._result.error or reason
+        self._result.mark_killed(reason)
         self._killed.set()
 
     async def _pause(self) -> bool:
