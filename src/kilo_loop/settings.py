@@ -15,7 +15,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from kilo_loop.run.files import read_json
 
 HitlMode = Literal["always", "on-question", "off"]
-RuntimeMode = Literal["auto", "kilo", "opencode"]
+RuntimeMode = Literal["auto", "kilo", "opencode", "claude", "codex", "cursor", "gemini"]
 CONFIG_RELATIVE = Path(".kilocode-loop") / "config.json"
 
 
@@ -45,6 +45,7 @@ class Settings(BaseSettings):
     hitl: HitlMode = "on-question"
     runtime: RuntimeMode = "auto"
     kilo_bin: str | None = None
+    isolate_home: bool = False  # the agent's HOME/XDG_* under the run directory
     backend: str | None = None  # module:attr of a custom AgentBackend (KILO_LOOP_BACKEND)
     max_iteration_minutes: float = Field(30.0, gt=0)
     context_warn_tokens: int = Field(120_000, ge=0)
@@ -117,7 +118,8 @@ _CONFIG_FILE: ContextVar[Path | None] = ContextVar("kilo_loop_config_file", defa
 _LIST_FIELDS = {"notify", "guard_deny", "guard_allow"}
 
 # Keys the original tool's config.json used that map onto our fields.
-_CONFIG_ALIASES = {"session_mode": "shared_context", "default_verify": "verify", "iterations_default": "iterations"}
+_CONFIG_ALIASES = {"session_mode": "shared_context", "default_verify": "verify", "iterations_default": "iterations",
+                   "mode": "agent"}  # `mode`: seed 001's compatibility alias for the agent
 
 
 def _config_value(key: str, value: Any) -> tuple[str, Any]:

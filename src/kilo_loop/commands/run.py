@@ -86,7 +86,7 @@ def run_main(settings: Settings, list_goals: bool = False) -> int:
                 )
                 return 0
             goal = _reopen_all(goal)
-        backend, runtime = make_backend(settings)
+        backend, runtime = make_backend(settings, goal)
         prepared = prepare_run(settings, goal, project, runtime)
         if settings.dashboard:
             dashboard = prepare_dashboard(settings, project, "direct")

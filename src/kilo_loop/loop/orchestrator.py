@@ -209,7 +209,7 @@ class Orchestrator:
             prompt=prompt, cwd=ctx.project, title=f"kilo-loop {state.run_id} #{iteration}: {stage.title}"[:120],
             agent=stage.agent or s.agent, model=stage.model or s.model, variant=stage.variant or s.variant,
             session_id=state.session_id if shared else None, thinking=s.thinking, auto_approve=s.auto,
-            timeout_s=s.max_iteration_minutes * 60, env=ctx.agent_env,
+            timeout_s=s.max_iteration_minutes * 60, env=ctx.agent_env, runtime=stage.runtime,
         )
 
     def _take_handoff(self, iteration: int) -> str | None:
@@ -288,7 +288,7 @@ class Orchestrator:
         ctx, rec, result = self.ctx, self.ctx.recorder, outcome.result
         summary.session_id = result.session_id
         summary.tool_calls = outcome.tool_calls
-        for line in cli_warnings(result.stderr_tail):
+        for line in result.warnings:
             rec.warn(f"agent CLI: {line}")
         self.state.retry = RetryState()
         if ctx.control.shared_context and not outcome.guard_rule and result.session_id:
@@ -549,12 +549,6 @@ class Orchestrator:
                 step()
             except Exception as exc:  # noqa: BLE001 — report and go on with the rest
                 print(f"kilo-loop: could not write the run's final {name}: {exc}", file=sys.stderr)
-
-
-def cli_warnings(stderr: str) -> list[str]:
-    """Warnings the CLI printed on stderr (kilo marks them with `!`), e.g. an unknown --agent."""
-    lines = (line.strip() for line in stderr.splitlines())
-    return [line.lstrip("! ").strip() for line in lines if line.startswith("!") or line.lower().startswith("warn")]
 
 
 def resume_command(settings: Settings, run_id: str) -> str:

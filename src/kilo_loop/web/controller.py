@@ -203,7 +203,7 @@ class RunController:
                     f"every stage of '{goal.title}' is already done: Clear done first, or start with force"
                 )
             goal = reopen_all(goal)
-        backend, runtime = make_backend(settings)
+        backend, runtime = make_backend(settings, goal)
         prepared = prepare_run(settings, goal, self.project, runtime)
         return RunHandle(settings, self.project, goal, backend, runtime, prepared)
 
