@@ -15,6 +15,7 @@ guardDeny/guardAllow patterns into the rules file once, so no settings are loade
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +24,12 @@ from typing import Any
 from kilo_loop.safety.guard import Guard
 
 BLOCK_EXIT = 2
+RULES_FILE = "guard-rules.json"
+
+
+def hook_command(rules: Path, python: str | None = None) -> str:
+    """The shell command a CLI runs: this interpreter, this module, no CLI parsing on the way."""
+    return shlex.join([python or sys.executable, "-m", "kilo_loop.agent.hook", "--rules", str(rules)])
 
 
 def write_rules(path: Path, deny: Sequence[str], allow: Sequence[str]) -> Path:

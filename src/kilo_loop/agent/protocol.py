@@ -128,6 +128,8 @@ class AgentResult:
     text: str = ""
     # Warnings the CLI printed (e.g. kilo's `!` lines on stderr), already picked out by the backend.
     warnings: list[str] = field(default_factory=list)
+    # The backend's own word on whether the failure is transient (None: the loop judges the text).
+    retryable: bool | None = None
 
     def mark_killed(self, reason: str) -> None:
         """The loop ended the session (guard, Stop, budget); the first error stays the reported one."""

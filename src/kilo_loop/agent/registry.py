@@ -44,6 +44,8 @@ RUNTIMES: dict[str, RuntimeSpec] = {
                     "kilo_loop.agent.kilo.backend:opencode_backend"),
         RuntimeSpec("claude", ("claude",), ("CLAUDE_BIN",), "npm install -g @anthropic-ai/claude-code",
                     "kilo_loop.agent.claude.backend:ClaudeBackend"),
+        RuntimeSpec("codex", ("codex",), ("CODEX_BIN",), "npm install -g @openai/codex",
+                    "kilo_loop.agent.codex.backend:CodexBackend"),
     )
 }
 # Binary-name fragments that tell the runtime apart, most specific first; anything else is kilo.

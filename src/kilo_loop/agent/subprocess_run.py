@@ -152,7 +152,9 @@ class CliAgentRun:
                 result.cost += event.cost
             result.context_tokens = event.tokens.total
         elif isinstance(event, AgentError):
-            result.error = result.error or f"{event.name}: {event.message}"
+            if result.error is None:
+                result.error = f"{event.name}: {event.message}"
+                result.retryable = event.retryable
         elif isinstance(event, Text):
             self._keep_text(event.text)
 

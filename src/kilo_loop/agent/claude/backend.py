@@ -7,27 +7,19 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
-import sys
 from pathlib import Path
 
 from kilo_loop.agent.claude.stream import ClaudeStreamParser
 from kilo_loop.agent.home import isolated_home_env
-from kilo_loop.agent.hook import write_rules
+from kilo_loop.agent.hook import RULES_FILE, hook_command, write_rules
 from kilo_loop.agent.protocol import AgentPolicy, AgentRequest, AgentResult, Preparation
 from kilo_loop.agent.subprocess_run import CliAgentRun, CliInvocation, child_environment
 
 HOOK_MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit"
 HOOK_TIMEOUT_S = 30
 SETTINGS_FILE = "claude-settings.json"
-RULES_FILE = "guard-rules.json"
 ROOT_HINT = ("Claude Code refuses --dangerously-skip-permissions when run as root unless IS_SANDBOX=1 is set: "
              "run the loop as an ordinary user, or set IS_SANDBOX=1 if this machine is a sandbox")
-
-
-def hook_command(rules: Path, python: str | None = None) -> str:
-    """The fastest entry to the guard: this interpreter, the hook module, no CLI parsing."""
-    return shlex.join([python or sys.executable, "-m", "kilo_loop.agent.hook", "--rules", str(rules)])
 
 
 def hook_settings(command: str, matcher: str = HOOK_MATCHER, event: str = "PreToolUse") -> dict[str, object]:
