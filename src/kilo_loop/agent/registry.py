@@ -46,6 +46,8 @@ RUNTIMES: dict[str, RuntimeSpec] = {
                     "kilo_loop.agent.claude.backend:ClaudeBackend"),
         RuntimeSpec("codex", ("codex",), ("CODEX_BIN",), "npm install -g @openai/codex",
                     "kilo_loop.agent.codex.backend:CodexBackend"),
+        RuntimeSpec("gemini", ("gemini",), ("GEMINI_BIN",), "npm install -g @google/gemini-cli",
+                    "kilo_loop.agent.gemini.backend:GeminiBackend"),
     )
 }
 # Binary-name fragments that tell the runtime apart, most specific first; anything else is kilo.
