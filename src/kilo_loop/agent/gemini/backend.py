@@ -88,10 +88,10 @@ class GeminiBackend:
             return Preparation(dict(self._env))
         where = settings_dir(policy.run_dir, dict(policy.environ))
         if where is None:
-            return Preparation(dict(self._env), (
-                f"the Gemini CLI ignores settings files below a directory others can write "
-                f"({insecure_parent(policy.run_dir)}): the guard hook is not installed; the loop's own guard "
-                "still ends a session that runs a destructive command",))
+            note = (f"the Gemini CLI ignores settings files below a directory others can write "
+                    f"({insecure_parent(policy.run_dir)}): the guard hook is not installed; the loop's own guard "
+                    "still ends a session that runs a destructive command")
+            return Preparation(dict(self._env), (note,))
         rules = write_rules(where / RULES_FILE, policy.guard_deny, policy.guard_allow)
         settings = where / SETTINGS_FILE
         settings.write_text(json.dumps(hook_settings(hook_command(rules)), indent=2), encoding="utf-8")
