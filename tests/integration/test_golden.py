@@ -78,15 +78,15 @@ def jsonl(items: list[Any]) -> str:
 
 
 def artifacts(run_dir: Path, tmp: str) -> dict[str, str]:
-    events = [orjson.loads(line) for line in (run_dir / "events.jsonl").read_bytes().splitlines() if line]
-    state = orjson.loads((run_dir / "state.json").read_bytes())
+    events = normalize([orjson.loads(line) for line in (run_dir / "events.jsonl").read_bytes().splitlines() if line], tmp)
+    state = normalize(orjson.loads((run_dir / "state.json").read_bytes()), tmp)
     frames = [sse_frame(slim_event(event), "log", int(event["seq"])) for event in events]
     frames.append(sse_frame(state_head(state), "state"))
     files = {
-        "events.jsonl": jsonl(normalize(events, tmp)),
-        "state.json": json.dumps(normalize(state, tmp), indent=2, ensure_ascii=False) + "\n",
-        "api-state.json": json.dumps(normalize(compact_state(state), tmp), indent=2, ensure_ascii=False) + "\n",
-        "sse.txt": normalize_text(b"".join(frames).decode(), tmp),
+        "events.jsonl": jsonl(events),
+        "state.json": json.dumps(state, indent=2, ensure_ascii=False) + "\n",
+        "api-state.json": json.dumps(compact_state(state), indent=2, ensure_ascii=False) + "\n",
+        "sse.txt": b"".join(frames).decode(),
         "report.md": normalize_text((run_dir / "report.md").read_text(), tmp),
     }
     for name in ("01-report.json", "03-report.json", "04-report.md"):
