@@ -28,7 +28,8 @@ from kilo_loop.loop.hitl import AnswerBook
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
 from kilo_loop.loop.workspace import git_root
 from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
-from kilo_loop.run.events import EventBus, RunEvent, now_iso
+from kilo_loop.run.bus import EventBus
+from kilo_loop.run.events import RunEvent, RunStarted, now_iso
 from kilo_loop.run.layout import ProjectLayout, RunLayout
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.state import RetryState, RunState, StageState, VerifyResult
@@ -325,8 +326,8 @@ class RunHandle:
         guard, agent_env = _guard_parts(settings, self.project, self.runtime, recorder.warn)
         agent_env = _kilo_snapshots_off(self.runtime, agent_env, os.environ)
         notifier = Notifier(settings.notify, self.redactor.redact, recorder.warn) if settings.notify else None
-        recorder.emit("run-started", f"run {self.run_id} {'resumed' if self.resumed else 'started'}: "
-                      f"{self.goal.title} ({len(self.goal.stages)} stage(s), runtime {self.runtime})", "heading")
+        recorder.emit(RunStarted(message=f"run {self.run_id} {'resumed' if self.resumed else 'started'}: "
+                      f"{self.goal.title} ({len(self.goal.stages)} stage(s), runtime {self.runtime})"))
         ctx = LoopContext(
             settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
             recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,

@@ -23,7 +23,20 @@ from kilo_loop.loop.prompt import PromptInput, build_prompt, clip_handoff
 from kilo_loop.loop.retry import backoff_delay_ms, transient_reason
 from kilo_loop.loop.session import GuardLike, SessionOutcome, SessionRunner
 from kilo_loop.loop.workspace import Snapshot, changed_between, snapshot_worktree
-from kilo_loop.run.events import now_iso
+from kilo_loop.run.events import (
+    AgentFailed,
+    AnswerReceived,
+    CheckpointTaken,
+    ControlChanged,
+    Crashed,
+    IterationFinished,
+    IterationStarted,
+    QuestionAsked,
+    RunFinished,
+    StageDone,
+    VerifyFinished,
+    now_iso,
+)
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.report import iteration_line
@@ -93,7 +106,7 @@ class Orchestrator:
         try:
             status, reason = await self._loop()
         except Exception as exc:  # noqa: BLE001 — the run must end with a saved state and report, whatever broke
-            rec.emit("crash", f"internal error: {exc}", "error", traceback=traceback.format_exc()[-4000:])
+            rec.emit(Crashed(message=f"internal error: {exc}", traceback=traceback.format_exc()[-4000:]))
             status, reason = "error", f"internal error: {exc}"
         self._finish(status, reason)
         return status
@@ -139,7 +152,7 @@ class Orchestrator:
         self.state.paused = self.ctx.control.paused
         self.state.abort_requested = self.ctx.control.abort_after_current
         self.state.shared_context = self.ctx.control.shared_context
-        self.ctx.recorder.emit("control", f"control: {what} = {value}", "info", action=what, value=value)
+        self.ctx.recorder.emit(ControlChanged(message=f"control: {what} = {value}", action=what, value=value))
         self.ctx.recorder.save()
 
     # ----------------------------------------------------------- stages
@@ -160,8 +173,7 @@ class Orchestrator:
         summary = IterationSummary(iteration=i, stage_id=stage.id, stage_title=stage.title, started_at=now_iso())
         self.state.current_stage_id = stage.id
         self._set_stage_status(stage, "in_progress")
-        rec.emit("iteration-started", f"Iteration {i}/{self._last_iteration} — {stage.title}", "heading",
-                 stage_id=stage.id)
+        rec.emit(IterationStarted(message=f"Iteration {i}/{self._last_iteration} — {stage.title}", stage_id=stage.id))
         rec.start_iteration(summary)
         before = await self._checkpoint_and_snapshot(i)
         request = self._request(stage, i)
@@ -182,7 +194,7 @@ class Orchestrator:
     async def _checkpoint(self, iteration: int) -> None:
         try:
             note = await self.ctx.hooks.checkpoint(self.ctx.project, self.ctx.recorder.layout.checkpoints, iteration)
-            self.ctx.recorder.emit("checkpoint", f"checkpoint before iteration {iteration}: {note}")
+            self.ctx.recorder.emit(CheckpointTaken(message=f"checkpoint before iteration {iteration}: {note}"))
         except Exception as exc:  # noqa: BLE001 — a failed checkpoint is reported, not fatal
             self.ctx.recorder.warn(f"checkpoint before iteration {iteration} failed: {exc}")
 
@@ -319,7 +331,7 @@ class Orchestrator:
             rec.record_iteration(summary)
             return "aborted", "stopped by the operator"
         rec.record_iteration(summary)
-        rec.emit("iteration-finished", iteration_line(summary), "info", outcome=summary.outcome)
+        rec.emit(IterationFinished(message=iteration_line(summary), outcome=summary.outcome))
         if summary.verify is not None or advanced:
             self._last_snapshot = None  # verify output and the ticked goal are not the agent's changes
         return await self._after_report(summary, progress, tree_changes, advanced)
@@ -345,8 +357,8 @@ class Orchestrator:
             self._had_errors = True
             summary.outcome = "timeout" if result.timed_out else "failed"
             summary.error = result.error or "agent failed"
-            self.ctx.recorder.emit("agent-failed", f"agent session failed: {summary.error}", "error",
-                                   stderr=result.stderr_tail[-2000:])
+            self.ctx.recorder.emit(AgentFailed(message=f"agent session failed: {summary.error}",
+                                               stderr=result.stderr_tail[-2000:]))
             return False
         summary.outcome = "ok"
         claims_done = progress.stage_status == "done" and progress.stage_id in (None, stage.id)
@@ -364,7 +376,7 @@ class Orchestrator:
             if not verdict.passed:
                 self._verify_failed(stage, verdict)
                 return False
-            self.ctx.recorder.emit("verify", f"verify passed: `{command}`", "info", passed=True)
+            self.ctx.recorder.emit(VerifyFinished(message=f"verify passed: `{command}`", passed=True))
         self._mark_done(stage)
         return True
 
@@ -388,8 +400,9 @@ class Orchestrator:
         self._set_stage_status(stage, "blocked")
         why = "timed out" if verdict.timed_out else f"exited {verdict.exit_code}"
         self._verify_feedback = f"`{verdict.command}` {why}. Output (tail):\n```\n{verdict.output_tail}\n```"
-        self.ctx.recorder.emit("verify", f"verify failed: `{verdict.command}` {why}; stage '{stage.title}' is blocked",
-                               "error", passed=False, exit_code=verdict.exit_code)
+        self.ctx.recorder.emit(VerifyFinished(
+            message=f"verify failed: `{verdict.command}` {why}; stage '{stage.title}' is blocked", level="error",
+            passed=False, exit_code=verdict.exit_code))
         self._notify("verify-failed", f"Verify failed: {stage.title}", f"`{verdict.command}` {why}")
 
     def _mark_done(self, stage: Stage) -> None:
@@ -398,7 +411,7 @@ class Orchestrator:
         self._verify_feedback = None
         self.state.completed_stages = [s.id for s in self.ctx.goal.stages if s.id in self._completed]
         self._set_stage_status(stage, "done")
-        self.ctx.recorder.emit("stage-done", f"stage done: {stage.title}", "info", stage_id=stage.id)
+        self.ctx.recorder.emit(StageDone(message=f"stage done: {stage.title}", stage_id=stage.id))
         # A dry run changes no file but the loop's own, so the goal file is left as it is.
         s = self.ctx.settings
         syncs = s.sync_goal and self.ctx.goal.kind == "markdown" and not s.dry_run
@@ -506,7 +519,7 @@ class Orchestrator:
         self.state.pending_questions = questions
         for q in questions:
             options = "".join(f"\n    {n}. {o}" for n, o in enumerate(q.options, 1))
-            rec.emit("question", f"? {q.question}{options}", "warn", question=q.question, options=q.options)
+            rec.emit(QuestionAsked(message=f"? {q.question}{options}", question=q.question, options=q.options))
         self._notify("question", "The agent needs a decision", "\n".join(q.question for q in questions))
         rec.set_status("waiting-answer")
         self._last_snapshot = None  # the operator may edit files while deciding
@@ -517,7 +530,7 @@ class Orchestrator:
         ctx.answers.add(answers)
         self.state.answers = len(ctx.answers.answers)
         for a in answers:
-            rec.emit("answer", f"answer: {a.question} → {a.answer}", "info", source=a.source)
+            rec.emit(AnswerReceived(message=f"answer: {a.question} → {a.answer}", source=a.source))
         rec.set_status("running")
         return None
 
@@ -538,9 +551,9 @@ class Orchestrator:
         steps: list[tuple[str, Callable[[], object]]] = [
             ("status", lambda: rec.set_status(status, reason)),
             ("report", rec.write_run_report),
-            ("event", lambda: rec.emit("run-finished", f"run {status}: {reason}",
-                                       "heading" if status == "done" else "warn",
-                                       status=status, resume=state.resume_command)),
+            ("event", lambda: rec.emit(RunFinished(message=f"run {status}: {reason}",
+                                                   level="heading" if status == "done" else "warn",
+                                                   status=status, resume=state.resume_command))),
             ("notify", lambda: self._notify("run-done", f"Run {status}", reason)),
             ("state", rec.save),
         ]

@@ -3,10 +3,12 @@ reports are written atomically, through the one redactor."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from kilo_loop.run.events import EventBus, RunEvent, now_iso
+from kilo_loop.run.bus import EventBus
+from kilo_loop.run.events import RunEvent, StatusChanged, Warned, now_iso
 from kilo_loop.run.files import write_json_atomic, write_text_atomic
 from kilo_loop.run.layout import RunLayout
 from kilo_loop.run.report import iteration_report_md, run_report_md
@@ -34,11 +36,13 @@ class RunRecorder:
         if len(tail) > LOG_TAIL_LINES:
             del tail[: len(tail) - LOG_TAIL_LINES]
 
-    def emit(self, type_: str, message: str = "", level: str = "info", **data: Any) -> RunEvent:
-        return self.bus.emit(RunEvent(type_, message, level, self.state.iteration or None, data))
+    def emit(self, event: RunEvent) -> RunEvent:
+        if event.iteration is None and self.state.iteration:
+            event = dataclasses.replace(event, iteration=self.state.iteration)
+        return self.bus.emit(event)
 
     def warn(self, message: str, **data: Any) -> None:
-        self.emit("warning", message, "warn", **data)
+        self.emit(Warned(message=message, **data))
 
     def set_status(self, status: RunStatus, reason: str = "") -> None:
         if status == self.state.status and not reason:
@@ -46,7 +50,7 @@ class RunRecorder:
         self.state.status = status
         if reason:
             self.state.stop_reason = reason
-        self.emit("status", f"status: {status}" + (f" — {reason}" if reason else ""), status=status)
+        self.emit(StatusChanged(message=f"status: {status}" + (f" — {reason}" if reason else ""), status=status))
         self.save()
 
     def save(self, durable: bool = True) -> None:
