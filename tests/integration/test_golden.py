@@ -118,3 +118,30 @@ def test_scripted_run_matches_the_golden_files(golden_run: tuple[Path, str, int]
             (GOLDEN / name).write_text(body)
     for name, body in produced.items():
         assert body == (GOLDEN / name).read_text(), f"{name} differs from tests/fixtures/golden/{name}"
+
+
+def _contains(new: Any, old: Any) -> bool:
+    """`new` says everything `old` said: same values, maybe more keys."""
+    if isinstance(old, dict):
+        return isinstance(new, dict) and all(key in new and _contains(new[key], value) for key, value in old.items())
+    return bool(new == old)
+
+
+def test_every_line_of_the_old_format_is_still_written() -> None:
+    """Against the golden files taken before events became typed (v0-*): every old event line is
+    still there, in order, with the same envelope and data (new lines and new data keys only add;
+    see the README's changelog), and the old state.json keys keep their values."""
+    old = [orjson.loads(line) for line in (GOLDEN / "v0-events.jsonl").read_bytes().splitlines() if line]
+    new = [orjson.loads(line) for line in (GOLDEN / "events.jsonl").read_bytes().splitlines() if line]
+    added = {"state-init", "usage", "iteration-report"}
+    kept = [event for event in new if event["type"] not in added]
+    assert len(kept) == len(old)
+    for before, after in zip(old, kept, strict=True):
+        assert list(after)[: len(before)] == list(before)  # envelope keys in the same order
+        assert _contains(after, {key: value for key, value in before.items() if key != "seq"})
+    state_v0 = json.loads((GOLDEN / "v0-state.json").read_text())
+    state = json.loads((GOLDEN / "state.json").read_text())
+    assert [key for key in state if key in state_v0] == list(state_v0)
+    for key, value in state_v0.items():
+        if key != "logTail":
+            assert _contains(state[key], value), key

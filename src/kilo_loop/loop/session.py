@@ -23,6 +23,7 @@ from kilo_loop.agent.protocol import (
     ToolUse,
 )
 from kilo_loop.loop.control import RunControl
+from kilo_loop.loop.prompt import guard_note
 from kilo_loop.run.events import (
     AgentErrored,
     GuardBlocked,
@@ -156,6 +157,7 @@ class SessionRunner:
         outcome.guard_reason = str(decision.reason)
         self._recorder.emit(GuardBlocked(
             message=f"guard blocked `{command}`: {decision.reason}", rule=outcome.guard_rule, reason=decision.reason,
+            note=guard_note(outcome.guard_rule, outcome.guard_reason),
         ))
         await run.kill(f"guard: {decision.reason}")
         return True

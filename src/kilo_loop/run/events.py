@@ -118,6 +118,7 @@ class Warned(RunEvent):
 
     TYPE = "warning"
     level: str = "warn"
+    about: str | None = None  # "retry" | "unasked" for the warnings a notification follows
     reason: str | None = None
     attempt: int | None = None
     max_retries: int | None = None
@@ -248,6 +249,7 @@ class VerifyFinished(RunEvent):
     passed: bool = False
     exit_code: int | None = None
     stage_id: str | None = None
+    command: str | None = None
     feedback: str | None = None
 
 
