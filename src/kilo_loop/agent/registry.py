@@ -48,6 +48,9 @@ RUNTIMES: dict[str, RuntimeSpec] = {
                     "kilo_loop.agent.codex.backend:CodexBackend"),
         RuntimeSpec("gemini", ("gemini",), ("GEMINI_BIN",), "npm install -g @google/gemini-cli",
                     "kilo_loop.agent.gemini.backend:GeminiBackend"),
+        RuntimeSpec("cursor", ("cursor-agent",), ("CURSOR_BIN",),
+                    "Cursor's installer (https://cursor.com/cli); it is not on a package registry",
+                    "kilo_loop.agent.cursor.backend:CursorBackend"),
     )
 }
 # Binary-name fragments that tell the runtime apart, most specific first; anything else is kilo.

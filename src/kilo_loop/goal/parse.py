@@ -37,7 +37,7 @@ JSON_SUFFIXES = frozenset({".json"})
 DIRECTIVES = ("verify", "acceptance", "model", "agent", "variant", "runtime")
 DIRECTIVE_ALIASES = {"mode": "agent"}  # seed 001's compatibility name for the agent
 # The agent CLIs a stage may name (agent.registry.RUNTIMES; a unit test keeps the two in step).
-STAGE_RUNTIMES = ("kilo", "opencode", "claude", "codex", "gemini")
+STAGE_RUNTIMES = ("kilo", "opencode", "claude", "codex", "cursor", "gemini")
 STAGE_FIELDS = ("id", "title", "details", "done", *DIRECTIVES, *DIRECTIVE_ALIASES)
 GOAL_FIELDS = ("title", "description", "stages", "verify", "$schema")
 NO_STAGES = "no stages: add '- [ ] …' checklist items"
