@@ -71,7 +71,7 @@ def all_text(body: Mapping[str, Any]) -> str:
 
 def is_generate_path(path: str) -> bool:
     route = path.split("?", 1)[0]
-    return route.endswith(":streamGenerateContent") or route.endswith(":generateContent")
+    return route.endswith((":streamGenerateContent", ":generateContent"))
 
 
 def has_tools(body: Mapping[str, Any]) -> bool:
