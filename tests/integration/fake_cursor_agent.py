@@ -32,7 +32,8 @@ def main() -> int:
     calls = log.read_text().count("\n") if log.exists() else 0
     argv = sys.argv[1:]
     with log.open("a") as handle:
-        handle.write(json.dumps({"argv": argv, "pwd": os.environ.get("PWD")}) + "\n")
+        handle.write(json.dumps({"argv": argv, "pwd": os.environ.get("PWD"), "home": os.environ.get("HOME"),
+                                 "xdg_config": os.environ.get("XDG_CONFIG_HOME")}) + "\n")
     session = argv[argv.index("--resume") + 1] if "--resume" in argv else f"cursor-session-{calls:04d}"
     root = Path(os.environ.get("PWD", "."))
     for step in scenario[min(calls, len(scenario) - 1)]:

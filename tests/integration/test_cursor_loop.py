@@ -128,3 +128,23 @@ def test_stages_may_name_their_own_runtime(cursor: FakeCursor, project: Path, tm
     assert result.state()["completedStages"] == ["stage-1", "stage-2"]
     assert (project / "kilo.txt").is_file() and len(cursor.calls) == 1
     assert "--resume" not in cursor.calls[0]  # kilo's session id means nothing to cursor-agent
+
+
+def test_isolate_home_gives_the_agent_a_private_home_in_the_run(cursor: FakeCursor, project: Path) -> None:
+    result = run(cursor, project, [RECORDED_DONE], "--runtime", "cursor", "--goal-text", "Do it", "-n", "1",
+                 "--isolate-home")
+
+    assert result.proc.returncode == 0, result.proc.stdout + result.proc.stderr
+    call = json.loads(cursor.log.read_text().splitlines()[0])
+    home = Path(call["home"])
+    assert home == result.run_dir / "agent-home" and home.stat().st_mode & 0o777 == 0o700
+    assert Path(call["xdg_config"]).parent == home
+    assert call["home"] != os.environ.get("HOME")
+
+
+def test_without_isolate_home_the_agent_keeps_the_operators_home(cursor: FakeCursor, project: Path) -> None:
+    result = run(cursor, project, [RECORDED_DONE], "--runtime", "cursor", "--goal-text", "Do it", "-n", "1")
+
+    assert result.proc.returncode == 0, result.proc.stdout + result.proc.stderr
+    assert json.loads(cursor.log.read_text().splitlines()[0])["home"] == os.environ.get("HOME")
+    assert not (result.run_dir / "agent-home").exists()
