@@ -135,16 +135,19 @@ def test_destructive_calls_are_refused_before_they_run(
     assert (run.run_dir / "claude-settings.json").is_file()
 
 
-def test_a_provider_500_is_retried(claude: AgentLoop, anthropic: FakeAnthropic, git_project: Path) -> None:
+@pytest.mark.parametrize("status", [500, 429])
+def test_a_provider_failure_is_retried(
+    claude: AgentLoop, anthropic: FakeAnthropic, git_project: Path, status: int
+) -> None:
     project = git_project
-    anthropic.add_turns(fail(500, "scripted outage"), bash("echo ok > ok.txt"), progress(project, 1, "stage-1"),
+    anthropic.add_turns(fail(status, "scripted outage"), bash("echo ok > ok.txt"), progress(project, 1, "stage-1"),
                         say("done"), marker=iteration_marker(1))
 
     run = claude.run(project, "--goal-text", "Make ok.txt", "-n", "1", "--retry-delay", "100")
 
     assert run.returncode == 0, run.describe()
     report = run.report(1)
-    assert report["retries"] == 1 and "500" in report["retryReason"], report
+    assert report["retries"] == 1 and str(status) in report["retryReason"], report
     assert "auto-retry" in run.stdout
     assert (project / "ok.txt").is_file()
 
@@ -161,6 +164,20 @@ def test_a_token_budget_stops_the_run(claude: AgentLoop, anthropic: FakeAnthropi
     assert state["status"] == "stopped-budget" and "--max-tokens 1000" in state["stopReason"], state
     assert not (project / "two.txt").exists()  # killed mid-session, before the second call
     assert len(anthropic.requests_with(iteration_marker(2))) == 0
+
+
+def test_a_cost_budget_stops_the_run(claude: AgentLoop, anthropic: FakeAnthropic, git_project: Path) -> None:
+    # Claude Code reports the session's cost once, at its end: the run stops before the next session.
+    project = git_project
+    anthropic.add_turns(bash("echo one > one.txt"), say("done"), marker=iteration_marker(1))
+
+    run = claude.run(project, "--goal-text", "Make files", "-n", "3", "--max-cost", "0.001")
+
+    assert run.returncode == 3, run.describe()
+    state = run.state()
+    assert state["status"] == "stopped-budget" and "--max-cost" in state["stopReason"], state
+    assert state["totals"]["cost"] > 0.001 and (project / "one.txt").is_file()
+    assert anthropic.requests_with(iteration_marker(2)) == []
 
 
 def test_prompt_text_skips_reminders_and_tool_results() -> None:
