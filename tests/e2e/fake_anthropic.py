@@ -14,24 +14,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from http.server import ThreadingHTTPServer
 from typing import Any
 
-from .fake_provider import (
-    MODEL_ID,
-    TITLE_TEXT,
-    Calls,
-    Drop,
-    Fail,
-    FakeProvider,
-    Hold,
-    RecordedRequest,
-    Say,
-    Turn,
-    _Handler,
-    unheld,
-    usage_for,
-)
+from .fake_provider import MODEL_ID, Calls, Drop, Fail, Hold, RecordedRequest, Say, _Handler
+from .scripted_api import ScriptedApi
 
 ANTHROPIC_MODEL = "claude-fake-1"
 
@@ -125,48 +111,13 @@ def message_json(turn: Say | Calls, message_id: str, usage: Mapping[str, int]) -
             "usage": {"input_tokens": usage.get("prompt_tokens", 1), "output_tokens": usage.get("completion_tokens", 1)}}
 
 
-class FakeAnthropic(FakeProvider):
+class FakeAnthropic(ScriptedApi):
     """The scripted Messages API server (start/stop and scripting as `FakeProvider`)."""
 
-    def start(self) -> FakeAnthropic:
-        if self._server is not None:
-            raise RuntimeError("FakeAnthropic already started")
-        handler = type("Handler", (_AnthropicHandler,), {"owner": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        import threading
-
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-anthropic", daemon=True)
-        self._thread.start()
-        return self
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def message_requests(self) -> list[RecordedRequest]:
-        """Requests that offered tools (the agent's own turns)."""
-        return [r for r in self.requests if r.method == "POST" and is_messages_path(r.path) and r.body.get("tools")]
-
-    def requests_with(self, marker: str) -> list[RecordedRequest]:
-        return [r for r in self.message_requests if marker in prompt_text(r.body)]
-
-    def _record(self, method: str, path: str, body: dict[str, Any] | None) -> tuple[RecordedRequest, str]:
-        with self._lock:
-            self._completions += 1
-            turn: Turn | None = None
-            reply: Turn | None = None
-            if method == "POST" and body is not None and is_messages_path(path):
-                if body.get("tools"):
-                    turn = self._scripts.next_turn({"messages": [{"role": "user", "content": prompt_text(body)}]})
-                reply = Say(TITLE_TEXT) if turn is None else turn
-            answer = None if reply is None else unheld(reply)
-            shaped = {"messages": [{"role": "user", "content": all_text(body or {})}]}
-            usage = usage_for(shaped, answer) if isinstance(answer, Say | Calls) else None
-            record = RecordedRequest(method, path, body or {}, turn, reply, usage)
-            self._requests.append(record)
-            return record, f"msg_{self._completions:04d}"
+    id_prefix = "msg"
+    is_turn_path = staticmethod(is_messages_path)
+    prompt_text = staticmethod(prompt_text)
+    all_text = staticmethod(all_text)
 
 
 class _AnthropicHandler(_Handler):
@@ -220,3 +171,6 @@ def claude_env(port: int, home: Any) -> dict[str, str]:
         "IS_SANDBOX": "1",
     })
     return env
+
+
+FakeAnthropic.handler = _AnthropicHandler

@@ -14,25 +14,11 @@ The script is chosen by the latest user text (function responses are user turns 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator, Mapping
-from http.server import ThreadingHTTPServer
 from typing import Any
 
-from .fake_provider import (
-    TITLE_TEXT,
-    Calls,
-    Drop,
-    Fail,
-    FakeProvider,
-    Hold,
-    RecordedRequest,
-    Say,
-    Turn,
-    _Handler,
-    unheld,
-    usage_for,
-)
+from .fake_provider import Calls, Drop, Fail, Hold, RecordedRequest, Say, _Handler
+from .scripted_api import ScriptedApi
 
 GEMINI_MODEL = "gemini-2.5-flash"
 
@@ -93,43 +79,14 @@ def sse_chunks(turn: Say | Calls, usage: Mapping[str, int]) -> Iterator[bytes]:
     yield b"data: " + json.dumps(response_json(turn, usage), separators=(",", ":")).encode() + b"\r\n\r\n"
 
 
-class FakeGemini(FakeProvider):
-    def start(self) -> FakeGemini:
-        if self._server is not None:
-            raise RuntimeError("FakeGemini already started")
-        handler = type("Handler", (_GeminiHandler,), {"owner": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-gemini", daemon=True)
-        self._thread.start()
-        return self
+class FakeGemini(ScriptedApi):
+    """The scripted Gemini API server (start/stop and scripting as `FakeProvider`)."""
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def turn_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.method == "POST" and is_generate_path(r.path) and has_tools(r.body)]
-
-    def requests_with(self, marker: str) -> list[RecordedRequest]:
-        return [r for r in self.turn_requests if marker in prompt_text(r.body)]
-
-    def _record(self, method: str, path: str, body: dict[str, Any] | None) -> tuple[RecordedRequest, str]:
-        with self._lock:
-            self._completions += 1
-            turn: Turn | None = None
-            reply: Turn | None = None
-            if method == "POST" and body is not None and is_generate_path(path):
-                if has_tools(body):
-                    turn = self._scripts.next_turn({"messages": [{"role": "user", "content": prompt_text(body)}]})
-                reply = Say(TITLE_TEXT) if turn is None else turn
-            answer = None if reply is None else unheld(reply)
-            shaped = {"messages": [{"role": "user", "content": all_text(body or {})}]}
-            usage = usage_for(shaped, answer) if isinstance(answer, Say | Calls) else None
-            record = RecordedRequest(method, path, body or {}, turn, reply, usage)
-            self._requests.append(record)
-            return record, f"gen_{self._completions:04d}"
+    id_prefix = "gen"
+    is_turn_path = staticmethod(is_generate_path)
+    offers_tools = staticmethod(has_tools)
+    prompt_text = staticmethod(prompt_text)
+    all_text = staticmethod(all_text)
 
 
 class _GeminiHandler(_Handler):
@@ -160,6 +117,9 @@ class _GeminiHandler(_Handler):
     def _send_error(self, status: int, message: str, kind: str) -> None:
         self._send_json(status, {"error": {"code": status, "message": message, "status": kind}})
 
+
+
+FakeGemini.handler = _GeminiHandler
 
 def gemini_env(port: int, home: Any, max_attempts: int | None = None) -> dict[str, str]:
     """Environment for the Gemini CLI against the fake server; `max_attempts=1` stops its own retries."""

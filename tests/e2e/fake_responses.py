@@ -12,25 +12,11 @@ The script is chosen by the latest user message in the request's `input`.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator, Mapping
-from http.server import ThreadingHTTPServer
 from typing import Any
 
-from .fake_provider import (
-    TITLE_TEXT,
-    Calls,
-    Drop,
-    Fail,
-    FakeProvider,
-    Hold,
-    RecordedRequest,
-    Say,
-    Turn,
-    _Handler,
-    unheld,
-    usage_for,
-)
+from .fake_provider import Calls, Drop, Fail, Hold, RecordedRequest, Say, _Handler
+from .scripted_api import ScriptedApi
 
 CODEX_MODEL = "fake-codex-1"
 
@@ -124,41 +110,13 @@ def response_events(turn: Say | Calls, response_id: str, usage: Mapping[str, int
                   "total_tokens": prompt + completion}}})
 
 
-class FakeResponses(FakeProvider):
+class FakeResponses(ScriptedApi):
     """The scripted Responses API server (start/stop and scripting as `FakeProvider`)."""
 
-    def start(self) -> FakeResponses:
-        if self._server is not None:
-            raise RuntimeError("FakeResponses already started")
-        handler = type("Handler", (_ResponsesHandler,), {"owner": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-responses", daemon=True)
-        self._thread.start()
-        return self
-
-    @property
-    def turn_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.method == "POST" and is_responses_path(r.path) and r.body.get("tools")]
-
-    def requests_with(self, marker: str) -> list[RecordedRequest]:
-        return [r for r in self.turn_requests if marker in prompt_text(r.body)]
-
-    def _record(self, method: str, path: str, body: dict[str, Any] | None) -> tuple[RecordedRequest, str]:
-        with self._lock:
-            self._completions += 1
-            turn: Turn | None = None
-            reply: Turn | None = None
-            if method == "POST" and body is not None and is_responses_path(path):
-                if body.get("tools"):
-                    turn = self._scripts.next_turn({"messages": [{"role": "user", "content": prompt_text(body)}]})
-                reply = Say(TITLE_TEXT) if turn is None else turn
-            answer = None if reply is None else unheld(reply)
-            shaped = {"messages": [{"role": "user", "content": all_text(body or {})}]}
-            usage = usage_for(shaped, answer) if isinstance(answer, Say | Calls) else None
-            record = RecordedRequest(method, path, body or {}, turn, reply, usage)
-            self._requests.append(record)
-            return record, f"resp_{self._completions:04d}"
+    id_prefix = "resp"
+    is_turn_path = staticmethod(is_responses_path)
+    prompt_text = staticmethod(prompt_text)
+    all_text = staticmethod(all_text)
 
 
 class _ResponsesHandler(_Handler):
@@ -180,6 +138,9 @@ class _ResponsesHandler(_Handler):
         else:
             self._stream(response_events(reply, completion_id, record.usage or {}))
 
+
+
+FakeResponses.handler = _ResponsesHandler
 
 def codex_home_config(port: int) -> str:
     """config.toml for CODEX_HOME: a model provider on the scripted server (wire_api "responses")."""

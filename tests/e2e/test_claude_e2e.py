@@ -95,7 +95,7 @@ def test_shared_context_resumes_the_claude_session(
     sessions = [i["sessionId"] for i in run.state()["iterations"]]
     assert len(sessions) == 2 and sessions[0] == sessions[1], sessions
     second = anthropic.requests_with(iteration_marker(2))
-    assert second, [prompt_text(r.body)[-200:] for r in anthropic.message_requests]
+    assert second, [prompt_text(r.body)[-200:] for r in anthropic.turn_requests]
     seen = [all_text(r.body) for r in second]
     assert all(iteration_marker(1) in text and "a.txt made" in text for text in seen), [
         (len(r.body.get("messages", [])), iteration_marker(1) in t, t[:1500]) for r, t in zip(second, seen, strict=True)]
@@ -131,7 +131,7 @@ def test_destructive_calls_are_refused_before_they_run(
     tool_errors = [e["data"]["error"] for e in run.events("tool") if e["data"]["status"] == "error"]
     assert len(tool_errors) == 2 and all("denied by the loop's guard" in err for err in tool_errors)
     # the model was told why, so it can reach the goal another way
-    assert any("denied by the loop's guard" in all_text(r.body) for r in anthropic.message_requests)
+    assert any("denied by the loop's guard" in all_text(r.body) for r in anthropic.turn_requests)
     assert (run.run_dir / "claude-settings.json").is_file()
 
 

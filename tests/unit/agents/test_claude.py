@@ -28,16 +28,11 @@ from kilo_loop.agent.protocol import (
     Text,
     ToolUse,
 )
-
-STREAMS = Path(__file__).resolve().parents[2] / "fixtures" / "streams"
+from tests.unit.agents.streams import STREAMS, feed
 
 
 def parse(data: bytes, chunk: int = 97) -> list[AgentEvent]:
-    parser = ClaudeStreamParser()
-    events: list[AgentEvent] = []
-    for start in range(0, len(data), chunk):
-        events += parser.feed(data[start:start + chunk])
-    return events + list(parser.finish())
+    return feed(ClaudeStreamParser(), data, chunk)
 
 
 def line(**fields: object) -> bytes:

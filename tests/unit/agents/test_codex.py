@@ -19,16 +19,12 @@ from kilo_loop.agent.protocol import (
     Text,
     ToolUse,
 )
-
-STREAMS = Path(__file__).resolve().parents[2] / "fixtures" / "streams"
+from tests.unit.agents.streams import STREAMS, feed
 
 
 def parse(data: bytes, chunk: int = 61) -> tuple[list[AgentEvent], CodexStreamParser]:
     parser = CodexStreamParser()
-    events: list[AgentEvent] = []
-    for start in range(0, len(data), chunk):
-        events += parser.feed(data[start:start + chunk])
-    return events + list(parser.finish()), parser
+    return feed(parser, data, chunk), parser
 
 
 def test_recorded_exec_stream() -> None:

@@ -18,16 +18,11 @@ from kilo_loop.agent.protocol import (
     Text,
     ToolUse,
 )
-
-STREAMS = Path(__file__).resolve().parents[2] / "fixtures" / "streams"
+from tests.unit.agents.streams import STREAMS, feed
 
 
 def parse(data: bytes, chunk: int = 71) -> list[AgentEvent]:
-    parser = CursorStreamParser()
-    events: list[AgentEvent] = []
-    for start in range(0, len(data), chunk):
-        events += parser.feed(data[start:start + chunk])
-    return events + list(parser.finish())
+    return feed(CursorStreamParser(), data, chunk)
 
 
 def test_documented_stream() -> None:

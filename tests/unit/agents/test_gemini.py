@@ -24,16 +24,11 @@ from kilo_loop.agent.protocol import (
     Text,
     ToolUse,
 )
-
-STREAMS = Path(__file__).resolve().parents[2] / "fixtures" / "streams"
+from tests.unit.agents.streams import STREAMS, feed
 
 
 def parse(data: bytes, chunk: int = 53) -> list[AgentEvent]:
-    parser = GeminiStreamParser()
-    events: list[AgentEvent] = []
-    for start in range(0, len(data), chunk):
-        events += parser.feed(data[start:start + chunk])
-    return events + list(parser.finish())
+    return feed(GeminiStreamParser(), data, chunk)
 
 
 def test_recorded_stream() -> None:
