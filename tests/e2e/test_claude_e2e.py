@@ -12,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from .agent_loop import AgentLoop, commit_count
+from .agent_loop import (
+    CANARY_GUARD_ENV,
+    COMMIT_ATTEMPT,
+    AgentLoop,
+    assert_nothing_destructive_ran,
+    plant_canary,
+)
 from .conftest import LOOP_DIR, find_cli, iteration_marker
 from .fake_anthropic import FakeAnthropic, all_text, claude_env, prompt_text
 from .fake_provider import Calls, call, fail, say
@@ -105,13 +111,10 @@ def test_destructive_calls_are_refused_before_they_run(
     claude: AgentLoop, anthropic: FakeAnthropic, git_project: Path, tmp_path: Path
 ) -> None:
     project = git_project
-    canary_dir = tmp_path / "kl-canary"
-    canary_dir.mkdir()
-    (canary_dir / "canary.txt").write_text("still here\n", encoding="utf-8")
-    commits = commit_count(project)
+    canary = plant_canary(tmp_path, project)
     anthropic.add_turns(
-        bash("printf x > staged.txt && git add staged.txt && git commit -m sneaky"),
-        bash(f"rm -rf {canary_dir}"),
+        bash(COMMIT_ATTEMPT),
+        bash(canary.delete_command),
         bash("echo fine > fine.txt"),
         progress(project, 1, "stage-1"),
         say("done"),
@@ -119,13 +122,9 @@ def test_destructive_calls_are_refused_before_they_run(
     )
 
     run = claude.run(project, "--goal-text", "Tidy up", "-n", "1",
-                     extra_env={"KILO_LOOP_GUARD_DENY": json.dumps([r"rm\s+-rf\s+\S*kl-canary"])})
+                     extra_env=CANARY_GUARD_ENV)
 
-    assert run.returncode == 0, run.describe()
-    assert (canary_dir / "canary.txt").read_text(encoding="utf-8") == "still here\n"
-    assert commit_count(project) == commits
-    assert not (project / "staged.txt").exists()  # refused before any of it ran
-    assert (project / "fine.txt").is_file()  # the session went on after the refusals
+    assert_nothing_destructive_ran(run, canary)
     pre = run.events("guard-pre")
     assert len(pre) == 2, run.describe()
     tool_errors = [e["data"]["error"] for e in run.events("tool") if e["data"]["status"] == "error"]

@@ -14,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from .agent_loop import AgentLoop, commit_count
+from .agent_loop import (
+    CANARY_GUARD_ENV,
+    COMMIT_ATTEMPT,
+    AgentLoop,
+    assert_nothing_destructive_ran,
+    plant_canary,
+)
 from .conftest import LOOP_DIR, find_cli, iteration_marker
 from .fake_provider import Calls, call, fail, say
 from .fake_responses import FakeResponses, all_text, codex_env
@@ -97,13 +103,10 @@ def test_destructive_commands_are_refused_before_they_run(
     codex: AgentLoop, responses: FakeResponses, git_project: Path, tmp_path: Path
 ) -> None:
     project = git_project
-    canary_dir = tmp_path / "kl-canary"
-    canary_dir.mkdir()
-    (canary_dir / "canary.txt").write_text("still here\n", encoding="utf-8")
-    commits = commit_count(project)
+    canary = plant_canary(tmp_path, project)
     responses.add_turns(
-        shell("printf x > staged.txt && git add staged.txt && git commit -m sneaky"),
-        shell(f"rm -rf {canary_dir}"),
+        shell(COMMIT_ATTEMPT),
+        shell(canary.delete_command),
         shell("echo fine > fine.txt"),
         progress(project, 1, "stage-1"),
         say("done"),
@@ -111,12 +114,9 @@ def test_destructive_commands_are_refused_before_they_run(
     )
 
     run = codex.run(project, "--goal-text", "Tidy up", "-n", "1",
-                    extra_env={"KILO_LOOP_GUARD_DENY": json.dumps([r"rm\s+-rf\s+\S*kl-canary"])})
+                    extra_env=CANARY_GUARD_ENV)
 
-    assert run.returncode == 0, run.describe()
-    assert (canary_dir / "canary.txt").read_text(encoding="utf-8") == "still here\n"
-    assert commit_count(project) == commits and not (project / "staged.txt").exists()
-    assert (project / "fine.txt").is_file()
+    assert_nothing_destructive_ran(run, canary)
     refused = [w for w in run.events("warning") if "guard hook refused before execution" in w["message"]]
     assert len(refused) == 2, run.describe()
     assert any("denied by the loop's guard" in all_text(r.body) for r in responses.turn_requests)

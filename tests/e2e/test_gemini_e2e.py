@@ -21,7 +21,13 @@ from typing import Any
 
 import pytest
 
-from .agent_loop import AgentLoop, commit_count
+from .agent_loop import (
+    CANARY_GUARD_ENV,
+    COMMIT_ATTEMPT,
+    AgentLoop,
+    assert_nothing_destructive_ran,
+    plant_canary,
+)
 from .conftest import LOOP_DIR, REPO_ROOT, find_cli, iteration_marker
 from .fake_gemini import FakeGemini, all_text, gemini_env
 from .fake_provider import Calls, Fail, call, fail, say
@@ -117,13 +123,10 @@ def test_shared_context_resumes_the_gemini_session(gemini: AgentLoop, server: Fa
 def test_destructive_commands_are_refused_before_they_run(
     gemini: AgentLoop, server: FakeGemini, project: Path, private_tmp: Path
 ) -> None:
-    canary_dir = private_tmp / "kl-canary"
-    canary_dir.mkdir()
-    (canary_dir / "canary.txt").write_text("still here\n", encoding="utf-8")
-    commits = commit_count(project)
+    canary = plant_canary(private_tmp, project)
     server.add_turns(
-        shell("printf x > staged.txt && git add staged.txt && git commit -m sneaky"),
-        shell(f"rm -rf {canary_dir}"),
+        shell(COMMIT_ATTEMPT),
+        shell(canary.delete_command),
         shell("echo fine > fine.txt"),
         progress(project, 1, "stage-1"),
         say("done"),
@@ -131,12 +134,9 @@ def test_destructive_commands_are_refused_before_they_run(
     )
 
     run = gemini.run(project, "--goal-text", "Tidy up", "-n", "1",
-                     extra_env={"KILO_LOOP_GUARD_DENY": json.dumps([r"rm\s+-rf\s+\S*kl-canary"])})
+                     extra_env=CANARY_GUARD_ENV)
 
-    assert run.returncode == 0, run.describe()
-    assert (canary_dir / "canary.txt").read_text(encoding="utf-8") == "still here\n"
-    assert commit_count(project) == commits and not (project / "staged.txt").exists()
-    assert (project / "fine.txt").is_file()
+    assert_nothing_destructive_ran(run, canary)
     assert len(run.events("guard-pre")) == 2, run.describe()
     assert any("denied by the loop's guard" in all_text(r.body) for r in server.turn_requests)
 
