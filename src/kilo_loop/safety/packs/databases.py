@@ -30,7 +30,7 @@ def _sql(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
         flag = arg.lstrip("-").split("=", 1)[0]
         if (arg.startswith("--") and flag in long) or (short and arg.startswith("-") and not arg.startswith("--")
                                                         and arg[1:2] == short):
-            attached = arg.split("=", 1)[1] if "=" in arg and arg.startswith("--") else arg[2:]
+            attached = (arg.partition("=")[2] if arg.startswith("--") else arg[2:])
             texts.append(attached or (args[index + 1] if index + 1 < len(args) else ""))
     if cmd.name in ("sqlite3", "duckdb"):
         _, i = parse_options(args, "", frozenset({"cmd", "separator"}))

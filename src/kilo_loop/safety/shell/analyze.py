@@ -31,6 +31,7 @@ from kilo_loop.safety.shell.interpreters import (
 )
 from kilo_loop.safety.shell.model import (
     HOME,
+    KEEP,
     LITERALLY,
     UNKNOWN,
     Analysis,
@@ -71,6 +72,8 @@ class Analyzer:
         self.out: list[Executed] = []
         self.remote: str | None = None
         self.written: dict[str, str | None] = {}
+        self.links: dict[str, str] = {}
+        """Symlinks this command makes (`ln -s TARGET LINK`): absolute link path → target."""
 
     # -- scripts
     def script(self, text: str, state: State, depth: int) -> tuple[State, State]:
@@ -210,6 +213,8 @@ class Analyzer:
                 return state, state, None
             argv = _apply_xargs(step.argv, step.xargs_replace) if step.xargs_replace is not None else step.argv
         name = command_name(argv[0])
+        if self.links:
+            argv = [argv[0], *(self._through_links(arg, cwds) for arg in argv[1:])]
         here = state.with_cwds(cwds)
         known_stdin = stdin if stdin != PIPE else None
         self.out.append(SimpleCommand((name, *argv[1:]), cwds, self.remote, tuple(env.items()), known_stdin))
@@ -220,6 +225,25 @@ class Analyzer:
             self._run_file(argv[0], here, depth, None)
         return self._external(name, argv[1:], here, stdin, env, depth)
 
+    def _through_links(self, arg: str, cwds: frozenset[str | None]) -> str:
+        """`arg` with a leading path through a link made earlier in this command replaced by its target."""
+        for key in self._keys(arg, cwds) if arg and not arg.startswith("-") else ():
+            for link, target in self.links.items():
+                if key == link or key.startswith(link + "/"):
+                    return target + key[len(link):] + ("/" if arg.endswith("/") else "")
+        return arg
+
+    def _record_link(self, args: Sequence[str], cwds: frozenset[str | None]) -> None:
+        found = [a for a in args if not a.startswith("-")]
+        if len(found) != 2 or not any(a.startswith("-") and "s" in a.lstrip("-")[:1] or a == "--symbolic"
+                                      for a in args):
+            return
+        target, link = found
+        for key in self._keys(link, cwds):
+            base = posixpath.dirname(key)
+            self.links[key] = target if target.startswith(("/", HOME)) or UNKNOWN in target else \
+                normalize_path(posixpath.join(base, target))
+
     def declaration(self, keyword: str, declared: Sequence[tuple[str, str | None]], state: State) -> State:
         """`export`/`declare`/`local`/`readonly`/`typeset` (a name alone keeps its value) and `unset`."""
         new = state
@@ -228,7 +252,7 @@ class Analyzer:
                 continue
             if keyword == "unset":
                 new = new.with_var(name, "")
-            elif value != UNKNOWN:
+            elif value != KEEP:
                 new = new.with_var(name, value)
         return new
 
@@ -244,7 +268,7 @@ class Analyzer:
         if name == "popd":
             return state.with_cwds(frozenset({None})), state, None
         if name in ("export", "declare", "typeset", "local", "readonly"):
-            declared = [(a.split("=", 1)[0], a.split("=", 1)[1] if "=" in a else UNKNOWN) for a in args]
+            declared = [(a.split("=", 1)[0], a.split("=", 1)[1] if "=" in a else KEEP) for a in args]
             new = self.declaration(name, declared, state)
             return new, new, None
         if name in ("read", "mapfile", "readarray", "getopts", "unset", "printf"):
@@ -293,7 +317,7 @@ class Analyzer:
             command, reads_stdin, script_file = shell_invocation(args)
             if command is not None:
                 self.script(command, state.child_shell(env), depth + 1)
-            elif reads_stdin:
+            elif reads_stdin or script_file in _STDIN_FILES:
                 self._stdin_code(stdin, name, state.child_shell(env), depth)
             elif script_file is not None:
                 self._run_file(script_file, state, depth, None)
@@ -307,6 +331,8 @@ class Analyzer:
                     self.out.append(InlineCode("awk" if name in AWKS else "sed", program, state.cwds, self.remote))
         if name == "find":
             self._find_exec(args, state, depth)
+        if name == "ln":
+            self._record_link(args, state.cwds)
         if name == "git":
             self._git(args, state, env, depth)
         if name == "tee" or name in _COPY_WRITERS or name in ("curl", "wget"):
@@ -317,7 +343,7 @@ class Analyzer:
     def _inline(self, interp: Interpreter, args: list[str], state: State, stdin: str | None,
                 env: Mapping[str, str | None], depth: int) -> None:
         codes, reads_stdin, script_file = inline_codes(interp, args)
-        if reads_stdin:
+        if reads_stdin or script_file in _STDIN_FILES:
             self._stdin_code(stdin, interp.language, state, depth, interp.language)
         if script_file is not None:
             self._run_file(script_file, state, depth, interp.language)
@@ -386,11 +412,25 @@ def _written_by(name: str, args: Sequence[str]) -> list[str]:
     if name == "tee":
         return [a for a in args if not a.startswith("-")]
     if name in ("curl", "wget"):
-        opts, _ = parse_options(args, "oOd", frozenset({"output", "output-document", "data"}))
-        return [v for k, v in opts.items() if k in ("-o", "--output", "--output-document") and v] + \
-            (["-O"] if name == "wget" and "-O" in opts and not opts["-O"] else [])
+        return _option_values(args, "o" if name == "curl" else "O", ("--output", "--output-document"))
     operands = [a for a in args if not a.startswith("-")]
     return operands[-1:] if len(operands) >= 2 else []
+
+
+def _option_values(args: Sequence[str], letter: str, long: tuple[str, ...]) -> list[str]:
+    """Every value of the short option `letter` (also at the end of a cluster: `-qO FILE`) or the
+    long options `long`, wherever they stand among `args`."""
+    values: list[str] = []
+    for index, arg in enumerate(args):
+        following = args[index + 1] if index + 1 < len(args) else ""
+        if arg.startswith("--"):
+            name, eq, value = arg.partition("=")
+            if name in long:
+                values.append(value if eq else following)
+        elif arg.startswith("-") and letter in arg[1:]:
+            attached = arg[arg.index(letter, 1) + 1:]
+            values.append(attached or following)
+    return [v for v in values if v and v != "-"]
 
 
 def printed_text(name: str, args: Sequence[str], stdin: str | None) -> str | None:

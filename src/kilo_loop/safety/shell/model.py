@@ -13,6 +13,8 @@ UNKNOWN = "\x00"
 HOME = UNKNOWN + "~"
 """The home directory (`~`, `$HOME`): unknown too, but worth naming in messages."""
 
+KEEP = UNKNOWN + "keep"
+"""A declared name with no value (`export NAME`): its value is kept."""
 LITERALLY = "write the command out literally, with no variables, substitutions or decoding in its name or code"
 
 
@@ -123,6 +125,8 @@ def has_option(args: Sequence[str], *options: str) -> bool:
     for arg in args:
         if arg == "--":
             return False
+        if arg.split("=", 1)[0] in options:
+            return True
         if arg.startswith("--"):
             if any(long_option_matches(arg, o) for o in options if o.startswith("--")):
                 return True

@@ -16,7 +16,7 @@ import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
 from kilo_loop.safety.shell.flow import Flow, State, Step, fold
-from kilo_loop.safety.shell.model import HOME, UNKNOWN, Unanalysable
+from kilo_loop.safety.shell.model import HOME, KEEP, UNKNOWN, Unanalysable
 from kilo_loop.safety.shell.words import ansi_c, brace_alternatives
 
 if TYPE_CHECKING:
@@ -372,10 +372,10 @@ class Walker:
             if child.type == "variable_assignment":
                 declared.append(self._assignment(child, state))
             elif child.type == "variable_name":
-                declared.append((self.text(child), UNKNOWN))
+                declared.append((self.text(child), KEEP))
             elif child.is_named:
                 for word in self.fields(child, state):
-                    declared.append((word, UNKNOWN))
+                    declared.append((word, KEEP))
         return declared
 
     # -- words
