@@ -470,3 +470,15 @@ def test_decision_shape() -> None:
 def test_empty_commands_are_allowed(guard: Guard) -> None:
     assert guard.check_command("").decision == "allow"
     assert guard.check_command("  \n ").decision == "allow"
+
+
+# ----------------------------------------------------------------------------- regressions found by the properties
+def test_su_style_c_is_not_taken_from_the_command_after_double_dash(guard: Guard) -> None:
+    assert decide(guard, "runuser -u app -- psql -c 'select 1'") == "allow"
+    assert decide(guard, "runuser -u app -- psql -c 'DROP TABLE t'") == "deny"
+    assert decide(guard, "su me -c 'git push'") == "deny"
+
+
+def test_undecodable_bytes_are_analysed_not_crashed_on(guard: Guard) -> None:
+    decision = guard.check_command(b"\xed; git push".decode("utf-8", "surrogateescape"))
+    assert (decision.decision, decision.rule) == ("deny", "git-push")

@@ -97,7 +97,7 @@ class Walker:
         self.piped_stdin: str | None = None
 
     def text(self, node: Node) -> str:
-        return self.source[node.start_byte:node.end_byte].decode("utf-8", "surrogatepass")
+        return self.source[node.start_byte:node.end_byte].decode("utf-8", "surrogateescape")
 
     # -- statements
     def run(self, root: Node, state: State) -> Flow:
@@ -456,10 +456,10 @@ class Walker:
         for child in node.children:
             if child.type not in _EXPANSIONS:
                 continue
-            out.append(_dquote_literal(self.source[cursor:child.start_byte].decode("utf-8", "surrogatepass")))
+            out.append(_dquote_literal(self.source[cursor:child.start_byte].decode("utf-8", "surrogateescape")))
             out.append(self.expansion(child, state))
             cursor = child.end_byte
-        out.append(_dquote_literal(self.source[cursor:max(cursor, end)].decode("utf-8", "surrogatepass")))
+        out.append(_dquote_literal(self.source[cursor:max(cursor, end)].decode("utf-8", "surrogateescape")))
         return "".join(out)
 
     def expansion(self, node: Node, state: State) -> str:

@@ -146,14 +146,13 @@ def _script_runner(short: str, long: frozenset[str], keys: tuple[str, ...], oper
     def unwrap(args: list[str]) -> Unwrapped:
         opts, i = parse_options(args, short, long)
         script = next((opts[k] for k in keys if k in opts), None)
-        if script is None:  # su and runuser take options after the user name too: `su me -c CMD`
-            later, _ = parse_options(args[i + 1:], short, long)
-            script = next((later[k] for k in keys if k in later), None)
         if script is not None:
             return Unwrapped([], script=script)
         if operands_run and ("-u" in opts or "--user" in opts) and args[i:]:
             return Unwrapped(args[i:])
-        return NOEXEC
+        later, _ = parse_options(args[i + 1:], short, long)  # `su me -c CMD`: options after the user
+        script = next((later[k] for k in keys if k in later), None)
+        return Unwrapped([], script=script) if script is not None else NOEXEC
     return unwrap
 
 
