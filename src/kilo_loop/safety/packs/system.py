@@ -69,6 +69,7 @@ PACK = Pack(
     ),
     text_rules=(
         TextRule("fork-bomb", "a fork bomb exhausts the machine's processes",
-                 re.compile(r"([\w:.]+)\s*\(\s*\)\s*\{[^}]*\1\s*\|\s*\1\s*&")),
+                 # bounded name and body, anchored at a name boundary: linear on long input
+                 re.compile(r"(?<![\w:.])([\w:.]{1,64})\s*\(\s*\)\s*\{[^}]{0,256}?\1\s*\|\s*\1\s*&")),
     ),
 )

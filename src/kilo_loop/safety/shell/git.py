@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kilo_loop.safety.shell.model import parse_options, split_words
 
@@ -78,6 +79,11 @@ def _global_long(arg: str) -> str | None:
 def parse_git_argv(args: Sequence[str]) -> GitCall:
     """Split `git [global options] <subcommand> args…`, expanding `-c alias.X=…` aliases
     (alias names are case-insensitive, like every git config key)."""
+    return _parse_git_argv(tuple(args))
+
+
+@lru_cache(maxsize=512)  # every git rule asks for the same command's split
+def _parse_git_argv(args: tuple[str, ...]) -> GitCall:
     chdirs: list[str] = []
     settings: list[tuple[str, str]] = []
     aliases: dict[str, str] = {}
