@@ -433,18 +433,7 @@ class Walker:
         if raw.startswith("~"):
             user, slash, rest = raw[1:].partition("/")
             raw = (UNKNOWN if user else HOME) + slash + rest
-        if "\\" not in raw:
-            return raw
-        out: list[str] = []
-        i = 0
-        while i < len(raw):
-            if raw[i] == "\\" and i + 1 < len(raw):
-                out.append("" if raw[i + 1] == "\n" else raw[i + 1])
-                i += 2
-            else:
-                out.append(raw[i])
-                i += 1
-        return "".join(out)
+        return _unescape(raw, None)
 
     def _expand_spans(self, node: Node, state: State, heredoc: bool = False) -> str:
         """The content of a double-quoted string or heredoc body: literal text between the
@@ -524,12 +513,18 @@ class Walker:
 
 def _dquote_literal(raw: str) -> str:
     """Literal text inside double quotes: a backslash escapes only `$`, `` ` ``, `"`, `\\`, newline."""
+    return _unescape(raw, '$`"\\\n')
+
+
+def _unescape(raw: str, escapable: str | None) -> str:
+    """Backslash removal: before any character (`escapable` None) or only before those in `escapable`;
+    a backslash-newline disappears."""
     if "\\" not in raw:
         return raw
     out: list[str] = []
     i = 0
     while i < len(raw):
-        if raw[i] == "\\" and i + 1 < len(raw) and raw[i + 1] in '$`"\\\n':
+        if raw[i] == "\\" and i + 1 < len(raw) and (escapable is None or raw[i + 1] in escapable):
             out.append("" if raw[i + 1] == "\n" else raw[i + 1])
             i += 2
         else:

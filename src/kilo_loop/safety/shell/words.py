@@ -35,18 +35,22 @@ def _escape(text: str, i: int, octal_needs_zero: bool) -> tuple[str, int]:
     return _ESCAPES.get(code, "\\" + code), i + 2
 
 
-def ansi_c(body: str) -> str:
-    """The text of `$'body'`: `\\x41`, `\\101` (octal), `\\u0041`, `\\cA`, `\\n`… decoded."""
+def _decode(text: str, octal_needs_zero: bool) -> str:
     out: list[str] = []
     i = 0
-    while i < len(body):
-        if body[i] == "\\" and i + 1 < len(body):
-            text, i = _escape(body, i, octal_needs_zero=False)
-            out.append(text)
+    while i < len(text):
+        if text[i] == "\\" and i + 1 < len(text):
+            decoded, i = _escape(text, i, octal_needs_zero)
+            out.append(decoded)
         else:
-            out.append(body[i])
+            out.append(text[i])
             i += 1
     return "".join(out)
+
+
+def ansi_c(body: str) -> str:
+    """The text of `$'body'`: `\\x41`, `\\101` (octal), `\\u0041`, `\\cA`, `\\n`… decoded."""
+    return _decode(body, octal_needs_zero=False)
 
 
 def printf_text(args: list[str]) -> str | None:
@@ -80,16 +84,7 @@ def printf_text(args: list[str]) -> str | None:
 
 def echo_escapes(text: str) -> str:
     """`echo -e` decoding (octal escapes are written `\\0NNN`)."""
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        if text[i] == "\\" and i + 1 < len(text):
-            decoded, i = _escape(text, i, octal_needs_zero=True)
-            out.append(decoded)
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
+    return _decode(text, octal_needs_zero=True)
 
 
 def brace_alternatives(text: str, limit: int = 64) -> list[str] | None:
