@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from kilo_loop.safety.packs.paths import PathPolicy, in_git_dir, sensitive_file, shown
 from kilo_loop.safety.packs.rules import Pack, Rule, operands
 from kilo_loop.safety.shell.analyze import find_roots
-from kilo_loop.safety.shell.model import UNKNOWN, SimpleCommand, has_option, normalize_path
+from kilo_loop.safety.shell.model import HOME, UNKNOWN, SimpleCommand, has_option, normalize_path
 
 _NAME_TESTS = frozenset({"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex"})
 _DELETERS = frozenset({"rm", "unlink", "shred", "rmdir", "rimraf", "del", "trash", "srm"})
@@ -108,6 +108,17 @@ def _permission_broad(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     return None
 
 
+def _moves_protected(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    """`mv ~ x`, `mv /etc x`, `mv ~/.ssh x`: moving such a path away is as bad as deleting it."""
+    for source in operands(cmd.args, ("-t", "--target-directory", "-S", "--suffix"))[:-1]:
+        if source.rstrip("/") == HOME or sensitive_file(source):
+            return f"it moves {shown(source)!r} away"
+        why = paths.protected(source, cmd.cwds)
+        if why and not in_git_dir(source):
+            return f"it moves {shown(source)!r} away: {why}"
+    return None
+
+
 def _copy_destination(cmd: SimpleCommand) -> list[str]:
     found = operands(cmd.args, ("-t", "--target-directory", "-S", "--suffix", "-m", "--mode", "-o", "-g"))
     target = [a.split("=", 1)[1] for a in cmd.args if a.startswith("--target-directory=")]
@@ -158,6 +169,7 @@ PACK = Pack(
                     "--delete-excluded", "--remove-source-files", "--del"), check=_rsync_delete),
         Rule("recursive-permission-change", "a recursive permission change on a broad path",
              ("chmod", "chown", "chgrp", "setfacl", "chattr"), check=_permission_broad),
+        Rule("mv-protected", "moves a system, home or ssh path away", ("mv",), check=_moves_protected),
         Rule("sensitive-file-write", "writes a login, shell start-up or ssh file", _WRITERS,
              check=_sensitive_write),
         Rule("git-dir-write", "writes inside .git", _WRITERS, check=_git_dir_write),

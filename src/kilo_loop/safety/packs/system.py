@@ -66,6 +66,8 @@ PACK = Pack(
              "pkill" and not operands(c.args, ("-u", "--user", "-s", "--signal"))
              or operands(c.args, ("-s", "--signal", "-u", "--user")) in ([".*"], ["."], ["-1"]) else None),
         Rule("crontab-remove", "removes every cron job", ("crontab",), flags=("-r",)),
+        Rule("crontab-install", "replaces the cron table with jobs that run later, outside the loop", ("crontab",),
+             unless=("-l", "-r", "-e"), check=lambda c, p: "" if operands(c.args, ("-u",)) else None),
     ),
     text_rules=(
         TextRule("fork-bomb", "a fork bomb exhausts the machine's processes",

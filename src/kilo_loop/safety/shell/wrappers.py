@@ -250,6 +250,7 @@ def _ssh(args: list[str]) -> Unwrapped:
     if i >= len(args):
         return Unwrapped([], noexec=True, local_scripts=local)
     host, command = args[i], args[i + 1:]
+    command = command[1:] if command[:1] == ["--"] else command
     if not command:
         return Unwrapped([], noexec=True, local_scripts=local)
     return Unwrapped([], script=" ".join(command), remote=f"ssh {host}", local_scripts=local)
@@ -266,6 +267,18 @@ def _ssh_options(args: list[str]) -> list[tuple[str, str]]:
             key, _, rest = value.partition(" ")
             found.append((key.lower(), f"{key}={rest}"))
     return found
+
+
+_TCL_RUNS = re.compile(r"\b(?:spawn|exec)\s+([^;\n\]\}]+)")
+
+
+def _expect(args: list[str]) -> Unwrapped:
+    """expect runs what its script `spawn`s or `exec`s."""
+    opts, _ = parse_options(args, "cf")
+    if "-f" in opts:
+        return Unwrapped([], script=UNKNOWN)
+    runs = [m.group(1).strip() for m in _TCL_RUNS.finditer(opts.get("-c", ""))]
+    return Unwrapped([], script="\n".join(runs)) if runs else NOEXEC
 
 
 def _kubectl_exec(args: list[str]) -> Unwrapped | None:
@@ -328,6 +341,8 @@ WRAPPERS: dict[str, Unwrap] = {
     "screen": _screen,
     "tmux": _tmux,
     "ssh": _ssh,
+    "sshpass": _plain("pfdP"),
+    "expect": _expect,
     "npx": _npx,
     "pnpx": _npx,
     "bunx": _npx,
