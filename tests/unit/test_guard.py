@@ -482,3 +482,14 @@ def test_su_style_c_is_not_taken_from_the_command_after_double_dash(guard: Guard
 def test_undecodable_bytes_are_analysed_not_crashed_on(guard: Guard) -> None:
     decision = guard.check_command(b"\xed; git push".decode("utf-8", "surrogateescape"))
     assert (decision.decision, decision.rule) == ("deny", "git-push")
+
+
+def test_file_tools_may_not_write_ssh_or_shell_startup_files(guard: Guard) -> None:
+    home = str(Path.home())
+    for tool, key in (("write", "filePath"), ("Write", "file_path"), ("write_file", "file_path"),
+                      ("replace", "file_path")):
+        decision = guard.check_tool_use(tool, {key: f"{home}/.ssh/authorized_keys", "content": "ssh-ed25519 AAAA"})
+        assert (decision.decision, decision.rule) == ("deny", "sensitive-file-write"), (tool, decision)
+    assert guard.check_tool_use("edit", {"filePath": f"{home}/.bashrc"}).denied
+    assert not guard.check_tool_use("write", {"filePath": "/repo/docs/.bashrc.example"}).denied
+    assert not guard.check_tool_use("write", {"filePath": "/repo/src/app.py"}).denied
