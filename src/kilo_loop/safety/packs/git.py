@@ -76,7 +76,7 @@ def _restore_discards(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
 
 
 def _config_runs_code(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
-    found = operands(cmd.args)
+    found = operands(cmd.args, ("-f", "--file", "--blob", "--type", "--default", "--comment", "--value"))
     if has_option(cmd.args, "--get", "--get-all", "--get-regexp", "--list", "-l", "--unset", "--unset-all",
                   "--show-origin", "--name-only") or len(found) < 2:
         return None
@@ -96,6 +96,8 @@ def _global_settings(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
             return f"-c {key}={value} lets git run an ext:: transport command"
         if key.lower() == "core.hookspath":
             return f"-c {key} makes git run hooks from {value!r}"
+        if key.lower() == "include.path" or key.lower().startswith("includeif."):
+            return f"-c {key} pulls in settings from {value!r}, which may run commands"
     if any(a.lower().startswith(("ext::", "fd::")) for a in call.args):
         return "the ext:: transport runs a shell command"
     return None

@@ -314,6 +314,10 @@ class Analyzer:
     def _external(self, name: str, args: list[str], state: State, stdin: str | None,
                   env: Mapping[str, str | None], depth: int) -> Outcome:
         if name in SHELLS:
+            for startup in ("BASH_ENV", "ENV"):  # a non-interactive shell sources these first
+                value = env[startup] if startup in env else state.vars.get(startup)
+                if startup in env or startup in state.vars:
+                    self._run_file(value if value is not None else UNKNOWN, state, depth, None)
             command, reads_stdin, script_file = shell_invocation(args)
             if command is not None:
                 self.script(command, state.child_shell(env), depth + 1)

@@ -19,7 +19,10 @@ EXEC_CONFIG_KEYS = (
 )
 # Environment variables whose value git runs as a command.
 EXEC_ENV = ("GIT_SSH_COMMAND", "GIT_SSH", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_ASKPASS",
-            "GIT_SEQUENCE_EDITOR", "GIT_PROXY_COMMAND", "GIT_CONFIG_PARAMETERS", "GIT_EXEC_PATH")
+            "GIT_SEQUENCE_EDITOR", "GIT_PROXY_COMMAND", "GIT_CONFIG_PARAMETERS", "GIT_EXEC_PATH", "PAGER", "EDITOR",
+            "VISUAL", "SSH_ASKPASS")
+# Options of clone/fetch/push/ls-remote/archive/difftool whose value git runs as a command.
+_EXEC_OPTIONS = ("--upload-pack", "--receive-pack", "--exec", "--extcmd", "--tool-cmd")
 _GIT_LONG_ARG = ("--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix", "--list-cmds",
                  "--exec-path", "--attr-source")
 _GIT_INFO = ("--version", "--help", "--html-path", "--man-path", "--info-path")
@@ -64,7 +67,11 @@ class GitCall:
             scripts += [v for k, v in opts.items() if k in ("-x", "--exec") and v]
         if self.subcommand == "bisect" and args[:1] == ["run"] and len(args) > 1:
             scripts.append(" ".join(args[1:]))
-        return scripts
+        for index, arg in enumerate(args):
+            name, eq, value = arg.partition("=")
+            if name in _EXEC_OPTIONS or (name in ("-u", "-x") and self.subcommand in ("clone", "difftool")):
+                scripts.append(value if eq else (args[index + 1] if index + 1 < len(args) else ""))
+        return [script for script in scripts if script]
 
 
 def _global_long(arg: str) -> str | None:
