@@ -39,11 +39,15 @@ SEDS = frozenset({"sed", "gsed"})
 _EXEC_HINT = re.compile(
     r"\b(system|exec|execSync|execFile|execFileSync|spawn|spawnSync|popen|Popen|call|check_call|check_output|"
     r"run|getoutput|getstatusoutput|shell_exec|passthru|proc_open|Open3|capture2e?|capture3|qx|\$)\s*[({'\"\[]"
+    # a runner reached under another name: every string in the program may be a command
+    r"|\bfrom\s+(?:os|subprocess|pty|commands|posix)\s+import\b|\bimport\s+(?:os|subprocess|pty)\s+as\b"
+    r"|child_process|\bKernel\b|\bIPC::"
 )
 _STRING_LITERAL = re.compile(r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"")
 _LIST_LITERAL = re.compile(r"\[([^\[\]]*)\]")
 _NAME_THEN_LIST = re.compile(r"(['\"])([^'\"\n]*)\1\s*,\s*\[([^\[\]]*)\]")
-_BACKTICKS = re.compile(r"`([^`]*)`|%x\{([^}]*)\}|%x\(([^)]*)\)|qx\{([^}]*)\}|qx\(([^)]*)\)")
+_BACKTICKS = re.compile(r"`([^`]*)`|%x\{([^}]*)\}|%x\(([^)]*)\)|qx\{([^}]*)\}|qx\(([^)]*)\)|qx/([^/]*)/|qx!([^!]*)!"
+                        r"|qx\|([^|]*)\|")
 
 # Program text that computes what it runs, decodes it, or reaches a function by a computed name.
 _RUNS_SOMETHING = r"(?:system|popen|Popen|run|call|check_output|check_call|getoutput|exec[lv]?p?e?|spawn[lv]?p?e?" \

@@ -281,6 +281,17 @@ def _expect(args: list[str]) -> Unwrapped:
     return Unwrapped([], script="\n".join(runs)) if runs else NOEXEC
 
 
+_APPLESCRIPT_SHELL = re.compile(r"do\s+shell\s+script\s+(\"(?:[^\"\\\\]|\\\\.)*\"|\S+)")
+
+
+def _osascript(args: list[str]) -> Unwrapped:
+    """AppleScript's `do shell script "…"` runs a shell command (a non-literal one is unknown)."""
+    code = "\n".join(args[i + 1] for i, a in enumerate(args[:-1]) if a == "-e")
+    runs = [m.group(1) for m in _APPLESCRIPT_SHELL.finditer(code)]
+    scripts = [r[1:-1].replace('\\"', '"') if r.startswith('"') else UNKNOWN for r in runs]
+    return Unwrapped([], script="\n".join(scripts)) if scripts else NOEXEC
+
+
 def _kubectl_exec(args: list[str]) -> Unwrapped | None:
     if not args or args[0] != "exec" or "--" not in args:
         return None
@@ -343,6 +354,7 @@ WRAPPERS: dict[str, Unwrap] = {
     "ssh": _ssh,
     "sshpass": _plain("pfdP"),
     "expect": _expect,
+    "osascript": _osascript,
     "npx": _npx,
     "pnpx": _npx,
     "bunx": _npx,
