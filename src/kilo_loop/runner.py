@@ -251,7 +251,7 @@ def _guard_parts(
 ) -> tuple[Guard | None, dict[str, str]]:
     if not settings.guard:
         return None, {}
-    guard = Guard(settings.guard_deny, settings.guard_allow)
+    guard = Guard(settings.guard_deny, settings.guard_allow, packs=settings.guard_packs)
     name = _CLI_RUNTIMES.get(runtime)
     if name is None:  # dry run or a custom backend: no CLI config to inject into
         return guard, {}
