@@ -475,3 +475,17 @@ def test_property_streaming_equals_whole_text(text: str) -> None:
 @given(st.text(alphabet=string.ascii_lowercase + " .,!?'\n", max_size=300))
 def test_property_text_without_secret_characters_is_unchanged(text: str) -> None:
     assert default_redactor().redact(text) == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TEXT, st.lists(st.integers(min_value=1, max_value=6), max_size=20))
+def test_property_blocks_of_lines_equal_whole_text(text: str, sizes: list[int]) -> None:
+    """``redact_blocks`` (the CLI's path) over any grouping of whole lines gives ``redact``'s result."""
+    lines = [line.encode("utf-8", "surrogatepass") for line in _lines(text)]
+    blocks, at = [], 0
+    for size in [*sizes, len(lines)]:
+        if at < len(lines):
+            blocks.append(b"".join(lines[at:at + size]))
+            at += size
+    out = b"".join(default_redactor().redact_blocks(blocks)).decode("utf-8", "surrogatepass")
+    assert out == default_redactor().redact(text)

@@ -658,6 +658,27 @@ class Redactor:
                 header = b""
                 yield REDACTED
 
+    def redact_blocks(self, blocks: Iterable[bytes]) -> Iterator[bytes]:
+        """Redact a byte stream cut into blocks of whole lines (each block but the last ends with
+        ``\n``), carrying multi-line blocks across them; the output of each block is what
+        ``redact_lines`` gives for its lines.  Bytes that are not UTF-8 pass through unchanged.
+        One scan per block instead of one per line: the fast path for ``kilo-loop redact``."""
+        header = b""
+        for block in blocks:
+            if not self.enabled or not block:
+                yield block
+                continue
+            try:
+                out, opened = self._engine.scan(header + block)
+                if out is not None and not out.startswith(header):  # pragma: no cover - see redact()
+                    raise ValueError("a re-opening header was changed")
+                redacted = block if out is None else out[len(header):]
+                header = opened or b""
+                yield self._redact_extra_bytes(redacted)
+            except Exception:  # noqa: BLE001 - fail closed, never raise
+                header = b""
+                yield (_MARK + b"\n") * block.count(b"\n") + (b"" if block.endswith(b"\n") else _MARK)
+
     def redact_value(self, value: Any) -> Any:
         """Redact strings inside dicts/lists/tuples; keys stay as they are, and a string under a
         secret-named key (``password``, ``apiKey``, ``authorization`` …) is redacted wholesale."""
@@ -695,6 +716,15 @@ class Redactor:
             items = [self._secret(key, item, depth + 1) for item in value]
             return items if isinstance(value, list) else tuple(items)
         return self._value(value, depth)
+
+    def _redact_extra_bytes(self, block: bytes) -> bytes:
+        if not self._extra:
+            return block
+        out = []
+        for line in block.split(b"\n"):
+            text = self._redact_extra(line.decode("utf-8", "surrogateescape"))
+            out.append(text.encode("utf-8", "surrogateescape"))
+        return b"\n".join(out)
 
     def _redact_extra(self, text: str) -> str:
         for pattern in self._extra:
