@@ -41,6 +41,8 @@ positions; Python's ``re`` confirms the exact rule at each (rare) candidate and 
 
 from __future__ import annotations
 
+import binascii
+import bisect
 import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -88,7 +90,12 @@ _COMMENT = re.compile(rb"[ \t]+(?:#|//)")
 _QUOTED = re.compile(rb"\"(?:[^\"\\\r\n]|\\.)*\"|'(?:[^'\\\r\n]|\\.)*'")
 _PEM_START = re.compile(sp.PEM_BEGIN.encode())
 _PEM_END = re.compile(sp.PEM_END.encode())
-_PEM_BODY = re.compile(rb"[ \t]*(?:[A-Za-z0-9+/=]+|\[REDACTED\]|[A-Za-z-]+:[^\r\n]*)?[ \t]*\r?")
+# A body line: base64 (or its redaction), a ``Proc-Type:`` style header, or base64 in a string
+# literal of source code (``"MIIE…\\n" +``).
+_PEM_BODY = re.compile(
+    rb"[ \t]*(?:[A-Za-z0-9+/=]+|\[REDACTED\]|[A-Za-z-]+:[^\r\n]*"
+    rb"|\+?[ \t]*[\"'](?:[A-Za-z0-9+/=]+|\[REDACTED\])(?:\\n)?[\"'][ \t]*[+,]?)?[ \t]*\r?"
+)
 _NESTED_KEY = re.compile(rb"[ \t]*(?:-[ \t]+)?(?:\"[^\"\r\n]*\"|'[^'\r\n]*'|[A-Za-z0-9_.-]+)[ \t]*[:=][ \t]*")
 # An unquoted value that is code, not data: ``token = await fetch_token()``, ``key = os.environ[…]``.
 # Literals inside it are still seen by the token rules (the scan resumes at the value).
@@ -230,8 +237,13 @@ def _basic(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome
     return Outcome(_mark(start, end), end)
 
 
+_HASH_LABELS = (b"h1:", b"sha1:", b"sha256:", b"sha384:", b"sha512:", b"md5:")
+
+
 def _generic(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
     start, end = spans[g + 1]
+    if data.endswith(_HASH_LABELS, max(0, spans[g][0] - 6), spans[g][0] + 1):
+        return Outcome(_SKIP, start)  # go.sum's ``h1:…=``, ``sha256:…``: a content hash
     value = _text(data[start:end].rstrip(b"="))
     # Whatever follows may be redacted later; the verdict must not change when it is (idempotence).
     follows_word = data.startswith(_MARK, end) or end + 1 < len(data) and data[end] in b".@:" and (
@@ -247,7 +259,12 @@ def _key_start(data: bytes, kw_start: int, floor: int) -> int:
     floor = max(floor, kw_start - 128)
     while start > floor and data[start - 1] in _KEY_CHARS:
         start -= 1
+    if start > 0 and data[start - 1] == 0x25 and _HEX2.fullmatch(data, start, start + 2):
+        start = min(start + 2, kw_start)  # ``%3Fapi_key``: the key follows a percent escape
     return start
+
+
+_HEX2 = re.compile(rb"[0-9A-Fa-f]{2}")
 
 
 def _keyword(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
@@ -262,7 +279,8 @@ def _keyword(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outco
     line_start = _line_start(data, key_start)
     eol = _line_end(data, sep_end)
     pos = _HSPACE.match(data, sep_end).end()  # type: ignore[union-attr]
-    is_flag = data.startswith(b"-", key_start)  # --password=… is inline, like --password …
+    # --password=… is inline, like --password …; so is a percent-encoded ``password%3D…``
+    is_flag = data.startswith(b"-", key_start) or data[sep_start] == 0x25
     if line_start >= 0 and not is_flag and _at_line_start(data, line_start, key_start, sep_start):
         indent = _indent(data, line_start, key_start)
         return _line_start_value(data, pos, eol, key, indent, pos > sep_end, data[sep_end - 1] == 0x3A)
@@ -287,7 +305,12 @@ def _at_line_start(data: bytes, line_start: int, key_start: int, sep_start: int)
     return opened is None or data[sep_start] == opened
 
 
+_ENCODED_DELIMITER = re.compile(rb"%(?:2[0267Cc]|3[BbDd]|0[AaDd]|7[Dd]|5[Dd])")
+
+
 def _inline_value(data: bytes, pos: int, eol: int, key: str, sep_start: int, sep_end: int) -> Outcome:
+    if data[sep_start] == 0x25:  # ``password%3Dx%26user%3Dy``: the value ends at an encoded delimiter
+        return _encoded_value(data, pos, eol, key)
     if data[sep_end - 1] == 0x3A and (default := sp.annotation(data, pos, eol)) is not None:
         if default >= eol or data[default:default + 1] in (b"", b",", b")") or _is_name(data, default, eol):
             return Outcome(_SKIP, pos)  # ``auth: AuthTypes | None = DEFAULT,`` — code, no literal
@@ -309,6 +332,15 @@ def _inline_value(data: bytes, pos: int, eol: int, key: str, sep_start: int, sep
             return Outcome(_SKIP, end)  # "Authorization: Bearer" names the scheme, nothing more
         return Outcome(_value_edit(data, following, token.end(), key), token.end())
     return Outcome(_value_edit(data, pos, end, key), pos)
+
+
+def _encoded_value(data: bytes, pos: int, eol: int, key: str) -> Outcome:
+    """A percent-encoded value: up to the next encoded delimiter; ``Bearer%20token`` keeps the scheme."""
+    cut = _ENCODED_DELIMITER.search(data, pos, eol)
+    end = _INLINE_VALUE.match(data, pos, cut.start() if cut else eol).end()  # type: ignore[union-attr]
+    if cut and cut.start() == end and _text(data[pos:end]).lower() in sp.AUTH_SCHEMES:
+        return _encoded_value(data, cut.end(), eol, key)
+    return Outcome(_value_edit(data, pos, end, key) if end > pos else _SKIP, max(end, pos + 1))
 
 
 def _is_code(data: bytes, pos: int, eol: int, key: str) -> bool:
@@ -419,31 +451,206 @@ def _flag(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
 
 def _pem(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
     """Keep the BEGIN/END lines; the rest of the BEGIN line and each body line become [REDACTED].
-    The body ends at the END marker or at the first line that cannot belong to a key."""
-    marker_end = spans[g][1]
+    The body ends at the END marker or at the first line that cannot belong to a key.  A log
+    prefix before the BEGIN marker (``api-1  | ``) is looked for, and kept, on the body lines."""
+    marker_start, marker_end = spans[g]
     eol = _line_end(data, marker_end)
     same_line = _PEM_END.search(data, marker_end, eol)
     if same_line:
         return Outcome(_blank_or_mark(data, marker_end, same_line.start()), same_line.end())
     edits = list(_blank_or_mark(data, marker_end, _content_end(data, marker_end, eol)))
-    line = eol + 1
+    return _pem_body(data, eol + 1, edits, _log_prefix(data, marker_start))
+
+
+_LOG_PREFIX = re.compile(rb"[^\r\n|]{1,60}\|[ \t]*|\[[^\]\r\n]{1,60}\][ \t]*")
+
+
+def _log_prefix(data: bytes, marker_start: int) -> bytes:
+    """``api-1  | `` (docker compose), ``[pod/api/app] `` (kubectl --prefix) before a marker."""
+    line_start = _line_start(data, marker_start)
+    if line_start < 0 or line_start == marker_start:
+        return b""
+    prefix = data[line_start:marker_start]
+    return prefix if _LOG_PREFIX.fullmatch(prefix) else b""
+
+
+def _pem_body(data: bytes, line: int, edits: list[Edit], prefix: bytes) -> Outcome:
+    """Body lines from ``line`` on (after ``prefix`` where they carry it) become [REDACTED], up to
+    the END marker or a line that cannot be key material; at the end of the data the block stays
+    open for the next line."""
     while line < len(data):
         end = _line_end(data, line)
-        closing = _PEM_END.search(data, line, end)
+        body = line + len(prefix) if prefix and data.startswith(prefix, line) else line
+        closing = _PEM_END.search(data, body, end)
         if closing:
-            edits.extend(_blank_or_mark(data, line + _indent(data, line, end), closing.start()))
+            edits.extend(_blank_or_mark(data, body + _indent(data, body, end), closing.start()))
             return Outcome(tuple(edits), closing.end())
-        if not _PEM_BODY.fullmatch(data, line, end):
+        if not _PEM_BODY.fullmatch(data, body, end):
             return Outcome(tuple(edits), line)
-        edits.extend(_blank_or_mark(data, line + _indent(data, line, end), _content_end(data, line, end)))
+        edits.extend(_blank_or_mark(data, body + _indent(data, body, end), _content_end(data, body, end)))
         line = end + 1
-    return Outcome(tuple(edits), len(data), _PEM_HEADER)
+    return Outcome(tuple(edits), len(data), prefix + _PEM_HEADER)
 
 
 def _blank_or_mark(data: bytes, start: int, end: int) -> tuple[Edit, ...]:
-    if not data[start:end].strip() or data[start:end] == _MARK:
+    if not data[start:end].strip(b" \t\"'+,") or data[start:end] == _MARK:
         return _SKIP
     return _mark(start, end)
+
+
+def _arg(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
+    """A password given as a command argument (``mysql -pX``, ``sshpass -p X``, ``password X``)."""
+    start, end = spans[g + 1]
+    if data[start:start + 1] in (b"'", b'"'):
+        start, end = start + 1, end - 1
+    return Outcome(_value_edit(data, start, end, "password"), spans[g + 1][1])
+
+
+def _line_arg(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
+    """Like ``_arg``, when the match is all its line holds (a .netrc or .pgpass entry)."""
+    match_start, value_end = spans[g]
+    line_start = _line_start(data, match_start)
+    eol = _line_end(data, value_end)
+    alone = line_start >= 0 and not data[line_start:match_start].strip() and not data[value_end:eol].strip()
+    if not alone or (rule.name == "pgpass" and _ipv6_like(data[match_start:value_end])):
+        return Outcome(_SKIP, match_start + 1)
+    return _arg(data, spans, g, rule, floor)
+
+
+_IPV6_HEAD = re.compile(rb"(?:[0-9A-Fa-f]{1,4}:){4}")
+
+
+def _ipv6_like(entry: bytes) -> bool:
+    return bool(_IPV6_HEAD.match(entry))
+
+
+_B64_CHARS = re.compile(rb"[A-Za-z0-9+/]*")
+_B64_LINE = re.compile(rb"[A-Za-z0-9+/]+={0,2}")
+_ENV_LINE = re.compile(rb"(?:^|\n)(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_.-]*[ \t]*[=:]")
+_WRAP_WIDTHS = range(60, 80)  # ``base64`` wraps at 76, ``openssl base64`` at 64
+
+
+def _b64_run(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
+    """A run of 40+ base64 characters: an AWS secret access key (exactly 40, random-looking,
+    alone on its line or on a line about AWS), or base64 that decodes to text holding a secret
+    (an encoded env file).  A wrapped blob's following lines go with it."""
+    start = spans[g][0]
+    end = _B64_CHARS.match(data, start).end()  # type: ignore[union-attr]
+    if start > 0 and data[start - 1] in _B64_SET:
+        return Outcome(_SKIP, end)  # the middle of a longer word
+    if end - start == 40 and _aws_secret(data, start, end):
+        return Outcome(_mark(start, end), end)
+    padding = data[end:end + 2]
+    padded = end + len(padding) - len(padding.lstrip(b"="))
+    decoded = _decoded_env_text(data[start:padded])
+    if decoded is None:
+        return Outcome(_SKIP, end)
+    line_start, eol = _line_start(data, start), _line_end(data, padded)
+    whole_line = line_start >= 0 and not data[line_start:start].strip() and not data[padded:eol].strip()
+    if whole_line and padded - start in _WRAP_WIDTHS:
+        # one line of a wrapped blob: a value may run on into the next line, so the blob goes whole
+        return _pem_body(data, eol + 1, list(_mark(start, padded)), b"")
+    if _engine(True).scan(decoded)[0] is None:
+        return Outcome(_SKIP, end)
+    return Outcome(_mark(start, padded), padded)
+
+
+_B64_SET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+
+def _aws_secret(data: bytes, start: int, end: int) -> bool:
+    value = _text(data[start:end])
+    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    if not mixed or not any(c.isdigit() or c in "+/" for c in value) or sp.identifier_like(value):
+        return False
+    line_start = max(_line_start(data, start), 0)
+    eol = _line_end(data, end)
+    alone = not data[line_start:start].strip(b" \t\"'") and not data[end:eol].strip(b" \t\"',;\r")
+    return alone or sp.aws_context(_text(data[line_start:eol]))
+
+
+def _decoded_env_text(run: bytes) -> bytes | None:
+    """The run decoded, when it is base64 of UTF-8 text with ``KEY=value`` lines (an env file)."""
+    usable = len(run) - len(run) % 4
+    try:
+        decoded = binascii.a2b_base64(run[:usable])
+        text = decoded.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    if not text.replace("\n", "").replace("\r", "").replace("\t", "").isprintable():
+        return None
+    return decoded if _ENV_LINE.search(decoded) else None
+
+
+def _csv_header(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
+    """A CSV header naming secret columns (``user,password,host``): in the rows below it with
+    as many cells, those cells are redacted (the rest of each row is scanned as usual)."""
+    match_start = spans[g][0]
+    line_start = _line_start(data, match_start)
+    eol = _line_end(data, match_start)
+    content = _content_end(data, line_start, eol)
+    delimiter = _csv_delimiter(data[line_start:content]) if line_start >= 0 else b""
+    header = _csv_cells(data, line_start, content, delimiter) if delimiter else []
+    columns = sp.csv_secret_columns([_text(data[a:b]) for a, b in header])
+    if not columns:
+        return Outcome(_SKIP, match_start + 1)
+    names = [_text(data[a:b]) for a, b in header]
+    edits: list[Edit] = []
+    line = eol + 1
+    while line < len(data):
+        end = _line_end(data, line)
+        row_end = _content_end(data, line, end)
+        cells = _csv_cells(data, line, row_end, delimiter)
+        if row_end == line or len(cells) != len(header):
+            return Outcome(tuple(edits), line)
+        edits.extend(_csv_row(data, line, row_end, [(cells[i], names[i]) for i in columns]))
+        line = end + 1
+    return Outcome(tuple(edits), len(data), data[line_start:content] + b"\n")
+
+
+def _csv_delimiter(line: bytes) -> bytes:
+    counts = {delimiter: line.count(delimiter) for delimiter in (b",", b";", b"\t")}
+    best = max(counts, key=lambda delimiter: counts[delimiter])
+    return best if counts[best] else b""
+
+
+def _csv_cells(data: bytes, start: int, end: int, delimiter: bytes) -> list[tuple[int, int]]:
+    """Content spans of the cells of one CSV line (quotes stripped); [] when it does not parse."""
+    cells: list[tuple[int, int]] = []
+    pos = start
+    while True:
+        if data.startswith(b'"', pos):
+            close = pos + 1
+            while (close := data.find(b'"', close, end)) >= 0 and data.startswith(b'""', close):
+                close += 2
+            if close < 0:
+                return []
+            cells.append((pos + 1, close))
+            pos = _HSPACE.match(data, close + 1, end).end()  # type: ignore[union-attr]
+        else:
+            found = data.find(delimiter, pos, end)
+            cells.append((pos, end if found < 0 else found))
+            pos = end if found < 0 else found
+        if pos >= end:
+            return cells
+        if not data.startswith(delimiter, pos):
+            return []
+        pos += 1
+        if pos == end:
+            cells.append((end, end))
+            return cells
+
+
+def _csv_row(data: bytes, start: int, end: int, secret_cells: list[tuple[tuple[int, int], str]]) -> tuple[Edit, ...]:
+    pieces, last = [], start
+    for (cell_start, cell_end), name in secret_cells:
+        for edit_start, edit_end, text in _value_edit(data, cell_start, cell_end, name):
+            pieces += [data[last:edit_start], text]
+            last = edit_end
+    row = b"".join(pieces) + data[last:end]
+    rescanned, _ = _engine(True).scan(row)
+    row = rescanned if rescanned is not None else row
+    return () if row == data[start:end] else ((start, end, row),)
 
 
 # floor: where the previous edit ended; what lies before it is about to change, so look no further back.
@@ -458,6 +665,10 @@ _HANDLERS: dict[Kind, Handler] = {
     Kind.BEARER: _bearer,
     Kind.BASIC: _basic,
     Kind.GENERIC: _generic,
+    Kind.ARG: _arg,
+    Kind.LINE_ARG: _line_arg,
+    Kind.B64_RUN: _b64_run,
+    Kind.CSV_HEADER: _csv_header,
 }
 
 
@@ -548,6 +759,46 @@ def _word_end(data: bytes, end: int) -> int:
     return _ALNUM_RUN.match(data, end).end()  # type: ignore[union-attr]
 
 
+def _apply_edits(data: bytes, edits: Sequence[Edit]) -> bytes | None:
+    if not edits:
+        return None
+    pieces, last = [], 0
+    for start, end, replacement in edits:
+        pieces += [data[last:start], replacement]
+        last = end
+    pieces.append(data[last:])
+    return b"".join(pieces)
+
+
+_ANSI = re.compile(rb"\x1b\[[0-9;:?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b\r\n]*(?:\x07|\x1b\\\\)|\x1b[@-Z\\-_]")
+
+
+def _strip_ansi(data: bytes) -> tuple[bytes, list[tuple[int, int]]]:
+    """The text without escape sequences, and for each removed sequence (position in the
+    stripped text, total bytes removed up to and including it)."""
+    removed: list[tuple[int, int]] = []
+    pieces, last, total = [], 0, 0
+    for match in _ANSI.finditer(data):
+        pieces.append(data[last:match.start()])
+        total += match.end() - match.start()
+        removed.append((match.start() - (total - (match.end() - match.start())), total))
+        last = match.end()
+    pieces.append(data[last:])
+    return b"".join(pieces), removed
+
+
+def _through_ansi(edits: list[Edit], removed: list[tuple[int, int]]) -> list[Edit]:
+    """Edits on the stripped text moved onto the original: sequences right before an edit or
+    right after it stay; those inside go with the redacted span."""
+    positions = [position for position, _ in removed]
+
+    def shift(position: int, inclusive: bool) -> int:
+        index = (bisect.bisect_right if inclusive else bisect.bisect_left)(positions, position)
+        return position + (removed[index - 1][1] if index else 0)
+
+    return [(shift(start, True), shift(end, False), text) for start, end, text in edits]
+
+
 class Engine:
     """Scans UTF-8 bytes with one alternation and applies the matched rules' edits."""
 
@@ -561,8 +812,19 @@ class Engine:
             group += 1 + re.compile(rule.pattern).groups
 
     def scan(self, data: bytes) -> tuple[bytes | None, bytes | None]:
-        """(redacted bytes or None when nothing changed, header re-opening an unfinished block)."""
-        pieces: list[bytes] = []
+        """(redacted bytes or None when nothing changed, header re-opening an unfinished block).
+        Terminal colour codes are looked through: a key split by them is still found, and the
+        codes inside a redacted span go with it."""
+        if b"\x1b" in data:
+            plain, removed = _strip_ansi(data)
+            if removed:
+                edits, open_block = self._edits(plain)
+                return _apply_edits(data, _through_ansi(edits, removed)), open_block
+        edits, open_block = self._edits(data)
+        return _apply_edits(data, edits), open_block
+
+    def _edits(self, data: bytes) -> tuple[list[Edit], bytes | None]:
+        edits: list[Edit] = []
         last = pos = 0
         open_block: bytes | None = None
         size = len(data)
@@ -571,17 +833,13 @@ class Engine:
             if spans is None:
                 break
             outcome = _settle(data, spans[0][0], self._apply(data, spans, last))
-            for start, end, replacement in outcome.edits:
-                if start >= last:
-                    pieces.append(data[last:start])
-                    pieces.append(replacement)
-                    last = end
+            for edit in outcome.edits:
+                if edit[0] >= last:
+                    edits.append(edit)
+                    last = edit[1]
             open_block = outcome.open_block
             pos = max(outcome.resume, last, spans[0][0] + 1)
-        if not pieces:
-            return None, open_block
-        pieces.append(data[last:])
-        return b"".join(pieces), open_block
+        return edits, open_block
 
     def _apply(self, data: bytes, spans: Spans, floor: int) -> Outcome:
         for group, handler, rule in self._dispatch:
