@@ -44,6 +44,7 @@ class Rule:
     kind: Kind
     check: str = ""  # name of an extra validator for KEEP_PREFIX rules ("" = none)
     scan: str = ""  # candidate pattern for the RE2 pass when the automatic loosening is too loose
+    lane: str = "main"  # rules of one lane share an RE2 DFA (see ``scan_lanes``)
 
 
 # --- key words --------------------------------------------------------------------------------
@@ -468,8 +469,15 @@ CSV_HEADER_RE = (
     f"{_CSV_WORD}{_CSV_NAME}\"?[ \t]*[,;\t]"
     f"|[,;\t][ \t]*\"?{_CSV_NAME}?{_CSV_WORD}{_CSV_NAME}\"?[ \t]*(?:[,;\t]|\r?\n)"
 )
-# 40+ base64 characters: an AWS secret access key standing alone, or a base64-encoded env file.
-B64_RUN_RE = "[A-Za-z0-9+/]{40}"
+# 40+ base64 characters with an upper-case letter (an AWS secret access key, a base64-encoded
+# env file; not a hex SHA): tiered by where the first upper-case letter sits, so every such run
+# is found at its start without a counter that spans the whole run.
+_B64_LOWER = "[a-z0-9+/]"
+_B64_ANY = "[A-Za-z0-9+/]"
+B64_RUN_RE = (
+    f"{_B64_LOWER}{{0,9}}[A-Z]{_B64_ANY}{{29}}|{_B64_LOWER}{{10,19}}[A-Z]{_B64_ANY}{{19}}"
+    f"|{_B64_LOWER}{{20,29}}[A-Z]{_B64_ANY}{{9}}|{_B64_LOWER}{{30}}{_B64_LOWER}*[A-Z]"
+)
 
 
 def _prefixed_rule(name: str, prefix: str, body: str) -> Rule:
@@ -504,7 +512,7 @@ RULES: tuple[Rule, ...] = (
     Rule("generic", f"[=:][ \t]*(?:\\\\?[\"'])?((?:{_GENERIC_VALUE})={{0,2}})", Kind.GENERIC,
          scan=f"[=:][ \t]*(?:\\\\?[\"'])?(?:{_GENERIC_SCAN})"),
     Rule("csv_header", CSV_HEADER_RE, Kind.CSV_HEADER),
-    Rule("b64_run", B64_RUN_RE, Kind.B64_RUN, scan=B64_RUN_RE),
+    Rule("b64_run", B64_RUN_RE, Kind.B64_RUN, scan=B64_RUN_RE, lane="b64"),
 )
 
 
@@ -527,3 +535,11 @@ def _loosen(pattern: str) -> str:
 def scan_pattern(rules: tuple[Rule, ...] = RULES) -> str:
     """The candidate-finding alternation (no captures needed)."""
     return "|".join(f"(?:{rule.scan or _loosen(rule.pattern)})" for rule in rules)
+
+
+def scan_lanes(rules: tuple[Rule, ...] = RULES) -> list[str]:
+    """One candidate alternation per lane, in order of first appearance."""
+    lanes: dict[str, list[Rule]] = {}
+    for rule in rules:
+        lanes.setdefault(rule.lane, []).append(rule)
+    return [scan_pattern(tuple(members)) for members in lanes.values()]
