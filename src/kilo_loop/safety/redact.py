@@ -536,8 +536,8 @@ def _b64_run(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outco
     (an encoded env file).  A wrapped blob's following lines go with it."""
     start = spans[g][0]
     end = _B64_CHARS.match(data, start).end()  # type: ignore[union-attr]
-    if start > 0 and data[start - 1] in _B64_SET:
-        return Outcome(_SKIP, end)  # the middle of a longer word
+    if end - start < 40 or start > 0 and data[start - 1] in _B64_SET:
+        return Outcome(_SKIP, end)  # too short, or the middle of a longer word
     if end - start == 40 and _aws_secret(data, start, end):
         return Outcome(_mark(start, end), end)
     padding = data[end:end + 2]
@@ -724,18 +724,21 @@ def _searcher(precise: re.Pattern[bytes], lanes: Sequence[bytes]) -> Searcher:
 
     def start(data: bytes) -> Search:
         size = len(data)
-        # per lane: (searched from, candidate found there or -1), valid for any pos in between
-        cache = [(size + 1, -1)] * len(finders)
+        # per lane: where it was last searched from and what it found there (-1: nothing); the
+        # answer holds for any later position up to the candidate found
+        since = [size + 1] * len(finders)
+        found = [-1] * len(finders)
+        lanes = range(len(finders))
 
         def nearest(pos: int) -> int:
             best = -1
-            for index, finder in enumerate(finders):
-                since, found = cache[index]
-                if not (since <= pos and (found < 0 or pos <= found)):
-                    found = finder(data, pos)
-                    cache[index] = (pos, found)
-                if found >= 0 and (best < 0 or found < best):
-                    best = found
+            for lane in lanes:
+                candidate = found[lane]
+                if since[lane] > pos or (0 <= candidate < pos):
+                    candidate = found[lane] = finders[lane](data, pos)
+                    since[lane] = pos
+                if candidate >= 0 and (best < 0 or candidate < best):
+                    best = candidate
             return best
 
         def search(pos: int) -> Found | None:

@@ -474,10 +474,9 @@ CSV_HEADER_RE = (
 # is found at its start without a counter that spans the whole run.
 _B64_LOWER = "[a-z0-9+/]"
 _B64_ANY = "[A-Za-z0-9+/]"
-B64_RUN_RE = (
-    f"{_B64_LOWER}{{0,9}}[A-Z]{_B64_ANY}{{29}}|{_B64_LOWER}{{10,19}}[A-Z]{_B64_ANY}{{19}}"
-    f"|{_B64_LOWER}{{20,29}}[A-Z]{_B64_ANY}{{9}}|{_B64_LOWER}{{30}}{_B64_LOWER}*[A-Z]"
-)
+B64_RUN_RE = "|".join(
+    f"{_B64_LOWER}{{{low},{low + 1}}}[A-Z]{_B64_ANY}{{{38 - low}}}" for low in range(0, 38, 2)
+) + f"|{_B64_LOWER}{{38}}{_B64_LOWER}*[A-Z]"
 
 
 def _prefixed_rule(name: str, prefix: str, body: str) -> Rule:
