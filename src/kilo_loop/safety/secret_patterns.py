@@ -44,7 +44,7 @@ class Rule:
     kind: Kind
     check: str = ""  # name of an extra validator for KEEP_PREFIX rules ("" = none)
     scan: str = ""  # candidate pattern for the RE2 pass when the automatic loosening is too loose
-    lane: str = "main"  # rules of one lane share an RE2 DFA (see ``scan_lanes``)
+    lane: str = ""  # rules of one lane share an RE2 DFA; "" = the lane of the rule's kind
 
 
 # --- key words --------------------------------------------------------------------------------
@@ -536,9 +536,17 @@ def scan_pattern(rules: tuple[Rule, ...] = RULES) -> str:
     return "|".join(f"(?:{rule.scan or _loosen(rule.pattern)})" for rule in rules)
 
 
+# Fixed token shapes, assignments, command arguments: each family in its own RE2 DFA keeps the
+# number of states (and the time a cold process spends building them) down.
+_KIND_LANES = {
+    Kind.PEM: "tokens", Kind.USERINFO: "tokens", Kind.KEEP_PREFIX: "tokens", Kind.BEARER: "tokens",
+    Kind.BASIC: "tokens", Kind.CURL_USER: "tokens", Kind.ARG: "arguments", Kind.LINE_ARG: "arguments",
+}
+
+
 def scan_lanes(rules: tuple[Rule, ...] = RULES) -> list[str]:
     """One candidate alternation per lane, in order of first appearance."""
     lanes: dict[str, list[Rule]] = {}
     for rule in rules:
-        lanes.setdefault(rule.lane, []).append(rule)
+        lanes.setdefault(rule.lane or _KIND_LANES.get(rule.kind, "assignments"), []).append(rule)
     return [scan_pattern(tuple(members)) for members in lanes.values()]
