@@ -44,11 +44,16 @@ def _pem(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
     return _pem_body(data, eol + 1, edits, _log_prefix(data, marker_start))
 
 
-_LOG_PREFIX = re.compile(rb"[^\r\n|]{1,60}\|[ \t]*|\[[^\]\r\n]{1,60}\][ \t]*")
+# A log line's prefix: ``api-1  | `` (docker compose), ``[pod/api/app] `` (kubectl --prefix), a
+# timestamp, or a timestamp and one of those.
+_TIMESTAMP = rb"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.,]+(?:Z|[+-][0-9:]+)?[ \t]+"
+_LOG_PREFIX = re.compile(
+    rb"(?:" + _TIMESTAMP + rb")?(?:[^\r\n|]{1,60}\|[ \t]*|\[[^\]\r\n]{1,60}\][ \t]*)|" + _TIMESTAMP
+)
 
 
 def _log_prefix(data: bytes, marker_start: int) -> bytes:
-    """``api-1  | `` (docker compose), ``[pod/api/app] `` (kubectl --prefix) before a marker."""
+    """The log prefix before a BEGIN marker, or b"" (nothing, or not a log prefix)."""
     line_start = _line_start(data, marker_start)
     if line_start < 0 or line_start == marker_start:
         return b""
@@ -57,12 +62,13 @@ def _log_prefix(data: bytes, marker_start: int) -> bytes:
 
 
 def _pem_body(data: bytes, line: int, edits: list[Edit], prefix: bytes) -> Outcome:
-    """Body lines from ``line`` on (after ``prefix`` where they carry it) become [REDACTED], up to
-    the END marker or a line that cannot be key material; at the end of the data the block stays
-    open for the next line."""
+    """Body lines from ``line`` on become [REDACTED], up to the END marker or a line that cannot be
+    key material; at the end of the data the block stays open for the next line.  When the BEGIN
+    line had a log prefix, each body line's own prefix (its timestamp may differ) stays."""
     while line < len(data):
         end = _line_end(data, line)
-        body = line + len(prefix) if prefix and data.startswith(prefix, line) else line
+        own = _LOG_PREFIX.match(data, line, end) if prefix else None
+        body = own.end() if own else line
         closing = _PEM_END.search(data, body, end)
         if closing:
             edits.extend(_blank_or_mark(data, body + _indent(data, body, end), closing.start()))
@@ -108,6 +114,7 @@ def _ipv6_like(entry: bytes) -> bool:
 
 _B64_CHARS = re.compile(rb"[A-Za-z0-9+/]*")
 _ENV_LINE = re.compile(rb"(?:^|\n)(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_.-]*[ \t]*[=:]")
+_KEY_VALUE = re.compile(rb"[A-Za-z_][A-Za-z0-9_.-]*[\"']?[ \t]*[=:]")
 _WRAP_WIDTHS = range(60, 80)  # ``base64`` wraps at 76, ``openssl base64`` at 64
 
 
@@ -123,13 +130,13 @@ def _b64_run(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outco
         return Outcome(_mark(start, end), end)
     padding = data[end:end + 2]
     padded = end + len(padding) - len(padding.lstrip(b"="))
-    decoded = _decoded_env_text(data[start:padded])
-    if decoded is None:
+    decoded = _decoded_text(data[start:padded])
+    if decoded is None or not _KEY_VALUE.search(decoded):
         return Outcome(_SKIP, end)
     line_start, eol = _line_start(data, start), _line_end(data, padded)
     whole_line = line_start >= 0 and not data[line_start:start].strip() and not data[padded:eol].strip()
-    if whole_line and padded - start in _WRAP_WIDTHS:
-        # one line of a wrapped blob: a value may run on into the next line, so the blob goes whole
+    if whole_line and padded - start in _WRAP_WIDTHS and _ENV_LINE.search(decoded):
+        # one line of a wrapped env file: a value may run on into the next line, so the blob goes whole
         return _pem_body(data, eol + 1, list(_mark(start, padded)), b"")
     if rescan(decoded) is None:
         return Outcome(_SKIP, end)
@@ -150,17 +157,15 @@ def _aws_secret(data: bytes, start: int, end: int) -> bool:
     return alone or sp.aws_context(_text(data[line_start:eol]))
 
 
-def _decoded_env_text(run: bytes) -> bytes | None:
-    """The run decoded, when it is base64 of UTF-8 text with ``KEY=value`` lines (an env file)."""
+def _decoded_text(run: bytes) -> bytes | None:
+    """The run decoded, when it is base64 of printable UTF-8 text."""
     usable = len(run) - len(run) % 4
     try:
         decoded = binascii.a2b_base64(run[:usable])
         text = decoded.decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):
         return None
-    if not text.replace("\n", "").replace("\r", "").replace("\t", "").isprintable():
-        return None
-    return decoded if _ENV_LINE.search(decoded) else None
+    return decoded if text.replace("\n", "").replace("\r", "").replace("\t", "").isprintable() else None
 
 
 def _csv_header(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:

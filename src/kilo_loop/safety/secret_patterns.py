@@ -66,7 +66,10 @@ KEYWORD_RE = (
     "|[_.-]pass)"
     "|[A-Z0-9]_KEY(?:_(?:ID|VALUE|SECRET|DATA|STRING))?"
 )
-KEY_SEPARATOR_RE = "(?:(?:\\\\?[\"'])?[ \t]*(?::=|=>|===?|!==?|=|:)|%3[Dd]|%3[Aa](?:%20)?)"
+KEY_SEPARATOR_RE = (
+    "(?:(?:\\\\?[\"'])?[ \t]*(?::=|=>|===?|!==?|=|:)"
+    "|(?:%2[27])?(?:%3[Dd]|%3[Aa])(?:%20)*(?:%2[27])?)"  # percent-encoded: %3D, %22%3A%22
+)
 FLAG_WORD_RE = "(?i:password|passwd|pass|pwd|token|secret|key|auth|credentials?|cookie|passphrase)"
 
 _STRONG_WORDS = frozenset(
@@ -342,11 +345,13 @@ def discord_token_like(token: str) -> bool:
     return decoded.isdigit()
 
 
-_AWS_CONTEXT_RE = re.compile(r"aws|amazon|\bs3\b|(?:AKIA|ASIA)[A-Z0-9]{16}|secret.?access", re.IGNORECASE)
+_AWS_CONTEXT_RE = re.compile(
+    r"aws|amazon|\bs3\b|(?:AKIA|ASIA)[A-Z0-9]{16}|secret|credential", re.IGNORECASE
+)
 
 
 def aws_context(line: str) -> bool:
-    """The line speaks of AWS (an access key id, ``aws``, ``secret access``)."""
+    """The line speaks of AWS or of a secret (an access key id, ``aws``, ``secret``)."""
     return bool(_AWS_CONTEXT_RE.search(line))
 
 
@@ -458,7 +463,8 @@ _ARG_RULES: tuple[Rule, ...] = (
 _URL_VALUE = "[A-Za-z0-9%+/=_-]{16,}"
 _URL_SIGNATURE_RULES: tuple[Rule, ...] = (
     Rule("azure_sas", f"((?:[?&;]|&amp;)sig=){_URL_VALUE}", Kind.KEEP_PREFIX),
-    Rule("s3_presigned", f"((?i:x-amz-signature|x-amz-security-token)=){_URL_VALUE}", Kind.KEEP_PREFIX),
+    Rule("s3_presigned", f"((?i:x-amz-signature|x-amz-security-token|x-goog-signature)=){_URL_VALUE}",
+         Kind.KEEP_PREFIX),
     Rule("signature_param", f"([?&](?:Signature|signature)=){_URL_VALUE}", Kind.KEEP_PREFIX),
 )
 
