@@ -11,6 +11,9 @@ All values in the corpus are randomly generated fakes.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tomllib
 from collections import defaultdict
 from pathlib import Path
@@ -91,3 +94,19 @@ def test_secret_is_gone_in_every_mode(redactor: Redactor, case: dict[str, Any]) 
 def test_clean_line_passes_unchanged(redactor: Redactor, case: dict[str, Any]) -> None:
     assert redactor.redact(case["text"]) == case["text"]
     assert "".join(redactor.redact_lines(_lines(case["text"]))) == case["text"]
+
+
+def test_the_cli_removes_every_secret_end_to_end(redactor: Redactor) -> None:
+    """The whole corpus through ``python -m kilo_loop redact`` (a real subprocess and pipe): the
+    output is what ``Redactor.redact`` gives, with no secret left and every clean line intact."""
+    text = "\n".join(case["text"] for case in [*SECRETS, *CLEAN]) + "\n"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    done = subprocess.run(
+        [sys.executable, "-m", "kilo_loop", "redact"], input=text.encode(), capture_output=True,
+        env=env, timeout=120, check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    out = done.stdout.decode()
+    assert out == redactor.redact(text)
+    assert not [secret for case in SECRETS for secret in case["secrets"] if secret in out]
+    assert all(case["text"] in out for case in CLEAN)
