@@ -89,6 +89,8 @@ def _blank_or_mark(data: bytes, start: int, end: int) -> tuple[Edit, ...]:
 def _arg(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
     """A password given as a command argument (``mysql -pX``, ``sshpass -p X``, ``password X``)."""
     start, end = spans[g + 1]
+    if rule.check and not sp.CHECKS[rule.check](_text(data[spans[g][0]:end])):
+        return Outcome(_SKIP, spans[g][0] + 1)
     if data[start:start + 1] in (b"'", b'"'):
         start, end = start + 1, end - 1
     return Outcome(_value_edit(data, start, end, "password"), spans[g + 1][1])

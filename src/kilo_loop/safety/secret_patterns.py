@@ -364,10 +364,18 @@ def csv_secret_columns(fields: list[str]) -> tuple[int, ...]:
     names = [field.strip().strip('"').strip() for field in fields]
     if len(names) < 2 or not all(_CSV_FIELD_RE.fullmatch(name) for name in names):
         return ()
+    if any(" " in name for name in names) and not all(name[0].isupper() for name in names):
+        return ()  # "tokens, passwords, and secrets": prose, not a header ("Secret access key" is)
     return tuple(index for index, name in enumerate(names) if is_secret_key(name.replace(" ", "_")))
 
 
-CHECKS = {"openai": openai_key_like, "discord": discord_token_like}
+def datadog_key_like(match: str) -> bool:
+    """32 hex digits (an API key) after "datadog"; 40 (an application key, or a git SHA) only
+    when the text names an application key."""
+    return len(match) - len(match.rstrip("0123456789abcdef")) < 40 or "app" in match.lower()
+
+
+CHECKS = {"openai": openai_key_like, "discord": discord_token_like, "datadog": datadog_key_like}
 
 
 # --- the table --------------------------------------------------------------------------------
@@ -455,7 +463,7 @@ _ARG_RULES: tuple[Rule, ...] = (
          Kind.LINE_ARG),
     # Datadog API (32 hex) and application (40 hex) keys named in prose or a header
     Rule("datadog", "(?i:datadog|\\bdd[ _-]?(?:api|app(?:lication)?))[^\r\n]{0,80}?\\b([0-9a-f]{32}(?:[0-9a-f]{8})?)\\b",
-         Kind.ARG),
+         Kind.ARG, "datadog"),
 )
 
 # Signatures and tokens inside URLs: Azure SAS (sig=), S3 presigned (X-Amz-Signature=, the STS
