@@ -174,6 +174,7 @@ def _project_guess() -> Path | None:
 
 
 def _register_subcommands() -> None:
+    from kilo_loop.commands.fleet import fleet_command, submit_command, worker_command
     from kilo_loop.commands.guard import guard_group
     from kilo_loop.commands.new_plan import new_plan_command
     from kilo_loop.commands.redact import redact_command
@@ -185,6 +186,9 @@ def _register_subcommands() -> None:
     main.add_command(revert_command, "revert")
     main.add_command(report_command, "report")
     main.add_command(new_plan_command, "new-plan")
+    main.add_command(worker_command, "worker")
+    main.add_command(submit_command, "submit")
+    main.add_command(fleet_command, "fleet")
 
 
 _register_subcommands()

@@ -1,0 +1,111 @@
+"""The fleet with a real redis-server on a free loopback port and real worker processes."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from kilo_loop.fleet.local import LocalWorker, RedisServer
+from kilo_loop.fleet.store import FleetStore
+from tests.fleet.support import agent_binary, goal, init_repo, loop_env, stage, write_goal
+
+pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path / "redis").start()
+    yield server
+    server.stop()
+
+
+def submit(broker: str, repo: Path, goal_path: Path, env: dict[str, str], *flags: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "kilo_loop", "submit", "--broker", broker, "--repo", str(repo), "--goal",
+         str(goal_path), *flags], env=env, capture_output=True, text=True, check=False, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def events_of(store: FleetStore, run_id: str) -> list[dict[str, object]]:
+    return [event for _, event in store.events_after(run_id, count=1_000_000)]
+
+
+def test_twelve_jobs_over_three_workers_each_run_exactly_once(tmp_path: Path, redis_server: RedisServer) -> None:
+    repo = init_repo(tmp_path / "repo")
+    env = loop_env(agent_binary(tmp_path))
+    store = FleetStore.from_url(redis_server.url)
+    workers = [LocalWorker(redis_server.url, tmp_path / f"w{n}", env).start() for n in range(3)]
+    try:
+        run_ids = []
+        for n in range(12):
+            plan = write_goal(tmp_path / "plans" / f"p{n}.json", goal(
+                f"plan {n}", stage("s1", {"write": {f"f{n}.txt": f"{n}\n"}, "sleep": 0.3})))
+            run_ids.append(submit(redis_server.url, repo, plan, env, "-n", "2"))
+        wait_for(lambda: all(store.result(r) for r in run_ids), 240, "12 results")
+    finally:
+        for worker in workers:
+            worker.stop()
+    workers_used = set()
+    for n, run_id in enumerate(run_ids):
+        result = store.result(run_id)
+        assert result["status"] == b"done", (run_id, result.get("status"))
+        assert f"+{n}".encode() in result["patch"]
+        assert b"# Run " in result["report"] and result["archive"][:2] == b"\x1f\x8b"
+        started = [e for e in events_of(store, run_id) if e["type"] == "run-started"]
+        assert len(started) == 1, "each job ran exactly once"
+        workers_used.add(store.meta(run_id)["worker"])
+    assert len(workers_used) >= 2, "the jobs were spread over the workers"
+    assert not (repo / "f0.txt").exists(), "the submitted repository itself is never written"
+
+
+def test_a_killed_worker_s_job_resumes_on_another_from_where_it_was(tmp_path: Path,
+                                                                     redis_server: RedisServer) -> None:
+    repo = init_repo(tmp_path / "repo")
+    env = loop_env(agent_binary(tmp_path), KILO_LOOP_FLEET_HEARTBEAT_MS="2000")
+    store = FleetStore.from_url(redis_server.url)
+    stages = [stage(f"s{n}", {"append": {"log.txt": f"{n}\n"}, "sleep": 1.0}) for n in range(1, 5)]
+    plan = write_goal(tmp_path / "plan.json", goal("long plan", *stages))
+    first = LocalWorker(redis_server.url, tmp_path / "w1", env).start()
+    run_id = submit(redis_server.url, repo, plan, env, "-n", "6")
+    second: LocalWorker | None = None
+    try:
+        wait_for(lambda: any(e["type"] == "iteration-finished" and e.get("iteration") == 2
+                             for e in events_of(store, run_id)), 120, "two iterations on the first worker")
+        first.kill()
+        second = LocalWorker(redis_server.url, tmp_path / "w2", env).start()
+        wait_for(lambda: bool(store.result(run_id)), 180, "the job to finish on the second worker")
+    finally:
+        first.kill()
+        if second is not None:
+            second.stop()
+    result = store.result(run_id)
+    assert result["status"] == b"done"
+    meta = store.meta(run_id)
+    assert meta["resumed"] == "1" and meta["worker"].split(":")[1] == str(second.process.pid)  # type: ignore[union-attr]
+    events = events_of(store, run_id)
+    seqs = [int(e["seq"]) for e in events]  # type: ignore[call-overload]
+    assert seqs == list(range(1, len(seqs) + 1)), "the fleet view sees one continuous stream"
+    iterations = [e for e in events if e["type"] == "iteration-started"]
+    assert len(iterations) <= 5, [(e["seq"], e["message"]) for e in events if e["level"] in ("heading", "warn", "error")]
+    patch = result["patch"].decode()
+    for n in range(1, 5):
+        assert f"+{n}" in patch
+    state = orjson.loads(store.client.get(f"kilo-loop:run:{run_id}:state"))
+    assert [s["status"] for s in state["stages"]] == ["done"] * 4
