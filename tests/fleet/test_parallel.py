@@ -48,7 +48,7 @@ def test_three_plans_two_at_a_time_all_land(tmp_path: Path) -> None:
         goals += ["--goal", str(write_goal(project / "plans" / f"{name}.json", goal(
             f"plan {name}", stage("s1", {"write": {f"{name}.txt": f"{name}\n"}, "sleep": 0.5}),
             stage("s2", {"append": {f"{name}.txt": "more\n"}}))))]
-    result = run(project, loop_env(agent_binary(tmp_path)), *goals, "--parallel", "2", "-n", "3")
+    result = run(project, loop_env(agent_binary(tmp_path)), *goals, "--parallel", "2", "-n", "3", "--no-dashboard")
     assert result.returncode == 0, result.stdout + result.stderr
     for name in ("a", "b", "c"):
         assert (project / f"{name}.txt").read_text() == f"{name}\nmore\n"
@@ -67,7 +67,7 @@ def test_two_plans_on_the_same_lines_one_lands_one_conflicts(tmp_path: Path) -> 
     for name, delay in (("first", 0.2), ("second", 1.5)):
         goals += ["--goal", str(write_goal(project / "plans" / f"{name}.json", goal(
             name, stage("s1", {"write": {"shared.txt": f"one\n{name}\nthree\n"}, "sleep": delay}))))]
-    result = run(project, loop_env(agent_binary(tmp_path)), *goals, "--parallel", "2", "-n", "2")
+    result = run(project, loop_env(agent_binary(tmp_path)), *goals, "--parallel", "2", "-n", "2", "--no-dashboard")
     out = result.stdout + result.stderr
     assert result.returncode == 1, out
     assert (project / "shared.txt").read_text() == "one\nfirst\nthree\n", "the first to finish lands whole"
@@ -83,7 +83,7 @@ def test_merge_never_saves_the_patch_and_applies_nothing(tmp_path: Path) -> None
     project = init_repo(tmp_path / "repo")
     path = write_goal(project / "plans" / "a.json", goal("a", stage("s1", {"write": {"new.txt": "x\n"}})))
     result = run(project, loop_env(agent_binary(tmp_path)), "--goal", str(path), "--parallel", "1",
-                 "--merge", "never", "-n", "2")
+                 "--merge", "never", "-n", "2", "--no-dashboard")
     assert result.returncode == 0, result.stdout + result.stderr
     assert not (project / "new.txt").exists()
     patches = list((project / ".kilocode-loop" / "worktrees").glob("*.patch"))
@@ -98,7 +98,7 @@ def test_ctrl_c_leaves_every_worktree_resumable(tmp_path: Path) -> None:
     for name in ("a", "b"):
         goals += ["--goal", str(write_goal(project / "plans" / f"{name}.json", goal(
             name, stage("s1", {"write": {f"{name}.txt": "x\n"}, "sleep": 3}), stage("s2", {"sleep": 3}))))]
-    proc = subprocess.Popen([sys.executable, "-m", "kilo_loop", *goals, "--parallel", "2", "-n", "3"],
+    proc = subprocess.Popen([sys.executable, "-m", "kilo_loop", *goals, "--parallel", "2", "-n", "3", "-p", "0"],
                             cwd=project, env=loop_env(agent_binary(tmp_path)), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
@@ -116,7 +116,7 @@ def test_ctrl_c_leaves_every_worktree_resumable(tmp_path: Path) -> None:
     run_id = kept[0].name
     plan = "a" if run_id.endswith("-a") else "b"
     result = run(project, loop_env(agent_binary(tmp_path)), "--goal", f"plans/{plan}.json", "--parallel", "1",
-                 "--resume", run_id, "-n", "3")
+                 "--resume", run_id, "-n", "3", "--no-dashboard")
     assert result.returncode == 0, result.stdout + result.stderr
     assert (project / f"{plan}.txt").read_text() == "x\n"
     assert not kept[0].exists()

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from kilo_loop.fleet.child import plan_flags
-from kilo_loop.fleet.parallel import MergeMode, run_parallel
+from kilo_loop.fleet.parallel import DashboardFactory, MergeMode, run_parallel
 from kilo_loop.fleet.worktree import WorktreeError
 from kilo_loop.loop.workspace import NotAGitRepo, git_root
 
@@ -41,8 +41,21 @@ def parallel_main(params: dict[str, Any], argv: list[str]) -> int:
     merge: MergeMode = params.get("merge") or "auto"
     limit = params.get("parallel") or len(goals)
     try:
+        factory = _dashboard_factory(params)
         return run_parallel(project, goals, limit, merge, plan_flags(argv), new_run_id(),
-                            lambda line: click.echo(line), _ask, params.get("resume"))
-    except WorktreeError as exc:
+                            lambda line: click.echo(line), _ask, params.get("resume"), factory)
+    except (WorktreeError, OSError) as exc:
         click.echo(f"kilo-loop: {exc}", err=True)
         return 2
+
+
+def _dashboard_factory(params: dict[str, Any]) -> DashboardFactory | None:
+    """The many-runs dashboard, bound first thing in the run (a port in use stops it before any
+    worktree is made)."""
+    if params.get("dashboard") is False:
+        return None
+    from kilo_loop.fleet.serve import fleet_dashboard
+
+    port = params.get("port")
+    return lambda source: fleet_dashboard(source, params.get("host"), 7999 if port is None else port,
+                                          bool(params.get("lan")))

@@ -16,6 +16,8 @@ from typing import Literal
 import orjson
 
 from kilo_loop.fleet.child import INBOX_ENV, child_argv, plan_label
+from kilo_loop.fleet.serve import FleetDashboard
+from kilo_loop.fleet.sources import LocalRuns
 from kilo_loop.fleet.tail import follow
 from kilo_loop.fleet.worktree import (
     MergeOutcome,
@@ -31,6 +33,7 @@ from kilo_loop.fleet.worktree import (
 from kilo_loop.run.layout import LOOP_DIR, ProjectLayout
 
 MergeMode = Literal["auto", "ask", "never"]
+DashboardFactory = Callable[[LocalRuns], FleetDashboard]
 Say = Callable[[str], None]
 Ask = Callable[[str], bool]
 _SHOWN_LEVELS = {"heading", "warn", "error"}
@@ -67,6 +70,7 @@ class ParallelRun:
     flags: Sequence[str]
     say: Say
     ask: Ask | None = None
+    dashboard: DashboardFactory | None = None
     interrupted: bool = False
     _processes: dict[str, asyncio.subprocess.Process] = field(default_factory=dict)
     _merge_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -75,12 +79,30 @@ class ParallelRun:
     async def run(self) -> int:
         gate = asyncio.Semaphore(max(1, self.limit))
         remove_signals = self._install_signals()
+        dashboard = self.dashboard(self.source()) if self.dashboard else None
         try:
+            if dashboard is not None:
+                await dashboard.start()
+                self.say(f"Dashboard {dashboard.url} (every plan, live)")
             await asyncio.gather(*(self._one(plan, gate) for plan in self.plans))
         finally:
             remove_signals()
+            if dashboard is not None:
+                await dashboard.stop()
         self._summary()
         return exit_code(self.plans, self.interrupted)
+
+    def source(self) -> LocalRuns:
+        """The plans as the many-runs dashboard sees them (run directories inside the worktrees)."""
+
+        def run_dirs() -> dict[str, Path]:
+            dirs = {}
+            for plan in self.plans:
+                kept = self.project / LOOP_DIR / "runs" / plan.run_id
+                dirs[plan.run_id] = plan.run_dir if plan.run_dir and plan.run_dir.exists() else kept
+            return dirs
+
+        return LocalRuns(run_dirs, lambda: {plan.run_id: plan.status for plan in self.plans})
 
     # ------------------------------------------------------------ one plan
     async def _one(self, plan: Plan, gate: asyncio.Semaphore) -> None:
@@ -252,11 +274,12 @@ def make_plans(goals: Sequence[Path], run_id_base: str, resume: str | None) -> l
 def run_parallel(
     project: Path, goals: Sequence[Path], limit: int, merge_mode: MergeMode, flags: Sequence[str],
     run_id_base: str, say: Say, ask: Ask | None = None, resume: str | None = None,
+    dashboard: DashboardFactory | None = None,
 ) -> int:
     if resume and len(goals) != 1:
         raise WorktreeError("--resume with --parallel takes exactly one --goal (the plan of that run)")
     ProjectLayout(project).ensure()
     (project / LOOP_DIR / "worktrees").mkdir(parents=True, exist_ok=True)
     plans = make_plans(goals, run_id_base, resume)
-    runner = ParallelRun(project, plans, limit, merge_mode, flags, say, ask)
+    runner = ParallelRun(project, plans, limit, merge_mode, flags, say, ask, dashboard)
     return asyncio.run(runner.run())
