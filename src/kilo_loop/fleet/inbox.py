@@ -8,11 +8,14 @@ reported and skipped, never fatal.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import orjson
+
+from kilo_loop.fleet.tail import follow
 
 INBOX_FILE = "inbox.jsonl"
 CommandName = Literal["stop", "pause", "resume", "abort-after-session", "shared-context", "answer"]
@@ -59,3 +62,16 @@ def append_command(run_dir: Path, command: InboxCommand) -> None:
         os.write(fd, line)
     finally:
         os.close(fd)
+
+
+async def follow_inbox(run_dir: Path, deliver: Callable[[InboxCommand], None], warn: Callable[[str], None],
+                       stop: Callable[[], bool]) -> None:
+    """Deliver every command appended to the run's inbox from now on (lines written before this
+    process started belong to an earlier process of the same run and are not replayed)."""
+    path = run_dir / INBOX_FILE
+    offset = path.stat().st_size if path.exists() else 0
+    async for record in follow(path, stop, offset, poll=0.1):
+        try:
+            deliver(parse_command(record))
+        except (ValueError, TypeError) as exc:
+            warn(f"ignored a command in {path.name}: {exc}")

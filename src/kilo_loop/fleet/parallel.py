@@ -102,7 +102,13 @@ class ParallelRun:
                 dirs[plan.run_id] = plan.run_dir if plan.run_dir and plan.run_dir.exists() else kept
             return dirs
 
-        return LocalRuns(run_dirs, lambda: {plan.run_id: plan.status for plan in self.plans})
+        def metas() -> dict[str, dict[str, str]]:
+            # Before a plan's run has written its state, the list shows the plan's name and that it waits.
+            return {plan.run_id: {"title": plan.label, **({"status": plan.status} if plan.status in
+                                                          {"queued", "not started"} else {})}
+                    for plan in self.plans}
+
+        return LocalRuns(run_dirs, metas)
 
     # ------------------------------------------------------------ one plan
     async def _one(self, plan: Plan, gate: asyncio.Semaphore) -> None:

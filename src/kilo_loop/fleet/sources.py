@@ -65,19 +65,15 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 class LocalRuns:
     """Parallel plans on this machine: each run directory, wherever its worktree is."""
 
-    def __init__(self, run_dirs: Callable[[], dict[str, Path]], statuses: Callable[[], dict[str, str]]) -> None:
+    def __init__(self, run_dirs: Callable[[], dict[str, Path]],
+                 metas: Callable[[], dict[str, dict[str, str]]]) -> None:
         self._run_dirs = run_dirs
-        self._statuses = statuses
+        self._metas = metas
 
     def runs(self) -> list[dict[str, Any]]:
-        statuses = self._statuses()
-        rows = []
-        for run_id, run_dir in self._run_dirs().items():
-            state = _read_json(run_dir / "state.json")
-            status = statuses.get(run_id, "")
-            meta = {"status": status} if status in {"queued", "not started"} else {}
-            rows.append(summary(run_id, state, meta))
-        return rows
+        metas = self._metas()
+        return [summary(run_id, _read_json(run_dir / "state.json"), metas.get(run_id, {}))
+                for run_id, run_dir in self._run_dirs().items()]
 
     def state(self, run_id: str) -> dict[str, Any] | None:
         run_dir = self._run_dirs().get(run_id)
