@@ -109,3 +109,32 @@ def test_a_killed_worker_s_job_resumes_on_another_from_where_it_was(tmp_path: Pa
         assert f"+{n}" in patch
     state = orjson.loads(store.client.get(f"kilo-loop:run:{run_id}:state"))
     assert [s["status"] for s in state["stages"]] == ["done"] * 4
+
+
+def test_a_question_on_a_worker_is_answered_through_the_fleet_api(tmp_path: Path,
+                                                                   redis_server: RedisServer) -> None:
+    from fastapi.testclient import TestClient
+
+    from kilo_loop.fleet.app import create_fleet_app
+    from kilo_loop.fleet.sources import RedisRuns
+
+    repo = init_repo(tmp_path / "repo")
+    env = loop_env(agent_binary(tmp_path))
+    store = FleetStore.from_url(redis_server.url)
+    plan = write_goal(tmp_path / "plan.json", goal(
+        "asks", stage("s1", {"write": {"q.txt": "1\n"}, "ask": "Which database?"}),
+        stage("s2", {"append": {"q.txt": "2\n"}})))
+    worker = LocalWorker(redis_server.url, tmp_path / "w1", env).start()
+    api = TestClient(create_fleet_app(RedisRuns(store)))
+    try:
+        run_id = submit(redis_server.url, repo, plan, env, "-n", "3")
+        wait_for(lambda: bool(api.get("/api/inbox").json()["items"]), 90, "the question in the fleet inbox")
+        item = api.get("/api/inbox").json()["items"][0]
+        assert item["runId"] == run_id and item["questions"][0]["question"] == "Which database?"
+        assert api.post(f"/api/runs/{run_id}/answer", json={"answers": ["PostgreSQL"]}).status_code == 200
+        wait_for(lambda: bool(store.result(run_id)), 90, "the run to finish")
+    finally:
+        worker.stop()
+    assert store.result(run_id)["status"] == b"done"
+    prompt = tmp_path / "w1" / run_id / ".kilocode-loop" / "runs" / run_id / "iterations" / "02-prompt.md"
+    assert "PostgreSQL" in prompt.read_text(), "the answer reached that run's next prompt"
