@@ -112,6 +112,9 @@ async function refresh() {
   }
 }
 
+// The token came in the link; the server has put it in a cookie, so it leaves the address bar (and history).
+if (new URLSearchParams(location.search).has("token")) history.replaceState(null, "", location.pathname);
+
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll(".controls button").forEach((button) => {
     button.addEventListener("click", () => {
