@@ -3,34 +3,17 @@ from the inbox, a plan stopped from its detail view — at desktop and phone wid
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, expect, sync_playwright
+from playwright.sync_api import Browser, expect
 
-from tests.fleet.support import agent_binary, goal, init_repo, loop_env, stage, write_goal
+from tests.fleet.support import dashboard_url, goal, init_repo, stage, start_parallel, write_goal
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run"]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Chromium is not installed at /usr/bin/chromium")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.mark.parametrize("viewport", [{"width": 1280, "height": 800}, {"width": 390, "height": 844}],
@@ -42,18 +25,13 @@ def test_parallel_plans_in_one_view(tmp_path: Path, browser: Browser, viewport: 
         stage("s2", {"append": {"q.txt": "2\n"}})))
     slow = write_goal(project / "plans" / "slow.json", goal(
         "Slow refactor", *[stage(f"s{n}", {"append": {"slow.txt": f"{n}\n"}, "sleep": 1.5}) for n in range(1, 7)]))
-    proc = subprocess.Popen([sys.executable, "-m", "kilo_loop", "--goal", str(asks), "--goal", str(slow),
-                             "--parallel", "2", "-n", "8", "-p", "0"], cwd=project,
-                            env=loop_env(agent_binary(tmp_path)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, stdin=subprocess.DEVNULL)
+    proc = start_parallel(project, tmp_path, [asks, slow], "--parallel", "2", "-n", "8", "-p", "0")
     context = browser.new_context(viewport=viewport)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     try:
-        assert proc.stdout is not None
-        url = next(m.group(1) for line in proc.stdout if (m := re.search(r"Dashboard (http://\S+)", line)))
-        page.goto(url)
+        page.goto(dashboard_url(proc))
         expect(page).not_to_have_url(re.compile("token="))  # moved into a cookie, out of the address bar
         expect(page.locator("#runs tbody tr")).to_have_count(2, timeout=20_000)
         expect(page.locator("#inbox .question")).to_contain_text("Which database?", timeout=30_000)

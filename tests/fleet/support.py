@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -60,3 +61,20 @@ def loop_env(binary: Path, **extra: str) -> dict[str, str]:
     })
     env.update(extra)
     return env
+
+
+def start_parallel(project: Path, tmp: Path, goals: list[Path], *flags: str) -> subprocess.Popen[str]:
+    """`kilo-loop --goal … --parallel N` in the background, its output on a pipe."""
+    argv = [sys.executable, "-m", "kilo_loop", *(arg for g in goals for arg in ("--goal", str(g))), *flags]
+    return subprocess.Popen(argv, cwd=project, env=loop_env(agent_binary(tmp)), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+
+
+def dashboard_url(proc: subprocess.Popen[str]) -> str:
+    """The many-runs dashboard's address, as the parent prints it."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        match = re.search(r"Dashboard (http://\S+)", line)
+        if match:
+            return match.group(1)
+    raise AssertionError("the dashboard URL was never printed")
