@@ -138,3 +138,25 @@ def test_a_question_on_a_worker_is_answered_through_the_fleet_api(tmp_path: Path
     assert store.result(run_id)["status"] == b"done"
     prompt = tmp_path / "w1" / run_id / ".kilocode-loop" / "runs" / run_id / "iterations" / "02-prompt.md"
     assert "PostgreSQL" in prompt.read_text(), "the answer reached that run's next prompt"
+
+
+def test_push_branch_sends_the_result_to_the_job_s_remote(tmp_path: Path, redis_server: RedisServer) -> None:
+    work = init_repo(tmp_path / "work")
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(origin)], check=True)
+    env = loop_env(agent_binary(tmp_path))
+    store = FleetStore.from_url(redis_server.url)
+    plan = write_goal(tmp_path / "plan.json", goal("push", stage("s1", {"write": {"pushed.txt": "result\n"}})))
+    worker = LocalWorker(redis_server.url, tmp_path / "w1", env).start()
+    try:
+        run_id = submit(redis_server.url, origin, plan, env, "--push-branch", "-n", "2")
+        wait_for(lambda: bool(store.result(run_id)), 90, "the run to finish")
+    finally:
+        worker.stop()
+    assert store.result(run_id)["pushed"] == f"kilo-loop/{run_id}".encode()
+    shown = subprocess.run(["git", "--git-dir", str(origin), "show", f"kilo-loop/{run_id}:pushed.txt"],
+                           capture_output=True, text=True, check=True).stdout
+    assert shown == "result\n"
+    branches = subprocess.run(["git", "--git-dir", str(origin), "branch", "--list"], capture_output=True,
+                              text=True, check=True).stdout
+    assert "main" in branches, "the job's own branch is untouched"
