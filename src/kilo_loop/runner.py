@@ -394,7 +394,16 @@ async def execute_run(
     handle = RunHandle(settings, project, goal, backend, runtime, prepared)
     handle.bus.subscribe(view)
     detach = attach_terminal(handle, say)
+    detach_inbox = _attach_inbox_if_steered(handle)
     try:
         return await handle.run()
     finally:
+        detach_inbox()
         detach()
+
+
+def _attach_inbox_if_steered(handle: RunHandle) -> Callable[[], None]:
+    """A plan run by `--parallel` or a fleet worker takes commands and answers from its inbox file."""
+    from kilo_loop.fleet.attach import attach_inbox, inbox_requested
+
+    return attach_inbox(handle) if inbox_requested() else (lambda: None)
