@@ -14,8 +14,9 @@ import orjson
 
 from kilo_loop.goal.model import GoalError
 from kilo_loop.goal.registry import resolve_plan_file
+from kilo_loop.loop.commands import Command, Reply, SetPromptExtra, StopNow
 from kilo_loop.run.events import RunEvent
-from kilo_loop.run.state import Question
+from kilo_loop.run.state import Question, RunState
 from kilo_loop.run.status import is_final
 from kilo_loop.runner import RunHandle, SetupError, make_backend, prepare_run, resolve_goal
 from kilo_loop.settings import Settings
@@ -55,6 +56,15 @@ class LiveRun:
     @property
     def run_id(self) -> str:
         return self.handle.run_id
+
+    @property
+    def state(self) -> RunState:
+        """The run's current state (read only)."""
+        return self.handle.state
+
+    async def ask(self, command: Command) -> Reply:
+        """Send a command to the run and wait for its reply (CommandRefused when refused)."""
+        return await self.handle.ask(command)
 
     @property
     def seq(self) -> int:
@@ -187,7 +197,7 @@ class RunController:
         except SetupError as exc:
             raise StartRefused(str(exc)) from exc
         if request.prompt_extra and request.prompt_extra.strip():
-            handle.set_prompt_extra(request.prompt_extra)
+            handle.send(SetPromptExtra(request.prompt_extra))
         self.hooks.started(handle)
         task = asyncio.create_task(handle.run(), name=f"kilo-loop run {handle.run_id}")
         task.add_done_callback(lambda done: self._on_done(handle, done))
@@ -217,6 +227,6 @@ class RunController:
         live = self.live
         if live is None or live.finished:
             return
-        live.handle.control.stop()
+        live.handle.send(StopNow())
         if live.task is not None:
             await asyncio.wait({live.task})
