@@ -333,7 +333,9 @@ class RunHandle:
         self.layout.ensure()
         self.prompt_extra = read_prompt_extra(settings.prompt_extra, project)
         self.bus = EventBus(self.layout.events, self.redactor.redact_value, start_seq=last_seq(self.layout.events))
-        self.recorder = RunRecorder(self.layout, prepared.state, self.bus, self.redactor.redact_value)
+        # Redacted once here (goal title, stages…); from now on the state is built from redacted events.
+        shown = RunState.model_validate(self.redactor.redact_value(prepared.state.snapshot()))
+        self.recorder = RunRecorder(self.layout, shown, self.bus, self.redactor.redact_value)
         self.control = RunControl(shared_context=prepared.state.shared_context)
         self.commands = CommandQueue()
         self._over = False

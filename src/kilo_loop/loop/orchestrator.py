@@ -475,12 +475,12 @@ class Orchestrator:
             reason = f"{reason} (some iterations failed)"
         resume = "" if status == "done" else resume_command(self.ctx.settings, self.state.run_id)
         # Best effort, step by step: a full disk must not leave the run looking alive and unexplained.
+        # (report.md follows the run-finished event: the recorder writes it.)
         steps: list[tuple[str, Callable[[], object]]] = [
             ("status", lambda: rec.set_status(status, reason)),
             ("event", lambda: rec.emit(RunFinished(message=f"run {status}: {reason}",
                                                    level="heading" if status == "done" else "warn",
                                                    status=status, resume=resume))),
-            ("report", rec.write_run_report),
         ]
         for name, step in steps:
             try:
