@@ -225,6 +225,47 @@ def prepare_run(settings: Settings, goal: Goal, project: Path, runtime: str) -> 
     return PreparedRun(run, initial_state(settings, goal, project, run_id, runtime), resumed=False)
 
 
+class AllStagesDone(SetupError):
+    """Every stage of the goal is done already and the run was not forced."""
+
+    def __init__(self, goal: Goal) -> None:
+        super().__init__(f"every stage of '{goal.title}' is already done")
+        self.goal = goal
+
+
+def reopen_all(goal: Goal) -> Goal:
+    return goal.model_copy(update={"stages": [s.model_copy(update={"done": False}) for s in goal.stages]})
+
+
+@dataclass
+class RunPlan:
+    """A run resolved before anything is created: settings, goal, agent backend, run directory."""
+
+    settings: Settings
+    project: Path
+    goal: Goal
+    backend: AgentBackend
+    runtime: str
+    prepared: PreparedRun
+
+    def handle(self) -> RunHandle:
+        return RunHandle(self.settings, self.project, self.goal, self.backend, self.runtime, self.prepared)
+
+
+def plan_run(settings: Settings, project: Path) -> RunPlan:
+    """The one run preparation, for the command line and the dashboard's launcher alike: the goal
+    (a finished one only with `force`, reopened), the backend and the run directory (new or resumed).
+    Raises SetupError (AllStagesDone, a bad goal, a missing agent CLI…) before anything is written."""
+    goal = resolve_goal(settings, project)
+    if goal.all_done() and not settings.resume:
+        if not settings.force:
+            raise AllStagesDone(goal)
+        goal = reopen_all(goal)
+    backend, runtime = make_backend(settings)
+    prepared = prepare_run(settings, goal, project, runtime)
+    return RunPlan(settings, project, goal, backend, runtime, prepared)
+
+
 # ------------------------------------------------------------------ safety hooks
 class SafetyHooks:
     def __init__(self, redact: Callable[[str], str]) -> None:
@@ -235,10 +276,7 @@ class SafetyHooks:
         return f"HEAD {str(cp.head or 'none')[:10]}, {len(cp.untracked)} untracked, patch {cp.patch_bytes} bytes"
 
     async def verify(self, command: str, cwd: Path, timeout_s: float) -> VerifyResult:
-        outcome = await run_verify(command, cwd, timeout_s, self._redact)
-        return VerifyResult(command=outcome.command, exit_code=outcome.exit_code, passed=outcome.passed,
-                            output_tail=outcome.output_tail, duration_ms=outcome.duration_ms,
-                            timed_out=outcome.timed_out)
+        return await run_verify(command, cwd, timeout_s, self._redact)
 
     def sync_markdown(self, goal: Goal, stage: Stage) -> bool:
         try:
@@ -447,18 +485,9 @@ def attach_terminal(handle: RunHandle, say: Callable[[str], None]) -> Callable[[
     return detach
 
 
-async def execute_run(
-    settings: Settings,
-    project: Path,
-    goal: Goal,
-    backend: AgentBackend,
-    runtime: str,
-    prepared: PreparedRun,
-    view: Callable[[RunEvent], None],
-    say: Callable[[str], None],
-) -> RunState:
+async def execute_run(plan: RunPlan, view: Callable[[RunEvent], None], say: Callable[[str], None]) -> RunState:
     """A direct run from the command line: console view and terminal controls attached."""
-    handle = RunHandle(settings, project, goal, backend, runtime, prepared)
+    handle = plan.handle()
     handle.bus.subscribe(view)
     detach = attach_terminal(handle, say)
     try:

@@ -16,9 +16,9 @@ from kilo_loop.loop.commands import Command, Reply, SetPromptExtra, StopNow
 from kilo_loop.run.events import RunEvent
 from kilo_loop.run.state import Question, RunState
 from kilo_loop.run.status import is_final
-from kilo_loop.runner import RunHandle, SetupError, make_backend, prepare_run, resolve_goal
+from kilo_loop.runner import AllStagesDone, RunHandle, SetupError, plan_run
 from kilo_loop.settings import Settings
-from kilo_loop.web.launcher import reopen_all, run_settings
+from kilo_loop.web.launcher import run_settings
 from kilo_loop.web.schemas import StartRequest
 from kilo_loop.web.snapshot import HEAD_ITERATIONS, KEPT_ITERATIONS, compact_state, state_head
 from kilo_loop.web.sse import EventHub
@@ -172,16 +172,10 @@ class RunController:
     def _prepare(self, request: StartRequest) -> RunHandle:
         path = resolve_plan_file(self.project, request.file)
         settings = run_settings(self.base, request, path, self.global_verify)
-        goal = resolve_goal(settings, self.project)
-        if goal.all_done():
-            if not request.force:
-                raise StartRefused(
-                    f"every stage of '{goal.title}' is already done: Clear done first, or start with force"
-                )
-            goal = reopen_all(goal)
-        backend, runtime = make_backend(settings)
-        prepared = prepare_run(settings, goal, self.project, runtime)
-        return RunHandle(settings, self.project, goal, backend, runtime, prepared)
+        try:
+            return plan_run(settings, self.project).handle()
+        except AllStagesDone as exc:
+            raise StartRefused(f"{exc}: Clear done first, or start with force") from exc
 
     def _on_done(self, handle: RunHandle, task: asyncio.Task[Any]) -> None:
         if not task.cancelled() and task.exception() is not None:
