@@ -313,7 +313,7 @@ def _guard_parts(
 ) -> tuple[Guard | None, dict[str, str]]:
     if not settings.guard:
         return None, {}
-    guard = Guard(settings.guard_deny, settings.guard_allow)
+    guard = Guard(settings.guard_deny, settings.guard_allow, packs=settings.guard_packs)
     name = _CLI_RUNTIMES.get(runtime)
     if name is None:  # dry run or a custom backend: no CLI config to inject into
         return guard, {}
@@ -490,7 +490,16 @@ async def execute_run(plan: RunPlan, view: Callable[[RunEvent], None], say: Call
     handle = plan.handle()
     handle.bus.subscribe(view)
     detach = attach_terminal(handle, say)
+    detach_inbox = _attach_inbox_if_steered(handle)
     try:
         return await handle.run()
     finally:
+        detach_inbox()
         detach()
+
+
+def _attach_inbox_if_steered(handle: RunHandle) -> Callable[[], None]:
+    """A plan run by `--parallel` or a fleet worker takes commands and answers from its inbox file."""
+    from kilo_loop.fleet.attach import attach_inbox, inbox_requested
+
+    return attach_inbox(handle) if inbox_requested() else (lambda: None)
