@@ -35,7 +35,12 @@ Examples:
 def _options(func: Any) -> Any:
     opts = [
         # Goal
-        click.option("--goal", type=click.Path(path_type=Path), help=".json goal or .md checklist"),
+        click.option("--goal", type=click.Path(path_type=Path), multiple=True,
+                     help=".json goal or .md checklist (repeat it to run several plans in parallel)"),
+        click.option("--parallel", type=click.IntRange(1, 64),
+                     help="plans at once, each in its own git worktree (default: all given)"),
+        click.option("--merge", type=click.Choice(["auto", "ask", "never"]),
+                     help="parallel plans: apply each result to your tree (auto), ask, or only save it"),
         click.option("--goal-text", help="inline goal (one implicit stage)"),
         click.option("-n", "--iterations", type=int, help="loop count (default 5)"),
         # Execution
@@ -113,7 +118,11 @@ def _given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
         values.setdefault("agent", values.pop("mode"))
     if "no_confirm" in values:
         values["confirm"] = not values.pop("no_confirm")
-    values.pop("list_goals", None)
+    for parent_only in ("list_goals", "parallel", "merge"):
+        values.pop(parent_only, None)
+    goals = values.pop("goal", ())
+    if goals:
+        values["goal"] = goals[0]
     return values
 
 
@@ -130,6 +139,8 @@ def fail(message: str, code: int = 2) -> None:
 def main(ctx: click.Context, /, **params: Any) -> None:
     if ctx.invoked_subcommand is not None:
         return
+    if len(params.get("goal") or ()) > 1 or params.get("parallel"):
+        sys.exit(_parallel_main(params))
     cli_values = _given(ctx, params)
     for name in sorted(set(cli_values) & set(NOT_ACTIVE_YET)):
         click.echo(f"kilo-loop: --{name.replace('_', '-')} is accepted but not active yet "
@@ -153,6 +164,12 @@ def main(ctx: click.Context, /, **params: Any) -> None:
     sys.exit(code)
 
 
+def _parallel_main(params: dict[str, Any]) -> int:
+    from kilo_loop.commands.parallel import parallel_main
+
+    return parallel_main(params, sys.argv[1:])
+
+
 def _project_guess() -> Path | None:
     from kilo_loop.loop.workspace import NotAGitRepo, git_root
 
@@ -163,6 +180,7 @@ def _project_guess() -> Path | None:
 
 
 def _register_subcommands() -> None:
+    from kilo_loop.commands.fleet import fleet_command, submit_command, worker_command
     from kilo_loop.commands.guard import guard_group
     from kilo_loop.commands.new_plan import new_plan_command
     from kilo_loop.commands.redact import redact_command
@@ -174,6 +192,9 @@ def _register_subcommands() -> None:
     main.add_command(revert_command, "revert")
     main.add_command(report_command, "report")
     main.add_command(new_plan_command, "new-plan")
+    main.add_command(worker_command, "worker")
+    main.add_command(submit_command, "submit")
+    main.add_command(fleet_command, "fleet")
 
 
 _register_subcommands()

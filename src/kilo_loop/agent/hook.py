@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +32,19 @@ def hook_command(rules: Path, python: str | None = None) -> str:
     return shlex.join([python or sys.executable, "-m", "kilo_loop.agent.hook", "--rules", str(rules)])
 
 
-def write_rules(path: Path, deny: Sequence[str], allow: Sequence[str]) -> Path:
-    """The guard patterns the hook applies, written once per run (0600)."""
+def write_rules(path: Path, deny: Sequence[str], allow: Sequence[str], packs: Mapping[str, bool] | None = None) -> Path:
+    """The guard patterns and packs the hook applies, written once per run (0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"deny": list(deny), "allow": list(allow)}), encoding="utf-8")
+    path.write_text(json.dumps({"deny": list(deny), "allow": list(allow), "packs": dict(packs or {})}),
+                    encoding="utf-8")
     path.chmod(0o600)
     return path
+
+
+def install_hook(directory: Path, deny: Sequence[str], allow: Sequence[str],
+                 packs: Mapping[str, bool] | None = None) -> str:
+    """Write the run's rules file in `directory`; the hook command that applies them."""
+    return hook_command(write_rules(directory / RULES_FILE, deny, allow, packs))
 
 
 def load_guard(rules: Path | None) -> Guard:
@@ -45,7 +52,7 @@ def load_guard(rules: Path | None) -> Guard:
         return Guard()
     try:
         data = json.loads(rules.read_text(encoding="utf-8"))
-        return Guard(list(data.get("deny", [])), list(data.get("allow", [])))
+        return Guard(list(data.get("deny", [])), list(data.get("allow", [])), packs=dict(data.get("packs", {})))
     except (OSError, ValueError, AttributeError, TypeError) as exc:
         print(f"kilo-loop hook: ignoring the guard patterns in {rules}: {exc}", file=sys.stderr)
         return Guard()

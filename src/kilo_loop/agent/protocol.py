@@ -168,6 +168,7 @@ class AgentPolicy:
     guard: bool = True  # install the CLI's own pre-execution guard layer (deny rules, hooks)
     guard_deny: tuple[str, ...] = ()  # the run's extra guard patterns (guardDeny / guardAllow)
     guard_allow: tuple[str, ...] = ()
+    guard_packs: Mapping[str, bool] = field(default_factory=dict)  # rule packs switched on/off (guardPacks)
     run_dir: Path | None = None  # where per-run files (generated settings, an isolated HOME) go
     isolate_home: bool = False  # HOME/XDG_* for the agent under the run directory
     environ: Mapping[str, str] = field(default_factory=dict)  # the environment the child inherits

@@ -13,25 +13,21 @@ import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import click
 
-from kilo_loop.agent.protocol import AgentBackend
 from kilo_loop.goal.listing import format_plan_list
-from kilo_loop.goal.model import Goal
 from kilo_loop.goal.registry import discover_plans
 from kilo_loop.run.state import RunState
 from kilo_loop.run.status import exit_code_for
 from kilo_loop.runner import (
-    PreparedRun,
+    AllStagesDone,
     RunHandle,
+    RunPlan,
     SetupError,
     attach_terminal,
     execute_run,
-    make_backend,
-    prepare_run,
-    resolve_goal,
+    plan_run,
     resolve_project,
 )
 from kilo_loop.settings import Settings
@@ -44,18 +40,13 @@ from kilo_loop.web.server import Dashboard, prepare_dashboard
 Say = Callable[[str], None]
 
 
-def _reopen_all(goal: Goal) -> Goal:
-    return goal.model_copy(update={"stages": [s.model_copy(update={"done": False}) for s in goal.stages]})
-
-
-def _confirmed(
-    settings: Settings, goal: Goal, project: Path, prepared: PreparedRun, dashboard: Dashboard | None
-) -> bool:
+def _confirmed(plan: RunPlan, dashboard: Dashboard | None) -> bool:
     """The pre-flight box and `Start this run? [Y/n]`; runs before anything is created."""
-    console = make_console(no_color=settings.no_color)
-    rows = scenario_rows(settings, goal, project, prepared.state.runtime, dashboard.url if dashboard else None,
-                         prepared.state.agent)
-    render_preflight(console, rows, goal)
+    console = make_console(no_color=plan.settings.no_color)
+    state = plan.prepared.state
+    rows = scenario_rows(plan.settings, plan.goal, plan.project, state.runtime,
+                         dashboard.url if dashboard else None, state.agent)
+    render_preflight(console, rows, plan.goal)
     return ask_start(input)
 
 
@@ -78,19 +69,14 @@ def run_main(settings: Settings, list_goals: bool = False) -> int:
                 )
             dashboard = prepare_dashboard(settings, project, "launcher")
             return _launcher(settings, dashboard)
-        goal = resolve_goal(settings, project)
-        if goal.all_done() and not settings.resume:
-            if not settings.force:
-                click.echo(
-                    f"kilo-loop: every stage of '{goal.title}' is already done; pass --force to run it again"
-                )
-                return 0
-            goal = _reopen_all(goal)
-        backend, runtime = make_backend(settings, goal)
-        prepared = prepare_run(settings, goal, project, runtime)
+        try:
+            plan = plan_run(settings, project)
+        except AllStagesDone as exc:
+            click.echo(f"kilo-loop: {exc}; pass --force to run it again")
+            return 0
         if settings.dashboard:
             dashboard = prepare_dashboard(settings, project, "direct")
-        if should_confirm(settings) and not _confirmed(settings, goal, project, prepared, dashboard):
+        if should_confirm(settings) and not _confirmed(plan, dashboard):
             if dashboard is not None:
                 dashboard.sock.close()
             click.echo("Cancelled: nothing was started.")
@@ -103,11 +89,10 @@ def run_main(settings: Settings, list_goals: bool = False) -> int:
     out = _Output(settings)
     view = ConsoleView(out.console, quiet=settings.quiet)
     if dashboard is None:
-        state = asyncio.run(execute_run(settings, project, goal, backend, runtime, prepared, view, out.say))
+        state = asyncio.run(execute_run(plan, view, out.say))
     else:
         dashboard.controller.hooks = out.hooks("the dashboard is still open")
-        direct = _Direct(settings, project, goal, backend, runtime, prepared)
-        state = asyncio.run(direct.run(dashboard, view, out.say))
+        state = asyncio.run(_Direct(plan).run(dashboard, view, out.say))
     if not settings.quiet:
         view.summary(state)
     return exit_code_for(state.status)
@@ -140,15 +125,10 @@ class _Output:
 class _Direct:
     """A direct run with the dashboard: the RunHandle is made on the loop, then adopted."""
 
-    settings: Settings
-    project: Path
-    goal: Goal
-    backend: AgentBackend
-    runtime: str
-    prepared: PreparedRun
+    plan: RunPlan
 
     async def run(self, dashboard: Dashboard, view: ConsoleView, say: Say) -> RunState:
-        handle = RunHandle(self.settings, self.project, self.goal, self.backend, self.runtime, self.prepared)
+        handle = self.plan.handle()
         handle.bus.subscribe(view)
         await dashboard.start()
         try:
@@ -159,7 +139,7 @@ class _Direct:
                 state = await handle.run()
             finally:
                 detach()
-            if self.settings.keep_open:
+            if self.plan.settings.keep_open:
                 say(f"Dashboard still open at {dashboard.url} — press Ctrl+C to close it")
                 await _until_interrupted(dashboard, say)
         finally:

@@ -62,3 +62,10 @@ def test_the_hook_module_imports_only_the_guard() -> None:
     for heavy in ("click", "pydantic", "pydantic_settings", "fastapi", "uvicorn", "apprise", "rich",
                   "kilo_loop.settings", "kilo_loop.cli"):
         assert heavy not in out, heavy
+
+
+def test_the_rules_file_carries_the_runs_guard_packs(tmp_path: Path) -> None:
+    command = payload("Bash", "kubectl delete namespace prod")
+    assert denial(command, load_guard(write_rules(tmp_path / "on.json", [], []))) is not None
+    off = write_rules(tmp_path / "off.json", [], [], {"kubernetes": False})
+    assert denial(command, load_guard(off)) is None

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from kilo_loop.agent.claude.stream import ClaudeStreamParser
 from kilo_loop.agent.home import isolated_home_env
-from kilo_loop.agent.hook import RULES_FILE, hook_command, write_rules
+from kilo_loop.agent.hook import install_hook
 from kilo_loop.agent.protocol import AgentPolicy, AgentRequest, AgentResult, Preparation
 from kilo_loop.agent.subprocess_run import CliAgentRun, CliInvocation, child_environment
 
@@ -60,10 +60,9 @@ class ClaudeBackend:
         self._env = isolated_home_env(policy)
         self._settings_file = None
         if policy.guard and policy.run_dir is not None:
-            rules = write_rules(policy.run_dir / RULES_FILE, policy.guard_deny, policy.guard_allow)
+            hook = install_hook(policy.run_dir, policy.guard_deny, policy.guard_allow, policy.guard_packs)
             self._settings_file = policy.run_dir / SETTINGS_FILE
-            self._settings_file.write_text(json.dumps(hook_settings(hook_command(rules)), indent=2),
-                                           encoding="utf-8")
+            self._settings_file.write_text(json.dumps(hook_settings(hook), indent=2), encoding="utf-8")
         notes: tuple[str, ...] = ()
         if os.geteuid() == 0 and policy.environ.get("IS_SANDBOX") != "1":
             notes = (f"running as root: {ROOT_HINT}",)

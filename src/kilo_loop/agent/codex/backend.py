@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from kilo_loop.agent.codex.stream import CodexStreamParser
 from kilo_loop.agent.home import isolated_home_env
-from kilo_loop.agent.hook import RULES_FILE, hook_command, write_rules
+from kilo_loop.agent.hook import install_hook
 from kilo_loop.agent.protocol import AgentPolicy, AgentRequest, AgentResult, Preparation
 from kilo_loop.agent.subprocess_run import CliAgentRun, CliInvocation, child_environment
 
@@ -80,8 +80,7 @@ class CodexBackend:
         self._env = isolated_home_env(policy)
         self._hook = None
         if policy.guard and policy.run_dir is not None:
-            rules = write_rules(policy.run_dir / RULES_FILE, policy.guard_deny, policy.guard_allow)
-            self._hook = hook_command(rules)
+            self._hook = install_hook(policy.run_dir, policy.guard_deny, policy.guard_allow, policy.guard_packs)
         return Preparation(dict(self._env))
 
     def invocation(self, request: AgentRequest) -> CliInvocation:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kilo_loop.agent.gemini.stream import GeminiStreamParser
 from kilo_loop.agent.home import isolated_home_env
-from kilo_loop.agent.hook import RULES_FILE, hook_command, write_rules
+from kilo_loop.agent.hook import install_hook
 from kilo_loop.agent.protocol import AgentPolicy, AgentRequest, AgentResult, Preparation
 from kilo_loop.agent.subprocess_run import CliAgentRun, CliInvocation, child_environment
 
@@ -92,9 +92,9 @@ class GeminiBackend:
                     f"({insecure_parent(policy.run_dir)}): the guard hook is not installed; the loop's own guard "
                     "still ends a session that runs a destructive command")
             return Preparation(dict(self._env), (note,))
-        rules = write_rules(where / RULES_FILE, policy.guard_deny, policy.guard_allow)
+        hook = install_hook(where, policy.guard_deny, policy.guard_allow, policy.guard_packs)
         settings = where / SETTINGS_FILE
-        settings.write_text(json.dumps(hook_settings(hook_command(rules)), indent=2), encoding="utf-8")
+        settings.write_text(json.dumps(hook_settings(hook), indent=2), encoding="utf-8")
         settings.chmod(0o600)
         self._env[SETTINGS_ENV] = str(settings)
         notes: tuple[str, ...] = ()
