@@ -50,6 +50,8 @@ def _options(func: Any) -> Any:
         click.option("--session-mode", type=click.Choice(["continue", "fresh"]), help="legacy alias: continue = shared"),
         click.option("--hitl", type=click.Choice(["always", "on-question", "off"]), help="human in the loop"),
         click.option("--runtime", type=click.Choice(["auto", "kilo", "opencode"]), help="agent CLI (auto: from the binary name)"),
+        click.option("--transport", type=click.Choice(["serve", "run"]),
+                     help="serve: one warm agent server, guard before execution (default); run: `<cli> run` per turn"),
         click.option("--max-iteration-minutes", type=float, help="per-iteration hard timeout (default 30)"),
         click.option("--context-warn-tokens", type=int, help="warn when the context passes this size"),
         click.option("--prompt-extra", help="extra instructions for every iteration (a file or the text)"),

@@ -19,6 +19,7 @@ import json5
 from kilo_loop.agent.cli_backend import CliBackend, detect_runtime
 from kilo_loop.agent.protocol import AgentBackend
 from kilo_loop.agent.registry import BackendLoadError, load_backend
+from kilo_loop.agent.serve import ServeBackend
 from kilo_loop.agent.simulator import DryRunBackend
 from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
@@ -93,7 +94,10 @@ def make_backend(settings: Settings) -> tuple[AgentBackend, str]:
         return custom, custom.name
     binary = find_agent_binary(settings)
     runtime = detect_runtime(binary, settings.runtime)
-    return CliBackend(binary, runtime), runtime.name
+    run_backend = CliBackend(binary, runtime)
+    if settings.transport == "serve":
+        return ServeBackend(binary, runtime.name, run_backend), runtime.name
+    return run_backend, runtime.name
 
 
 def default_agent(settings: Settings, runtime: str) -> str | None:
@@ -327,6 +331,8 @@ class RunHandle:
         notifier = Notifier(settings.notify, self.redactor.redact, recorder.warn) if settings.notify else None
         recorder.emit("run-started", f"run {self.run_id} {'resumed' if self.resumed else 'started'}: "
                       f"{self.goal.title} ({len(self.goal.stages)} stage(s), runtime {self.runtime})", "heading")
+        if isinstance(self._backend, ServeBackend):
+            await self._open_server(self._backend, guard, agent_env)
         ctx = LoopContext(
             settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
             recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
@@ -335,10 +341,25 @@ class RunHandle:
         try:
             await Orchestrator(ctx).run()
         finally:
+            if isinstance(self._backend, ServeBackend):
+                await self._backend.aclose()
             if notifier is not None:
                 await notifier.aclose(10.0)
             self.bus.close()
         return self.state
+
+
+    async def _open_server(self, backend: ServeBackend, guard: Guard | None, agent_env: dict[str, str]) -> None:
+        up = await backend.open(project=self.project, env=agent_env, guard=guard, run_dir=self.layout.dir,
+                                warn=self.recorder.warn)
+        if up:
+            self.recorder.emit("agent-server", f"agent server up ({backend.name} serve on 127.0.0.1): "
+                               "every permission is decided by the loop before the tool runs", "info")
+
+    def kill_agent_now(self) -> None:
+        """A force exit cannot await: no agent server may outlive the loop."""
+        if isinstance(self._backend, ServeBackend):
+            self._backend.kill_now()
 
 
 def attach_terminal(handle: RunHandle, say: Callable[[str], None]) -> Callable[[], None]:
@@ -347,7 +368,11 @@ def attach_terminal(handle: RunHandle, say: Callable[[str], None]) -> Callable[[
     terminal.start()
     handle.answer_channels.append(lambda: terminal.open or terminal.has_early_answers)
     handle.bus.subscribe(lambda event: terminal.flush_early_answers() if event.type == "question" else None)
-    remove_signals = _install_signal_handlers(handle.control, say, terminal.stop)
+    def before_exit() -> None:
+        handle.kill_agent_now()
+        terminal.stop()
+
+    remove_signals = _install_signal_handlers(handle.control, say, before_exit)
 
     def detach() -> None:
         remove_signals()

@@ -16,6 +16,7 @@ from kilo_loop.run.files import read_json
 
 HitlMode = Literal["always", "on-question", "off"]
 RuntimeMode = Literal["auto", "kilo", "opencode"]
+Transport = Literal["serve", "run"]
 CONFIG_RELATIVE = Path(".kilocode-loop") / "config.json"
 
 
@@ -45,6 +46,8 @@ class Settings(BaseSettings):
     hitl: HitlMode = "on-question"
     runtime: RuntimeMode = "auto"
     kilo_bin: str | None = None
+    # serve: one warm `<cli> serve` per run, the loop answering every permission; run: `<cli> run` each turn
+    transport: Transport = "serve"
     backend: str | None = None  # module:attr of a custom AgentBackend (KILO_LOOP_BACKEND)
     max_iteration_minutes: float = Field(30.0, gt=0)
     context_warn_tokens: int = Field(120_000, ge=0)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from kilo_loop.agent.protocol import AgentBackend, AgentRequest, StepFinished
+from kilo_loop.agent.protocol import AgentBackend, AgentQuestion, AgentRequest, StepFinished
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.loop.control import RunControl
 from kilo_loop.loop.hitl import AnswerBook, collect_answers
@@ -27,7 +27,7 @@ from kilo_loop.run.events import now_iso
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.report import iteration_line
-from kilo_loop.run.state import IterationSummary, Question, RetryState, VerifyResult
+from kilo_loop.run.state import Answer, IterationSummary, Question, RetryState, VerifyResult
 from kilo_loop.run.status import RunStatus
 from kilo_loop.settings import Settings
 
@@ -228,7 +228,8 @@ class Orchestrator:
     # ---------------------------------------------------------- session
     async def _run_session(self, request: AgentRequest, summary: IterationSummary) -> SessionOutcome:
         ctx, rec, s = self.ctx, self.ctx.recorder, self.ctx.settings
-        runner = SessionRunner(ctx.backend, rec, ctx.control, ctx.guard, lambda step: self._on_step(step, summary))
+        runner = SessionRunner(ctx.backend, rec, ctx.control, ctx.guard, lambda step: self._on_step(step, summary),
+                               on_question=self._answer_agent, guard_stop=s.guard_stop)
         attempt = 0
         while True:
             outcome = await runner.run(request)
@@ -296,9 +297,7 @@ class Orchestrator:
         self._check_context(result.context_tokens)
         if outcome.guard_rule:
             return self._guard_hit(stage, summary, outcome)
-        self.state.consecutive_guard_blocks = 0
-        self._safety_feedback = None
-        self.state.guard_note = ""
+        guard_stop = self._count_rejections(summary, outcome)
         progress = read_progress(self.layout.progress, result.text)
         for warning in progress.warnings:
             rec.warn(warning)
@@ -322,6 +321,8 @@ class Orchestrator:
         rec.emit("iteration-finished", iteration_line(summary), "info", outcome=summary.outcome)
         if summary.verify is not None or advanced:
             self._last_snapshot = None  # verify output and the ticked goal are not the agent's changes
+        if guard_stop:
+            return guard_stop
         return await self._after_report(summary, progress, tree_changes, advanced)
 
     def _fill_summary(self, summary: IterationSummary, progress: Progress, changed: list[str]) -> None:
@@ -451,6 +452,27 @@ class Orchestrator:
             return "stopped-guard", f"{state.consecutive_guard_blocks} consecutive guard hits (--max-guard-blocks)"
         return None
 
+    def _count_rejections(self, summary: IterationSummary, outcome: SessionOutcome) -> Stop | None:
+        """Calls the loop refused before they ran (serve): guard blocks for the stop policy and the next prompt."""
+        s, state, rejections = self.ctx.settings, self.state, outcome.rejections
+        if not rejections:
+            state.consecutive_guard_blocks = 0
+            self._safety_feedback = None
+            state.guard_note = ""
+            return None
+        state.guard_blocks += len(rejections)
+        state.consecutive_guard_blocks += 1
+        summary.guard_hits, summary.guard_reason = len(rejections), rejections[-1].reason
+        lines = "".join(f"\n- `{r.subject}` ({r.rule}): {r.reason}" for r in rejections[-5:])
+        note = (f"The loop's command guard rejected {len(rejections)} call(s) last iteration before they ran:{lines}\n"
+                "Reach the same result without them; never commit, push, publish or delete outside temp directories.")
+        self._safety_feedback = state.guard_note = note
+        self._notify("guard", "Guard rejected a command", rejections[-1].reason)
+        if state.consecutive_guard_blocks >= s.max_guard_blocks:
+            why = f"{state.consecutive_guard_blocks} consecutive iterations with guard hits (--max-guard-blocks)"
+            return "stopped-guard", why
+        return None
+
     async def _after_report(
         self, summary: IterationSummary, progress: Progress, changed: list[str], advanced: bool
     ) -> Stop | None:
@@ -502,6 +524,16 @@ class Orchestrator:
             rec.warn("the agent asked a question but no answer channel is open (no terminal, no dashboard); "
                      "continuing without an answer")
             return None
+        self._last_snapshot = None  # the operator may edit files while deciding
+        answers = await self._put_questions(questions, summary.iteration)
+        if answers is None:
+            return "aborted", "stopped while waiting for an answer"
+        rec.set_status("running")
+        return None
+
+    async def _put_questions(self, questions: list[Question], iteration: int) -> list[Answer] | None:
+        """Ask the operator and wait; the answers are recorded (None when the run was stopped)."""
+        ctx, rec = self.ctx, self.ctx.recorder
         ctx.control.begin_question_round()
         self.state.pending_questions = questions
         for q in questions:
@@ -509,17 +541,29 @@ class Orchestrator:
             rec.emit("question", f"? {q.question}{options}", "warn", question=q.question, options=q.options)
         self._notify("question", "The agent needs a decision", "\n".join(q.question for q in questions))
         rec.set_status("waiting-answer")
-        self._last_snapshot = None  # the operator may edit files while deciding
-        answers = await collect_answers(ctx.control, questions, summary.iteration)
+        answers = await collect_answers(ctx.control, questions, iteration)
         self.state.pending_questions = []
         if answers is None:
-            return "aborted", "stopped while waiting for an answer"
+            return None
         ctx.answers.add(answers)
         self.state.answers = len(ctx.answers.answers)
         for a in answers:
             rec.emit("answer", f"answer: {a.question} → {a.answer}", "info", source=a.source)
-        rec.set_status("running")
-        return None
+        return answers
+
+    async def _answer_agent(self, asked: AgentQuestion) -> list[str] | None:
+        """The agent's own question tool, mid-session (serve): routed to the loop's HITL channel."""
+        questions = [Question(question=q.question, options=list(q.options)) for q in asked.questions]
+        text = "; ".join(q.question for q in questions)
+        if self.ctx.settings.hitl == "off" or not self.ctx.answer_channel_open():
+            self.ctx.recorder.warn(f"the agent asked (no answer channel, or --hitl off; it goes on without): {text}")
+            return None
+        answers = await self._put_questions(questions, self.state.iteration)
+        self.ctx.recorder.set_status("running")
+        if not answers:
+            return None
+        by_question = {a.question: a.answer for a in answers}
+        return [by_question.get(q.question, "") for q in questions]
 
     # ------------------------------------------------------------ finish
     def _notify(self, event: str, title: str, text: str) -> None:
