@@ -18,7 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import LOOP_DIR, Loop, LoopRun, bash, iteration_marker, iteration_requests, write, write_progress
+from .conftest import (
+    LOOP_DIR,
+    Loop,
+    LoopRun,
+    bash,
+    iteration_marker,
+    iteration_requests,
+    write,
+    write_progress,
+)
 from .fake_provider import FakeProvider, Runtime, hold, say
 
 pytestmark = pytest.mark.e2e

@@ -39,9 +39,11 @@ def split_model(model: str | None) -> dict[str, str] | None:
 
 
 class ServerClient:
-    def __init__(self, base_url: str, username: str, password: str) -> None:
+    def __init__(self, base_url: str, username: str, password: str,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
         self._http = httpx.AsyncClient(base_url=base_url, auth=(username, password), timeout=_REQUEST_TIMEOUT,
-                                       trust_env=False)  # loopback only: no proxy from the environment
+                                       trust_env=False,  # loopback only: no proxy from the environment
+                                       transport=transport)
 
     async def aclose(self) -> None:
         await self._http.aclose()

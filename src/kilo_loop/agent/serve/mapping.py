@@ -171,13 +171,13 @@ class TurnMapper:
         assert isinstance(event, AgentError)
         return event
 
-    def _part(self, part: dict[str, Any]) -> AgentEvent | None:
+    def _part(self, part: dict[str, Any], role: str = "") -> AgentEvent | None:
         part_id, kind = _str(part.get("id")), _str(part.get("type"))
         if kind == "tool":
             self.tools[_str(part.get("callID"))] = _str(part.get("tool"))
         if not part_id or part_id in self._emitted or not self._is_final(part, kind):
             return None
-        if self.roles.get(_str(part.get("messageID"))) == "user":
+        if (role or self.roles.get(_str(part.get("messageID")))) == "user":
             return None
         self._emitted.add(part_id)
         return event_from_object({"type": _PART_KINDS[kind], "part": part})
@@ -201,9 +201,9 @@ class TurnMapper:
             message_id = _str(info.get("id"))
             if message_id in self.known_messages:
                 continue
-            self.roles[message_id] = _str(info.get("role"))
+            role = self.roles[message_id] = _str(info.get("role"))
             for part in _dict(message).get("parts") or []:
-                event = self._part(_dict(part))
+                event = self._part(_dict(part), role)
                 if event is not None:
                     missed.append(event)
             if info.get("role") == "assistant" and info.get("error") and not self._errors:

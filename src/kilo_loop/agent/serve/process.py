@@ -64,13 +64,16 @@ def kill_leftover(pidfile: Path) -> bool:
     try:
         record = orjson.loads(pidfile.read_bytes())
     except (OSError, ValueError):
+        record = None
+    if not isinstance(record, dict):
+        pidfile.unlink(missing_ok=True)
         return False
     pid, started = record.get("pid"), record.get("started")
-    alive = isinstance(pid, int) and pid > 1 and started is not None and process_start_time(pid) == started
-    if alive:
-        signal_group(pid, signal.SIGKILL)
     pidfile.unlink(missing_ok=True)
-    return alive
+    if not isinstance(pid, int) or pid <= 1 or started is None or process_start_time(pid) != started:
+        return False
+    signal_group(pid, signal.SIGKILL)
+    return True
 
 
 def kill_leftovers(runs_dir: Path) -> int:
