@@ -198,7 +198,7 @@ def test_serve_iteration_timeout_aborts_the_turn_and_the_server_goes_with_the_ru
     fake_provider.add_turns(bash("echo one > one.txt"), hold(HELD_S, then=bash("echo two > two.txt")),
                             marker=iteration_marker(1))
 
-    run = loop.run("opencode", project, "--goal-text", "Slow", "-n", "1", "--max-iteration-minutes", "0.1",
+    run = loop.run("opencode", project, "--goal-text", "Slow", "-n", "1", "--max-iteration-minutes", "0.5",
                    "--transport", "serve")
 
     report = run.report(1)
