@@ -86,6 +86,7 @@ def test_serve_rejects_destructive_commands_before_they_run_and_the_goal_complet
     outside_rm = "cd ~ && rm -rf canary"  # no deny glob matches: the guard itself must refuse it
     fake_provider.add_turns(
         bash("printf alpha > alpha.txt"),
+        bash("touch forbidden.txt"),  # the user's own deny rule applies first
         bash(force_push),
         bash(built_name),
         bash(outside_rm),
@@ -100,7 +101,8 @@ def test_serve_rejects_destructive_commands_before_they_run_and_the_goal_complet
         marker=iteration_marker(2),
     )
 
-    run = loop.run(runtime, project, "--goal", "plan.md", "-n", "3", "--transport", "serve")
+    run = loop.run(runtime, project, "--goal", "plan.md", "-n", "3", "--transport", "serve", inline=True,
+                   permission={"bash": {"*": "allow", "touch forbidden*": "deny"}})
 
     assert run.returncode == 0, run.describe()
     state = run.state()
@@ -109,7 +111,8 @@ def test_serve_rejects_destructive_commands_before_they_run_and_the_goal_complet
     assert commit_count(project) == commits
     assert (project / "alpha.txt").read_text() == "alpha" and (project / "beta.txt").read_text() == "beta\n"
     refused = [e["data"]["input"]["command"] for e in run.events("tool") if e["data"]["status"] == "error"]
-    assert refused == [force_push, built_name, outside_rm], run.describe()
+    assert refused == ["touch forbidden.txt", force_push, built_name, outside_rm], run.describe()
+    assert not (project / "forbidden.txt").exists()
     rejected = guard_events(run)
     assert [g.get("before_execution") for g in rejected] == [True, True, True], run.describe()
     assert state["guardBlocks"] == 3 and run.report(1)["guardHits"] == 3
