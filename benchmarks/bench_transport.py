@@ -89,14 +89,14 @@ def agent_side_rss(loop_pid: int) -> int:
 class PeakSampler(threading.Thread):
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
-        self.pid, self.peak, self._stop = pid, 0, threading.Event()
+        self.pid, self.peak, self._done = pid, 0, threading.Event()
 
     def run(self) -> None:
-        while not self._stop.wait(0.05):
+        while not self._done.wait(0.05):
             self.peak = max(self.peak, agent_side_rss(self.pid))
 
     def stop(self) -> None:
-        self._stop.set()
+        self._done.set()
         self.join()
 
 

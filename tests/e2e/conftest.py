@@ -78,6 +78,12 @@ def fake_provider() -> Iterator[FakeProvider]:
         yield provider
 
 
+def commit_count(project: Path) -> int:
+    out = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=project, check=True,
+                         capture_output=True, text=True)
+    return int(out.stdout)
+
+
 def _git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
 

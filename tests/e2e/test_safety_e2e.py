@@ -9,7 +9,6 @@ import json
 import os
 import secrets
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from .conftest import (
     Loop,
     LoopRun,
     bash,
+    commit_count,
     iteration_marker,
     iteration_requests,
     write,
@@ -48,12 +48,6 @@ def iteration_tools(run: LoopRun, iteration: int) -> list[tuple[str, str]]:
     """(command or tool, status) of each tool call an iteration logged."""
     return [(e["data"]["input"].get("command", e["data"]["tool"]), e["data"]["status"])
             for e in run.events("tool") if e.get("iteration") == iteration]
-
-
-def commit_count(project: Path) -> int:
-    out = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=project, check=True,
-                         capture_output=True, text=True)
-    return int(out.stdout)
 
 
 def files_under(root: Path) -> list[Path]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from .conftest import (
     Loop,
     LoopRun,
     bash,
+    commit_count,
     iteration_marker,
     iteration_requests,
     write,
@@ -36,12 +36,6 @@ PLAN = "# Two files\n\n- [ ] Create alpha.txt\n- [ ] Create beta.txt\n"
 HELD_S = 120.0
 START_TIMEOUT_S = 240.0
 REJECTED = "denied by the loop's guard"
-
-
-def commit_count(project: Path) -> int:
-    out = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=project, check=True,
-                         capture_output=True, text=True)
-    return int(out.stdout)
 
 
 def processes_in(directory: Path) -> list[int]:
