@@ -136,8 +136,11 @@ def measure(runtime: str, transport: str, iterations: int) -> Measure:
         out, err = process.communicate(timeout=1800)
         wall = time.monotonic() - started
         sampler.stop()
-        [state_file] = (project / ".kilocode-loop" / "runs").glob("*/state.json")
-        state = json.loads(state_file.read_text())
+        states = list((project / ".kilocode-loop" / "runs").glob("*/state.json"))
+        if len(states) != 1:
+            raise SystemExit(f"{runtime}/{transport}: no run state (exit {process.returncode})\n{out[-3000:]}\n"
+                             f"{err[-2000:]}")
+        state = json.loads(states[0].read_text())
         durations = [i["durationMs"] / 1000 for i in state["iterations"] if i.get("outcome") == "ok"]
         if len(durations) != iterations:
             raise SystemExit(f"{runtime}/{transport}: {len(durations)} of {iterations} iterations ok "
