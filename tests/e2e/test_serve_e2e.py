@@ -153,12 +153,17 @@ def _server_pid(project: Path) -> int:
     return pid
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+def _alive(pid: int, settle_s: float = 5.0) -> bool:
+    """Whether `pid` runs (not a zombie), waiting up to `settle_s` for a signalled process to go."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return False
+        if state == "Z" or time.monotonic() >= deadline:
+            return state != "Z"
+        time.sleep(0.1)
 
 
 @pytest.mark.parametrize("how", ["stop", "ctrl-c-twice"])
@@ -171,7 +176,7 @@ def test_serve_server_is_gone_after_stop_and_force_exit(
     try:
         assert fake_provider.wait_for_hold(START_TIMEOUT_S), "the agent never reached the held reply"
         server = _server_pid(project)
-        assert _alive(server)
+        assert _alive(server, 0)
         if how == "stop":
             process.send_signal(signal.SIGTERM)  # the loop's Stop
         else:
@@ -217,7 +222,7 @@ def test_serve_kill_9_of_the_loop_then_the_next_run_kills_the_leftover_server(
     finally:
         process.kill()  # kill -9: the loop cannot stop its server
         process.communicate(timeout=30)
-    assert _alive(server), "the server should have outlived the killed loop"
+    assert _alive(server, 0), "the server should have outlived the killed loop"
 
     fake_provider.add_turns(write(project / "done.txt", "done\n"), write_progress(project, 2, "stage-1", "done"),
                             say("Finished after the crash."), marker=iteration_marker(2))

@@ -132,11 +132,11 @@ class ServeBackend:
 
     async def _stop_server(self) -> None:
         server, client = self._server, self._client
-        self._server = self._client = None
         if client is not None:
             await client.aclose()
         if server is not None:
-            await server.stop()
+            await server.stop()  # still self._server meanwhile, so kill_now() reaches it
+        self._server = self._client = None
 
     async def aclose(self) -> None:
         """Stop the server with the run."""

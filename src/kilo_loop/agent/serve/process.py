@@ -164,9 +164,10 @@ class AgentServer:
 
     async def stop(self) -> None:
         """End the server and everything it started (its shells, their children)."""
-        process, self._process = self._process, None
+        process = self._process  # kept until it is gone: a force exit meanwhile can still kill it
         if process is not None:
             await terminate_process_group(process, grace_s=3.0)
+            self._process = None
         if self._drain is not None:
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(self._drain, 2)
