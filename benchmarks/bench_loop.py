@@ -287,13 +287,15 @@ def _read_hwm(pid: int) -> int:
     return 0
 
 
-def run_child(argv: Sequence[str], env: dict[str, str], cwd: Path | None = None) -> ChildRun:
+def run_child(argv: Sequence[str], env: dict[str, str], cwd: Path | None = None, stdin: bytes = b"") -> ChildRun:
     """Run one process; wait4 gives the rusage of exactly this child (not of other children)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as given:
+        given.write(stdin)
+        given.seek(0)
         hwm = [0]
         done = threading.Event()
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=given, stdout=out, stderr=err)
 
         def sample() -> None:
             while not done.wait(0.02):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,59 @@ import click
 from click.core import ParameterSource
 
 from kilo_loop import __version__
-from kilo_loop.goal.model import GoalError
-from kilo_loop.settings import ConfigError, load_settings
+
+# Subcommands: name -> (module:attribute, the help line `kilo-loop --help` shows). Each is imported
+# only when it runs, so `--help` and a Claude Code hook (`guard hook`) import none of the others —
+# no settings, dashboard or notification stack. tests/unit/test_cli_startup.py keeps the lines true.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "guard": ("kilo_loop.commands.guard:guard_group",
+              "Check shell commands against the destructive-command guard."),
+    "new-plan": ("kilo_loop.commands.new_plan:new_plan_command",
+                 "Scaffold a plan from <project>/.kilo/templates/plan.md ({{title}}, {{date}}, {{slug}})."),
+    "redact": ("kilo_loop.commands.redact:redact_command",
+               "Redact secrets from stdin to stdout, line by line (for pipes and saved logs)."),
+    "report": ("kilo_loop.commands.report:report_command",
+               "Print a saved run's report.md (default: the most recent run), or its state with --json."),
+    "revert": ("kilo_loop.commands.revert:revert_command",
+               "Restore the working tree to the checkpoint taken before iteration N of a run."),
+}
+
+
+def load_subcommand(name: str) -> click.Command:
+    module_name, _, attribute = SUBCOMMANDS[name][0].partition(":")
+    command = getattr(importlib.import_module(module_name), attribute)
+    assert isinstance(command, click.Command)
+    return command
+
+
+def help_stand_in(name: str) -> click.Command:
+    """A command that only carries the subcommand's help text, for listing it without importing it."""
+    return click.Command(name, help=SUBCOMMANDS[name][1])
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use; `--help` lists them from SUBCOMMANDS."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *SUBCOMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in SUBCOMMANDS:
+            self.add_command(load_subcommand(cmd_name), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [(name, self._short_help(ctx, name, limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def _short_help(self, ctx: click.Context, name: str, limit: int) -> str:
+        if name in SUBCOMMANDS and name not in self.commands:
+            return help_stand_in(name).get_short_help_str(limit)
+        command = super().get_command(ctx, name)
+        return command.get_short_help_str(limit) if command else ""
 
 # Flags parsed from the start whose feature lands with a later issue: using one prints a notice.
 NOT_ACTIVE_YET: dict[str, str] = {
@@ -116,7 +168,7 @@ def fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
-@click.group(invoke_without_command=True, help=_HELP, context_settings={"help_option_names": ["-h", "--help"],
+@click.group(cls=LazyGroup, invoke_without_command=True, help=_HELP, context_settings={"help_option_names": ["-h", "--help"],
                                                                          "max_content_width": 110})
 @click.version_option(__version__, prog_name="kilo-loop")
 @_options
@@ -124,6 +176,9 @@ def fail(message: str, code: int = 2) -> None:
 def main(ctx: click.Context, /, **params: Any) -> None:
     if ctx.invoked_subcommand is not None:
         return
+    from kilo_loop.goal.model import GoalError
+    from kilo_loop.settings import ConfigError, load_settings
+
     cli_values = _given(ctx, params)
     for name in sorted(set(cli_values) & set(NOT_ACTIVE_YET)):
         click.echo(f"kilo-loop: --{name.replace('_', '-')} is accepted but not active yet "
@@ -154,22 +209,3 @@ def _project_guess() -> Path | None:
         return git_root(Path.cwd())
     except NotAGitRepo:
         return None
-
-
-def _register_subcommands() -> None:
-    from kilo_loop.commands.guard import guard_group
-    from kilo_loop.commands.new_plan import new_plan_command
-    from kilo_loop.commands.redact import redact_command
-    from kilo_loop.commands.report import report_command
-    from kilo_loop.commands.revert import revert_command
-
-    main.add_command(guard_group, "guard")
-    main.add_command(redact_command, "redact")
-    main.add_command(revert_command, "revert")
-    main.add_command(report_command, "report")
-    main.add_command(new_plan_command, "new-plan")
-
-
-_register_subcommands()
-
-

@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from kilo_loop.errors import ConfigError
+from kilo_loop.guard_patterns import GuardPatterns, project_guard_patterns
 from kilo_loop.safety.guard import Guard, GuardDecision
 
 GuardFactory = Callable[[str | None], Guard]
@@ -27,15 +29,12 @@ def _project_of(start: Path) -> Path:
 
 def _guard_for(cwd: str | None, deny: Sequence[str], allow: Sequence[str]) -> Guard:
     """A guard with the project's guardDeny/guardAllow (config.json, KILO_LOOP_* env) plus the given ones."""
-    from kilo_loop.settings import ConfigError, load_settings
-
     try:
-        settings = load_settings({}, _project_of(Path(cwd or os.getcwd()).resolve()))
-        project_deny, project_allow = list(settings.guard_deny), list(settings.guard_allow)
+        project = project_guard_patterns(_project_of(Path(cwd or os.getcwd()).resolve()))
     except (ConfigError, OSError) as exc:
         click.echo(f"kilo-loop guard: ignoring the project config: {exc}", err=True)
-        project_deny, project_allow = [], []
-    return Guard([*project_deny, *deny], [*project_allow, *allow])
+        project = GuardPatterns()
+    return Guard([*project.deny, *deny], [*project.allow, *allow])
 
 
 def _absolute(cwd: str | None) -> str | None:
