@@ -176,6 +176,7 @@ def fail(message: str, code: int = 2) -> None:
 def main(ctx: click.Context, /, **params: Any) -> None:
     if ctx.invoked_subcommand is not None:
         return
+    from kilo_loop.git import project_root
     from kilo_loop.goal.model import GoalError
     from kilo_loop.settings import ConfigError, load_settings
 
@@ -185,7 +186,7 @@ def main(ctx: click.Context, /, **params: Any) -> None:
                    f"({NOT_ACTIVE_YET[name]} is not built yet)", err=True)
     project_hint = cli_values.get("project")
     try:
-        settings = load_settings(cli_values, Path(project_hint) if project_hint else _project_guess())
+        settings = load_settings(cli_values, project_root(Path(project_hint) if project_hint else None))
     except ConfigError as exc:
         fail(str(exc))
         return
@@ -200,12 +201,3 @@ def main(ctx: click.Context, /, **params: Any) -> None:
         click.echo("kilo-loop: interrupted", err=True)
         sys.exit(130)
     sys.exit(code)
-
-
-def _project_guess() -> Path | None:
-    from kilo_loop.loop.workspace import NotAGitRepo, git_root
-
-    try:
-        return git_root(Path.cwd())
-    except NotAGitRepo:
-        return None

@@ -20,13 +20,13 @@ from kilo_loop.agent.cli_backend import CliBackend, detect_runtime
 from kilo_loop.agent.protocol import AgentBackend
 from kilo_loop.agent.registry import BackendLoadError, load_backend
 from kilo_loop.agent.simulator import DryRunBackend
+from kilo_loop.git import NotAGitRepo, git_root
 from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
 from kilo_loop.goal.sync import mark_markdown_stage_done
 from kilo_loop.loop.control import RunControl
 from kilo_loop.loop.hitl import AnswerBook
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
-from kilo_loop.loop.workspace import git_root
 from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
 from kilo_loop.run.events import EventBus, RunEvent, now_iso
 from kilo_loop.run.layout import ProjectLayout, RunLayout
@@ -53,7 +53,7 @@ def resolve_project(settings: Settings) -> Path:
         raise SetupError(f"--project {start} is not a directory")
     try:
         return git_root(start.resolve())
-    except RuntimeError as exc:
+    except NotAGitRepo as exc:
         raise SetupError(str(exc)) from exc
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import orjson
 
-from kilo_loop.loop.workspace import project_root
+from kilo_loop.git import project_root
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.report import run_report_md
 from kilo_loop.run.store import RunNotFound, load_state, resolve_run

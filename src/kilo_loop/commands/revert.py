@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from kilo_loop.loop.workspace import project_root
+from kilo_loop.git import project_root
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.store import RunNotFound, resolve_run
 from kilo_loop.safety.checkpoint import (

@@ -28,7 +28,6 @@ import json
 import logging
 import os
 import re
-import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
@@ -37,6 +36,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kilo_loop.errors import KiloLoopError
+from kilo_loop.git import GitError, git_output, run_git
 from kilo_loop.run.files import write_bytes_atomic
 from kilo_loop.run.layout import LOOP_DIR
 
@@ -47,10 +48,6 @@ _NAME_RE = re.compile(r"iter-(\d{2,})\.json")
 _OID_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _GITLINK_MODE = "160000"
 _PATHS_PER_CALL = 500  # pathspecs per git command line, well under ARG_MAX
-# Inherited variables that would point git at another repository, index or work
-# tree, or run an external program for diffs.
-_GIT_REDIRECTS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
-                  "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE", "GIT_EXTERNAL_DIFF")
 _DIFF_ARGS = ("diff", "--binary", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color",
               "--ignore-submodules=all", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/")
 _NAMES_ARGS = ("diff", "--name-only", "--no-renames", "--no-ext-diff", "--ignore-submodules=all",
@@ -59,7 +56,7 @@ _STATUS_ARGS = ("status", "--porcelain=v1", "-z", "--no-renames", "--untracked-f
                 "--ignore-submodules=all")
 
 
-class CheckpointError(Exception):
+class CheckpointError(KiloLoopError):
     """A checkpoint cannot be captured, read or reverted to; the message says why."""
 
 
@@ -348,13 +345,6 @@ def _paths_field(data: Mapping[str, object], key: str, path: Path) -> tuple[str,
 # ---------------------------------------------------------------- git I/O
 
 
-def _git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key not in _GIT_REDIRECTS}
-    env.update(GIT_OPTIONAL_LOCKS="0", GIT_LITERAL_PATHSPECS="1", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
-    env.update(extra or {})
-    return env
-
-
 @dataclass(frozen=True)
 class _Repo:
     root: Path  # the work tree's top level
@@ -380,8 +370,10 @@ class _Repo:
         return ("--", self.prefix) if self.prefix else ()
 
     def head(self) -> str | None:
-        proc = subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=self.root,
-                              env=_git_env(), capture_output=True, check=False)
+        try:
+            proc = run_git(self.root, "rev-parse", "-q", "--verify", "HEAD^{commit}")
+        except GitError as exc:
+            raise CheckpointError(str(exc)) from exc
         if proc.returncode != 0:
             return None  # an unborn branch: no commit yet
         return proc.stdout.decode().strip() or None
@@ -404,14 +396,9 @@ class _Repo:
 def _run_git(cwd: Path, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None,
              what: str | None = None) -> bytes:
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, input=stdin, env=_git_env(env),
-                              capture_output=True, check=False)
-    except OSError as exc:
-        raise CheckpointError(f"cannot run git: {exc}") from exc
-    if proc.returncode != 0:
-        detail = proc.stderr.decode(errors="replace").strip()
-        raise CheckpointError(f"{what or 'git ' + args[0] + ' failed'}: {detail}")
-    return proc.stdout
+        return git_output(cwd, *args, stdin=stdin, env=env, what=what)
+    except GitError as exc:
+        raise CheckpointError(str(exc)) from exc
 
 
 # ---------------------------------------------------------------- capture
