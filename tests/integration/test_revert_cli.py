@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from kilo_loop.commands import revert as revert_module
 from kilo_loop.commands.revert import revert_command, show_path
-from kilo_loop.safety.checkpoint import capture_checkpoint
+from kilo_loop.safety.checkpoint import capture_checkpoint, capture_patch_checkpoint
 
 
 @pytest.fixture(autouse=True)
@@ -26,9 +26,10 @@ def git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A repo with run `run-1` whose checkpoint 1 has README "before"; the agent then changed things."""
+@pytest.fixture(params=[capture_checkpoint, capture_patch_checkpoint], ids=["trees", "patches"])
+def project(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+    """A repo with run `run-1` whose checkpoint 1 has README "before"; the agent then changed things.
+    Checkpoint 1 is in today's format (trees) or in the one runs were recorded in before (patches)."""
     root = tmp_path / "project"
     root.mkdir()
     git(root, "init", "-q")
@@ -39,7 +40,7 @@ def project(tmp_path: Path) -> Path:
     run_dir = root / ".kilocode-loop/runs/run-1"
     run_dir.mkdir(parents=True)
     (run_dir / "state.json").write_text("{}")
-    capture_checkpoint(root, run_dir / "checkpoints", 1)
+    request.param(root, run_dir / "checkpoints", 1)
     (root / "README.md").write_text("agent\n")
     (root / "agent.txt").write_text("new\n")
     return root
