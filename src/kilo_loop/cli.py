@@ -11,6 +11,7 @@ import click
 from click.core import ParameterSource
 
 from kilo_loop import __version__
+from kilo_loop.errors import KiloLoopError
 
 # Subcommands: name -> (module:attribute, the help line `kilo-loop --help` shows). Each is imported
 # only when it runs, so `--help` and a Claude Code hook (`guard hook`) import none of the others —
@@ -51,6 +52,12 @@ class LazyGroup(click.Group):
         if cmd_name not in self.commands and cmd_name in SUBCOMMANDS:
             self.add_command(load_subcommand(cmd_name), cmd_name)
         return super().get_command(ctx, cmd_name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KiloLoopError as exc:
+            ctx.exit(report_error(exc))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         names = self.list_commands(ctx)
@@ -163,9 +170,11 @@ def _given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-def fail(message: str, code: int = 2) -> None:
-    click.echo(f"kilo-loop: {message}", err=True)
-    sys.exit(code)
+def report_error(exc: KiloLoopError) -> int:
+    """The one place a user-facing error becomes output and an exit code (its class carries the code):
+    every command run through `main` ends here, and so does a run's set-up in `run_main`."""
+    click.echo(f"kilo-loop: {exc.headline()}", err=True)
+    return exc.exit_code
 
 
 @click.group(cls=LazyGroup, invoke_without_command=True, help=_HELP, context_settings={"help_option_names": ["-h", "--help"],
@@ -176,27 +185,18 @@ def fail(message: str, code: int = 2) -> None:
 def main(ctx: click.Context, /, **params: Any) -> None:
     if ctx.invoked_subcommand is not None:
         return
+    from kilo_loop.commands.run import run_main
     from kilo_loop.git import project_root
-    from kilo_loop.goal.model import GoalError
-    from kilo_loop.settings import ConfigError, load_settings
+    from kilo_loop.settings import load_settings
 
     cli_values = _given(ctx, params)
     for name in sorted(set(cli_values) & set(NOT_ACTIVE_YET)):
         click.echo(f"kilo-loop: --{name.replace('_', '-')} is accepted but not active yet "
                    f"({NOT_ACTIVE_YET[name]} is not built yet)", err=True)
     project_hint = cli_values.get("project")
-    try:
-        settings = load_settings(cli_values, project_root(Path(project_hint) if project_hint else None))
-    except ConfigError as exc:
-        fail(str(exc))
-        return
-    from kilo_loop.commands.run import run_main
-
+    settings = load_settings(cli_values, project_root(Path(project_hint) if project_hint else None))
     try:
         code = run_main(settings, list_goals=bool(params.get("list_goals")))
-    except GoalError as exc:
-        fail(f"goal error: {exc}")
-        return
     except KeyboardInterrupt:  # a Ctrl+C outside the run's own handlers (set-up, final summary)
         click.echo("kilo-loop: interrupted", err=True)
         sys.exit(130)

@@ -19,6 +19,11 @@ class KiloLoopError(Exception):
     """A problem the user can act on; the message says what and, where it can, what to do."""
 
     exit_code: ClassVar[int] = EXIT_FAILURE
+    label: ClassVar[str] = ""  # what the CLI puts before the message ("goal error"), if anything
+
+    def headline(self) -> str:
+        """The one line the CLI prints (after `kilo-loop: `)."""
+        return f"{self.label}: {self}" if self.label else str(self)
 
 
 class UsageError(KiloLoopError):

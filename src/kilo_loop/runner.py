@@ -20,6 +20,7 @@ from kilo_loop.agent.cli_backend import CliBackend, detect_runtime
 from kilo_loop.agent.protocol import AgentBackend
 from kilo_loop.agent.registry import BackendLoadError, load_backend
 from kilo_loop.agent.simulator import DryRunBackend
+from kilo_loop.errors import UsageError
 from kilo_loop.git import NotAGitRepo, git_root
 from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
@@ -42,7 +43,7 @@ from kilo_loop.settings import Settings
 from kilo_loop.ui.terminal import TerminalInput
 
 
-class SetupError(RuntimeError):
+class SetupError(UsageError, RuntimeError):
     """A problem found before anything is created; the message says what to do."""
 
 

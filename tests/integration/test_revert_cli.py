@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from kilo_loop.cli import main
 from kilo_loop.commands import revert as revert_module
-from kilo_loop.commands.revert import revert_command, show_path
+from kilo_loop.commands.revert import show_path
 from kilo_loop.safety.checkpoint import capture_checkpoint, capture_patch_checkpoint
 
 
@@ -47,7 +48,7 @@ def project(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
 
 
 def invoke(project: Path, *args: str, input: str | None = None) -> tuple[int, str]:
-    result = CliRunner().invoke(revert_command, ["-C", str(project), *args], input=input)
+    result = CliRunner().invoke(main, ["revert", "-C", str(project), *args], input=input)
     return result.exit_code, result.output
 
 
@@ -87,7 +88,7 @@ def test_non_interactive_stdin_without_yes_refuses(project: Path, monkeypatch: p
 @pytest.mark.parametrize("run_id", ["nope", "../run-1", "..", "run-1/../run-1", "/etc"])
 def test_unknown_or_unsafe_run_id_is_a_clear_error(project: Path, run_id: str) -> None:
     code, output = invoke(project, "--run", run_id, "--before", "1", "--yes")
-    assert code == 1 and "Error:" in output and ("no saved run" in output or "invalid run id" in output)
+    assert code == 1 and "kilo-loop: " in output and ("no saved run" in output or "invalid run id" in output)
     assert untouched(project)
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 import click
 
 from kilo_loop.agent.protocol import AgentBackend
+from kilo_loop.cli import report_error
+from kilo_loop.errors import KiloLoopError
 from kilo_loop.goal.listing import format_plan_list
 from kilo_loop.goal.model import Goal
 from kilo_loop.goal.registry import discover_plans
@@ -37,7 +39,6 @@ from kilo_loop.runner import (
 from kilo_loop.settings import Settings
 from kilo_loop.ui.console import ConsoleView, make_console
 from kilo_loop.ui.preflight import ask_start, render_preflight, scenario_rows, should_confirm
-from kilo_loop.web.binding import BindError, PortInUse
 from kilo_loop.web.controller import RunHooks
 from kilo_loop.web.server import Dashboard, prepare_dashboard
 
@@ -95,11 +96,10 @@ def run_main(settings: Settings, list_goals: bool = False) -> int:
                 dashboard.sock.close()
             click.echo("Cancelled: nothing was started.")
             return 2
-    except (SetupError, PortInUse, BindError) as exc:
+    except KiloLoopError as exc:  # set-up: nothing was started
         if dashboard is not None:
             dashboard.sock.close()
-        click.echo(f"kilo-loop: {exc}", err=True)
-        return 2
+        return report_error(exc)
     out = _Output(settings)
     view = ConsoleView(out.console, quiet=settings.quiet)
     if dashboard is None:

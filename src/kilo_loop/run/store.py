@@ -8,13 +8,14 @@ from typing import Any
 
 import orjson
 
+from kilo_loop.errors import KiloLoopError
 from kilo_loop.run.files import read_json
 from kilo_loop.run.layout import ProjectLayout, RunLayout, valid_run_id
 from kilo_loop.run.state import RunState
 
 
-class RunNotFound(LookupError):
-    pass
+class RunNotFound(KiloLoopError, LookupError):
+    """No saved run by that id (or no run at all)."""
 
 
 def list_run_dirs(layout: ProjectLayout) -> list[RunLayout]:
