@@ -17,6 +17,7 @@ from kilo_loop.safety.checkpoint import (
     checkpoint_ref,
     list_checkpoints,
     load_checkpoint,
+    parse_status,
     plan_revert,
     read_checkpoint_patch,
     ref_component,
@@ -179,3 +180,22 @@ def test_subdirectory_project_trees_cover_only_its_scope(tmp_path: Path) -> None
     revert_to_checkpoint(project, checkpoints, 1)
     assert (project / "inside.txt").read_text() == "edited inside before\n"
     assert (top / "outside.txt").read_text() == "agent outside\n"
+
+
+def test_parse_status_v2() -> None:
+    oid = "a" * 40
+    data = b"\0".join([
+        f"# branch.oid {oid}".encode(), b"# branch.head main",
+        b"1 .M N... 100644 100644 100644 " + b"1" * 40 + b" " + b"1" * 40 + b" with space/f.txt",
+        b"1 A. N... 000000 100644 100644 " + b"0" * 40 + b" " + b"2" * 40 + b" added.py",
+        b"2 R. N... 100644 100644 100644 " + b"3" * 40 + b" " + b"3" * 40 + b" R100 new name.txt", b"old name.txt",
+        b"? new\nline.txt", b"",
+    ])
+    head, lists = parse_status(data)
+    assert head == oid
+    assert lists.changed == {"with space/f.txt", "added.py", "new name.txt"}
+    assert lists.untracked == {"new\nline.txt"}
+    assert lists.staged and not lists.unmerged
+    unborn, conflicted = parse_status(b"# branch.oid (initial)\0u UU N... 100644 100644 100644 100644 "
+                                      + b" ".join([b"4" * 40] * 3) + b" c.txt\0")
+    assert unborn is None and conflicted.unmerged and conflicted.changed == {"c.txt"}
