@@ -23,16 +23,10 @@ from kilo_loop.safety.checkpoint import (
     ref_component,
     revert_to_checkpoint,
 )
+from tests.integration import test_checkpoint as checkpoint_tests
 from tests.integration.test_checkpoint import git, make_repo, status, write
 
-
-@pytest.fixture(autouse=True)
-def isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    config = tmp_path_factory.mktemp("gitconfig") / "config"
-    config.write_text("[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n"
-                      "[gc]\n\tauto = 0\n")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+isolated_git = checkpoint_tests.isolated_git  # the same git config for every test here (autouse)
 
 
 @pytest.fixture
