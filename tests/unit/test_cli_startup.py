@@ -7,6 +7,7 @@ the heavy stacks (settings/pydantic, dashboard, notifications, Rich, the loop) m
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +98,18 @@ def test_each_subcommand_runs_through_the_group(name: str) -> None:
 def test_unknown_subcommand_is_a_usage_error() -> None:
     result = CliRunner().invoke(main, ["no-such-command"])
     assert result.exit_code == 2
+
+
+def test_a_run_without_the_dashboard_does_not_import_its_stack(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    args = ["--dry-run", "--goal-text", "tidy up", "-n", "1", "--no-dashboard", "--no-confirm", "--quiet",
+            "--hitl", "off"]
+    env = {**os.environ, "KILO_LOOP_DRY_RUN_DELAY": "0"}
+    proc = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(args)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, check=False, timeout=120)
+    marker = [line for line in proc.stderr.splitlines() if line.startswith("MODULES ")]
+    assert marker, proc.stderr
+    modules = set(json.loads(marker[-1].removeprefix("MODULES ")))
+    assert "kilo_loop.runner" in modules  # it did run
+    assert not {name for name in modules if name.split(".")[0] in ("fastapi", "uvicorn", "starlette")}
+    assert not {name for name in modules if name.startswith("kilo_loop.web")}

@@ -14,6 +14,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import click
 
@@ -39,8 +40,10 @@ from kilo_loop.runner import (
 from kilo_loop.settings import Settings
 from kilo_loop.ui.console import ConsoleView, make_console
 from kilo_loop.ui.preflight import ask_start, render_preflight, scenario_rows, should_confirm
-from kilo_loop.web.controller import RunHooks
-from kilo_loop.web.server import Dashboard, prepare_dashboard
+
+if TYPE_CHECKING:  # the dashboard stack (FastAPI, uvicorn) is imported only when the dashboard is on
+    from kilo_loop.web.controller import RunHooks
+    from kilo_loop.web.server import Dashboard
 
 Say = Callable[[str], None]
 
@@ -60,6 +63,12 @@ def _confirmed(
     return ask_start(input)
 
 
+def _prepare_dashboard(settings: Settings, project: Path, mode: Literal["launcher", "direct"]) -> Dashboard:
+    from kilo_loop.web.server import prepare_dashboard
+
+    return prepare_dashboard(settings, project, mode)
+
+
 def _dashboard_line(dashboard: Dashboard) -> str:
     return f"Dashboard {dashboard.url} (Ctrl+Click to open)"
 
@@ -77,7 +86,7 @@ def run_main(settings: Settings, list_goals: bool = False) -> int:
                     "no --goal given and the dashboard is off: pass --goal <file.json|file.md> or "
                     '--goal-text "…", or drop --no-dashboard to pick a plan in the launcher'
                 )
-            dashboard = prepare_dashboard(settings, project, "launcher")
+            dashboard = _prepare_dashboard(settings, project, "launcher")
             return _launcher(settings, dashboard)
         goal = resolve_goal(settings, project)
         if goal.all_done() and not settings.resume:
@@ -90,7 +99,7 @@ def run_main(settings: Settings, list_goals: bool = False) -> int:
         backend, runtime = make_backend(settings)
         prepared = prepare_run(settings, goal, project, runtime)
         if settings.dashboard:
-            dashboard = prepare_dashboard(settings, project, "direct")
+            dashboard = _prepare_dashboard(settings, project, "direct")
         if should_confirm(settings) and not _confirmed(settings, goal, project, prepared, dashboard):
             if dashboard is not None:
                 dashboard.sock.close()
@@ -124,6 +133,8 @@ class _Output:
         self.console.print(message, style="bold", soft_wrap=True)  # a URL must stay on one line
 
     def hooks(self, after: str) -> RunHooks:
+        from kilo_loop.web.controller import RunHooks
+
         def started(handle: RunHandle) -> None:
             handle.bus.subscribe(ConsoleView(self.console, quiet=self.settings.quiet))
             self.say(f"run {handle.run_id} started from the dashboard: {handle.goal.title}")
