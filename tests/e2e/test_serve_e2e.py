@@ -233,3 +233,38 @@ def test_serve_kill_9_of_the_loop_then_the_next_run_kills_the_leftover_server(
     assert run.returncode == 0, run.describe()
     assert run.state()["status"] == "done"
     assert wait_gone(project) == []
+
+
+def test_serve_a_server_that_dies_mid_turn_is_restarted_and_the_iteration_retried_in_the_same_session(
+    loop: Loop, fake_provider: FakeProvider, git_project: Path
+) -> None:
+    project = git_project
+    fake_provider.add_turns(
+        bash("echo FIRST-ATTEMPT > first.txt"),
+        hold(HELD_S),  # the server is killed while it waits for this reply
+        write_progress(project, 1, "stage-1", "done"),  # the retry, on a new server, same session
+        say("Recovered."),
+        marker=iteration_marker(1),
+    )
+    process = loop.start("opencode", project, "--goal-text", "Survive", "-n", "1", "--transport", "serve",
+                         "--retry-delay", "100")
+    try:
+        assert fake_provider.wait_for_hold(START_TIMEOUT_S), "the agent never reached the held reply"
+        server = _server_pid(project)
+        os.killpg(server, signal.SIGKILL)  # our own test server process group, by its recorded pid
+        out, err = process.communicate(timeout=600)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=30)
+    run = LoopRun(process.args, process.returncode, out, err, 0.0, project)  # type: ignore[arg-type]
+    assert run.returncode == 0, run.describe()
+    report = run.report(1)
+    assert report["retries"] == 1 and "died mid-turn" in report["retryReason"], run.describe()
+    assert "starting it again" in run.stdout
+    sessions = [e["data"]["session_id"] for e in run.events("session")]
+    assert len(sessions) == 2 and sessions[0] == sessions[1], run.describe()
+    retried = iteration_requests(fake_provider, 1)[-1]
+    assert "FIRST-ATTEMPT" in retried.all_text  # the new server continued the same conversation
+    assert run.state()["status"] == "done"
+    assert wait_gone(project) == []

@@ -117,11 +117,16 @@ class FakeApi:
         return [body for method, path, body in self.calls if method == "POST" and path.endswith(suffix)]
 
 
+async def _never_exits(within_s: float) -> bool:
+    return False
+
+
 def make_backend(api: FakeApi, guard: Guard | None = None) -> ServeBackend:
     backend = ServeBackend("kilo", "kilo", fallback=SimpleNamespace(start=None))  # type: ignore[arg-type]
     backend.using_fallback = False
     backend.broker = PermissionBroker(guard or Guard(temp_dirs=["/tmp"]), "/work/project")
-    backend._server = SimpleNamespace(alive=True, returncode=None, log_tail=lambda: "")  # type: ignore[assignment]
+    backend._server = SimpleNamespace(alive=True, returncode=None, log_tail=lambda: "",  # type: ignore[assignment]
+                                      exited=_never_exits)
     backend._client = ServerClient("http://127.0.0.1:9", "kilo", "pw", transport=httpx.MockTransport(api.handle))
     return backend
 
@@ -228,7 +233,10 @@ async def test_the_iteration_timeout_aborts_the_turn_and_is_not_transient() -> N
 async def test_a_dead_server_mid_turn_is_a_transient_failure() -> None:
     api = FakeApi([busy(), tool("p1", "completed", "ls", output="")], end_stream=True)
     backend = make_backend(api)
-    server = SimpleNamespace(alive=True, returncode=None, log_tail=lambda: "boom")
+    async def exited(within_s: float) -> bool:
+        return not server.alive
+
+    server = SimpleNamespace(alive=True, returncode=None, log_tail=lambda: "boom", exited=exited)
     backend._server = server  # type: ignore[assignment]
 
     def die() -> None:

@@ -123,6 +123,10 @@ class ServeBackend:
     def server_alive(self) -> bool:
         return self._server is not None and self._server.alive
 
+    async def server_died(self, within_s: float = 2.0) -> bool:
+        """After a lost connection: did the server exit (given a moment to be reaped)?"""
+        return self._server is None or await self._server.exited(within_s)
+
     @property
     def server_returncode(self) -> int | None:
         return self._server.returncode if self._server is not None else None
@@ -204,17 +208,17 @@ class ServeAgentRun:
         except ServerStartError as exc:
             self._result.error = self._result.error or f"agent server could not be restarted: {exc}"
         except ServerGone as exc:
-            self._lost(exc)
+            await self._lost(exc)
         except ServerError as exc:
             self._result.error = self._result.error or str(exc)
         finally:
             self._finish()
 
-    def _lost(self, exc: ServerGone) -> None:
+    async def _lost(self, exc: ServerGone) -> None:
         if self._result.killed or self._result.timed_out:
             return
         backend = self._backend
-        if not backend.server_alive:
+        if await backend.server_died():
             why = f"the agent server died mid-turn (exit {backend.server_returncode}; connection reset)"
             self._result.stderr_tail = backend.server_log()
         else:

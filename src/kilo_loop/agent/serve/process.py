@@ -113,6 +113,16 @@ class AgentServer:
     def returncode(self) -> int | None:
         return self._process.returncode if self._process is not None else None
 
+    async def exited(self, within_s: float) -> bool:
+        """True once the process has exited (waiting up to `within_s` for it to be reaped)."""
+        if self._process is None:
+            return True
+        try:
+            await asyncio.wait_for(self._process.wait(), within_s)
+        except TimeoutError:
+            return False
+        return True
+
     def log_tail(self) -> str:
         return "\n".join(self._log)
 
