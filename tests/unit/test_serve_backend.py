@@ -280,3 +280,11 @@ async def test_a_shared_session_is_continued_and_its_earlier_messages_are_not_re
     events = await collect(make_backend(api).start(request(session_id=SES)))
     assert api.posted("/session") == []  # no new session
     assert Text("old") not in events
+
+
+async def test_a_turn_killed_before_its_prompt_never_sends_it() -> None:
+    api = FakeApi([busy(), idle()])
+    run = make_backend(api).start(request())
+    await run.kill("stopped by the operator")
+    await asyncio.wait_for(collect(run), 5)
+    assert api.posted("/prompt_async") == [] and run.result.killed

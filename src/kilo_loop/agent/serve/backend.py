@@ -240,13 +240,20 @@ class ServeAgentRun:
         session, known = await self._session_for(client)
         self._session = session
         yield SessionStarted(session)
+        if self._ended:
+            return  # killed before the prompt went out: nothing to start
         mapper = TurnMapper(session, request.prompt, request.thinking, known)
         async with client.events() as frames:
             reader = asyncio.create_task(self._pump(frames))
             try:
                 await self._connected()
+                if self._ended:
+                    return
                 await client.prompt(session, request.prompt, agent=request.agent, model=request.model,
                                     variant=request.variant)
+                if self._ended:  # killed while the prompt was on its way: its abort may have come first
+                    await client.abort(session)
+                    return
                 async for event in self._follow(client, mapper):
                     yield event
             finally:
