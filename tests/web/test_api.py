@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from kilo_loop.agent.simulator import DRY_RUN_QUESTION
@@ -436,24 +435,25 @@ async def test_page_and_assets_are_served_locally(harness: Harness) -> None:
         assert path in openapi["paths"], path
 
 
-# ---------------------------------------------------------------- token on a non-loopback bind
+# ---------------------------------------------------------------- the token, on loopback too
 
 
-async def test_token_required_then_kept_in_a_strict_cookie(make_harness: HarnessFactory) -> None:
-    harness = await make_harness(token_required=True)
-    token = harness.dashboard.token
-    assert token and f"?token={token}" in harness.dashboard.url
-    for path in ("/", "/api/state", "/static/app.js", "/openapi.json"):
-        assert (await harness.client.get(path)).status_code == 401
-    assert (await harness.client.get("/?token=wrong")).status_code == 401
-    posted = await harness.client.post("/api/goals/verify-global", json={"verify": "x"})
-    assert posted.status_code == 401
-    first = await harness.client.get(f"/?token={token}")
-    assert first.status_code == 200
-    cookie = first.headers["set-cookie"]
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and token in cookie
-    assert (await harness.client.get("/api/state")).status_code == 200  # the cookie now carries it
-    async with httpx.AsyncClient(base_url=harness.client.base_url) as fresh:
+async def test_token_required_then_kept_in_a_strict_cookie(harness: Harness) -> None:
+    token = harness.token
+    assert f"?token={token}" in harness.dashboard.url and harness.dashboard.url.startswith("http://127.0.0.1:")
+    async with harness.anonymous() as c:
+        for path in ("/", "/api/state", "/static/app.js", "/openapi.json"):
+            assert (await c.get(path)).status_code == 401
+        assert (await c.get("/?token=wrong")).status_code == 401
+        posted = await c.post("/api/goals/verify-global", json={"verify": "x"})
+        assert posted.status_code == 401
+        first = await c.get(f"/?token={token}")
+        assert first.status_code == 200
+        cookie = first.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and token in cookie
+        assert f"kilo_loop_{harness.dashboard.binding.port}=" in cookie  # one cookie per port
+        assert (await c.get("/api/state")).status_code == 200  # the cookie now carries it
+    async with harness.anonymous() as fresh:
         assert (await fresh.get("/api/state")).status_code == 401
         bearer = await fresh.get("/api/state", headers={"Authorization": f"Bearer {token}"})
         assert bearer.status_code == 200

@@ -106,6 +106,7 @@ def run_main(settings: Settings, list_goals: bool = False) -> int:
         state = asyncio.run(execute_run(settings, project, goal, backend, runtime, prepared, view, out.say))
     else:
         dashboard.controller.hooks = out.hooks("the dashboard is still open")
+        dashboard.ctx.notice = out.say
         direct = _Direct(settings, project, goal, backend, runtime, prepared)
         state = asyncio.run(direct.run(dashboard, view, out.say))
     if not settings.quiet:
@@ -170,6 +171,7 @@ class _Direct:
 def _launcher(settings: Settings, dashboard: Dashboard) -> int:
     out = _Output(settings)
     dashboard.controller.hooks = out.hooks("the launcher is still open")
+    dashboard.ctx.notice = out.say
     asyncio.run(_serve_launcher(dashboard, out.say))
     return 0
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 LOOPBACK = "127.0.0.1"
 WILDCARDS = frozenset({"0.0.0.0", "::", ""})
-LOCAL_NAMES = ("localhost", "127.0.0.1", "[::1]")
+IPV4_LOOPBACK_NAMES = ("localhost", "127.0.0.1")
+IPV6_LOOPBACK_NAMES = ("localhost", "[::1]")
 
 
 class PortInUse(OSError):
@@ -56,21 +57,34 @@ def url_host(host: str) -> str:
     return f"[{bare}]" if ":" in bare else bare
 
 
+def _listens_on_ipv6(bind_host: str) -> bool:
+    return ":" in bind_host.strip("[]")
+
+
+def loopback_names(bind_host: str) -> tuple[str, ...]:
+    """The loopback names that reach a server bound to `bind_host`: `[::1]` only when it listens
+    on IPv6 (`::1`, or `::`, which is dual-stack here), 127.0.0.1 only when it listens on IPv4."""
+    if bind_host.strip("[]") == "::":
+        return (*IPV4_LOOPBACK_NAMES, "[::1]")
+    return IPV6_LOOPBACK_NAMES if _listens_on_ipv6(bind_host) else IPV4_LOOPBACK_NAMES
+
+
 @dataclass(frozen=True)
 class Binding:
     bind_host: str
     port: int
     shown_host: str  # never a wildcard
     lan_address: str | None
-    needs_token: bool
 
     def url(self, token: str | None = None) -> str:
+        """The address to open; with the token (loopback too: any local process could otherwise
+        drive the loop), as the terminal prints it."""
         base = f"http://{url_host(self.shown_host)}:{self.port}/"
-        return f"{base}?token={token}" if token and self.needs_token else base
+        return f"{base}?token={token}" if token else base
 
     def allowed_hosts(self) -> frozenset[str]:
         """`Host` header values a request may carry: only names that lead to this server."""
-        names = set(LOCAL_NAMES)
+        names = set(loopback_names(self.bind_host))
         if not is_wildcard(self.bind_host):
             names.add(url_host(self.bind_host))
         names.add(url_host(self.shown_host))
@@ -88,7 +102,7 @@ def plan_binding(
     bind_host = choose_bind_host(host, lan, local)
     lan_address = find_lan_address() if is_wildcard(bind_host) else None
     shown = (lan_address or LOOPBACK) if is_wildcard(bind_host) else bind_host
-    return Binding(bind_host, port, shown, lan_address, needs_token=not is_loopback(bind_host))
+    return Binding(bind_host, port, shown, lan_address)
 
 
 def open_listener(host: str, port: int) -> socket.socket:
