@@ -22,7 +22,7 @@ from kilo_loop.agent.registry import BackendLoadError, load_backend
 from kilo_loop.agent.simulator import DryRunBackend
 from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
-from kilo_loop.goal.sync import mark_markdown_stage_done
+from kilo_loop.goal.sync import mark_stage_done
 from kilo_loop.loop.control import RunControl
 from kilo_loop.loop.hitl import AnswerBook
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
@@ -211,7 +211,7 @@ class SafetyHooks:
 
     def sync_markdown(self, goal: Goal, stage: Stage) -> bool:
         try:
-            return goal.source is not None and mark_markdown_stage_done(goal.source, stage, True)
+            return mark_stage_done(goal, stage, True)
         except GoalError:
             return False  # the plan was moved or made read-only mid-run; the caller warns
 

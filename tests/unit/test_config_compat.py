@@ -74,7 +74,7 @@ def test_the_command_line_runs_with_a_warning_not_exit_2(tmp_path: Path) -> None
     config = write_config(project, {"iterations": 2, "dashboardTheme": "dark", "contextThreshold": 50000})
     done = subprocess.run(
         [sys.executable, "-m", "kilo_loop", "--list-goals", "--project", str(project)],
-        capture_output=True, text=True, timeout=60,
+        check=False, capture_output=True, text=True, timeout=60,
     )
     assert done.returncode == 0, done.stderr
     assert "A plan" in done.stdout
@@ -84,6 +84,6 @@ def test_the_command_line_runs_with_a_warning_not_exit_2(tmp_path: Path) -> None
     broken = write_config(project, {"iterations": "two"})
     failed = subprocess.run(
         [sys.executable, "-m", "kilo_loop", "--list-goals", "--project", str(project)],
-        capture_output=True, text=True, timeout=60,
+        check=False, capture_output=True, text=True, timeout=60,
     )
     assert failed.returncode == 2 and str(broken) in failed.stderr and "'iterations'" in failed.stderr
