@@ -60,6 +60,12 @@ def page(browser: Browser) -> Iterator[Page]:
     assert errors == [], errors
 
 
+def long_plan(project: Path, stages: int = 40) -> str:
+    body = "# Long plan\n\n" + "".join(f"- [ ] Stage number {n}\n" for n in range(1, stages + 1))
+    (project / "plans" / "long.md").write_text(body)
+    return "plans/long.md"
+
+
 def run_dir(project: Path) -> Path:
     runs = [d for d in (project / ".kilocode-loop" / "runs").iterdir() if d.is_dir()]
     assert len(runs) == 1
@@ -135,7 +141,7 @@ def test_revert_needs_confirmation_and_restores_files(server: tuple[ServerProces
     )
     assert started.status_code == 201
     page.goto(process.link)
-    expect(page.locator("#status-pill")).to_have_attribute("data-status", "done-with-errors", timeout=30_000)
+    expect(page.locator("#status-pill")).to_have_attribute("data-status", "iterations-used", timeout=30_000)
     app = project / "src" / "app.py"
     app.write_text("print('broken by the agent')\n")
     (project / "src" / "scratch.py").write_text("tmp = True\n")
@@ -166,9 +172,10 @@ def test_revert_needs_confirmation_and_restores_files(server: tuple[ServerProces
 
 
 def test_top_bar_is_a_css_status_light(server: tuple[ServerProcess, Path], browser: Browser) -> None:
-    process, _ = server
+    process, project = server
+    long_plan(project)  # still running while two pages load, whatever the machine's load
     httpx.post(process.url + "/api/start", headers=process.auth,
-               json={"file": "plans/demo.md", "dryRun": True, "iterations": 5})
+               json={"file": "plans/long.md", "dryRun": True, "iterations": 40, "hitl": "off"})
     for motion, expected in (("no-preference", "topbar-sweep"), ("reduce", "none")):
         context = browser.new_context(reduced_motion=motion)  # type: ignore[arg-type]
         page = context.new_page()
@@ -201,7 +208,7 @@ def test_phone_sized_screen(server: tuple[ServerProcess, Path], browser: Browser
     )
     phone = context.new_page()
     phone.goto(process.link)
-    expect(phone.locator("#status-pill")).to_have_attribute("data-status", "done-with-errors", timeout=30_000)
+    expect(phone.locator("#status-pill")).to_have_attribute("data-status", "iterations-used", timeout=30_000)
     expect(phone.locator(".iteration")).to_have_count(2)
     width = phone.evaluate("document.documentElement.scrollWidth")
     assert width <= 390, f"the page scrolls sideways on a phone ({width}px)"

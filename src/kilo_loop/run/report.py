@@ -113,8 +113,8 @@ def run_report_md(state: RunState) -> str:
 
 def _receipt_lines(state: RunState) -> list[str]:
     """`## Stage receipts`: per stage, what it took and how it was checked."""
-    lines = ["", "## Stage receipts", "", "| stage | status | iterations | duration | tokens | cost | retries "
-             "| verify | review |", "|---|---|---|---|---|---|---|---|---|"]
+    header = "| stage | status | iterations | duration | tokens | cost | retries | verify | review |"
+    lines = ["", "## Stage receipts", "", header, "|---|---|---|---|---|---|---|---|---|"]
     for r in stage_receipts(state):
         lines.append(
             f"| {r.title} | {r.status} | {len(r.iterations)} | {format_duration(r.duration_ms)} | {r.tokens} "

@@ -659,7 +659,8 @@
     } else {
       $("now-stage").textContent = run.status === "starting" ? "Starting…" : "Between stages";
     }
-    $("now-doing").textContent = final ? "" : (S.nowDoing || "");
+    const waiting = { "waiting-answer": "Waiting for your answer: press Answer question", paused: "Paused: press Resume to go on", "waiting-quota": "Waiting for the usage limit to reset" };
+    $("now-doing").textContent = final ? "" : (waiting[run.status] || S.nowDoing || "");
     fill($("now-tools"), ...(final ? [] : S.nowTools.map((tool) => h("li", { text: tool }))));
     const unanswered = run.unansweredQuestions || run.unanswered || [];
     const box = $("now-unanswered");
@@ -781,12 +782,13 @@
     const totals = (run && run.totals) || {};
     const series = cumulativeSeries(items, key, totals[key], S.offset);
     const slots = series.points.length + (series.running ? 1 : 0);
+    const top = Math.max(...series.points.map((p) => p.cumulative), series.running ? series.running.cumulative : 0, budget || 0);
     const W = Math.max(280, Math.round(chart.clientWidth || 640));
     const H = W < 500 ? 200 : 230;
-    const pad = { l: W < 500 ? 52 : 60, r: 12, t: 14, b: 28 };
+    const widest = Math.max(...[0, top, budget || 0].map((value) => fmt(niceMax(value * 1.05)).length));
+    const pad = { l: 12 + widest * 7.5, r: 12, t: 14, b: 28 }; // room for the y labels at 12px
     const innerW = W - pad.l - pad.r;
     const innerH = H - pad.t - pad.b;
-    const top = Math.max(...series.points.map((p) => p.cumulative), series.running ? series.running.cumulative : 0, budget || 0);
     const yMax = niceMax(top * 1.05);
     const y = (value) => pad.t + innerH - (value / yMax) * innerH;
     const step = innerW / Math.max(1, slots);
