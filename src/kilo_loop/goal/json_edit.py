@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from json.decoder import scanstring
 
 _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\n\r"
@@ -54,10 +53,10 @@ def object_at(text: str, start: int) -> ObjectSpan:
         return ObjectSpan(start, index + 1, members)
     while True:
         key_start = index
-        key, key_end = scanstring(text, key_start + 1)
+        key, key_end = _DECODER.raw_decode(text, key_start)
         value_start = _skip(text, _skip(text, key_end) + 1)  # past the colon
         value_end = _value_end(text, value_start)
-        members.append(Member(key, key_start, key_end, value_start, value_end))
+        members.append(Member(str(key), key_start, key_end, value_start, value_end))
         index = _skip(text, value_end)
         if text[index] == "}":
             return ObjectSpan(start, index + 1, members)
