@@ -34,6 +34,31 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).replace("-", "_").lower()
 
 
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s)?", re.IGNORECASE)
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "": 1.0}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from `90`, `90s`, `10m`, `1h30m`, `500ms`; ValueError for anything else."""
+    compact = text.strip().replace(" ", "")
+    parts = list(_DURATION_PART.finditer(compact))
+    if not compact or "".join(part.group(0) for part in parts) != compact:
+        raise ValueError(f"not a duration: {text!r} (write 90s, 10m, 1h)")
+    return sum(float(part.group(1)) * _UNIT_SECONDS[(part.group(2) or "").lower()] for part in parts)
+
+
+def format_duration(seconds: float) -> str:
+    """`45s`, `10m`, `1h 30m`: for messages."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    minutes, rest = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes}m" + (f" {rest}s" if rest else "")
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h" + (f" {minutes}m" if minutes else "")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="KILO_LOOP_", extra="forbid", validate_default=True)
 
@@ -85,6 +110,7 @@ class Settings(BaseSettings):
     lan: bool = False
     local: bool = False
     keep_open: bool = False
+    keep_open_for: float | None = Field(None, gt=0)  # seconds; "90s", "10m", "1h" accepted
     dashboard: bool = True
     # Utility
     dry_run: bool = False
@@ -93,6 +119,11 @@ class Settings(BaseSettings):
     quiet: bool = False
     no_color: bool = False
     confirm: bool = True
+
+    @field_validator("keep_open_for", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        return parse_duration(value) if isinstance(value, str) else value
 
     @field_validator("notify", "guard_deny", "guard_allow", mode="before")
     @classmethod
@@ -122,6 +153,7 @@ class Settings(BaseSettings):
 _CONFIG_FILE: ContextVar[Path | None] = ContextVar("kilo_loop_config_file", default=None)
 
 _LIST_FIELDS = {"notify", "guard_deny", "guard_allow"}
+_DURATION_FIELDS = {"keep_open_for"}
 
 # Keys the original tool's config.json used (snake_cased) that map onto our fields.
 _CONFIG_ALIASES = {
@@ -185,11 +217,15 @@ class ProjectConfigSource(PydanticBaseSettingsSource):
                 unknown.append(key)
             return "", None
         try:
+            if name in _DURATION_FIELDS and isinstance(value, str):
+                value = parse_duration(value)
             listy = name in _LIST_FIELDS
             TypeAdapter(fields[name].annotation or Any).validate_python(Settings._split_list(value) if listy else value)
         except ValidationError as exc:
             problem = exc.errors()[0]["msg"]
             raise ConfigError(f"{self._path}: key {key!r}: {problem} (got {value!r})") from exc
+        except ValueError as exc:  # a duration that does not parse
+            raise ConfigError(f"{self._path}: key {key!r}: {exc}") from exc
         return name, value
 
 

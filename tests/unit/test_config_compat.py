@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kilo_loop.settings import ConfigError, load_settings
+from kilo_loop.settings import ConfigError, format_duration, load_settings, parse_duration
 
 
 def write_config(project: Path, values: dict[str, object]) -> Path:
@@ -87,3 +87,27 @@ def test_the_command_line_runs_with_a_warning_not_exit_2(tmp_path: Path) -> None
         check=False, capture_output=True, text=True, timeout=60,
     )
     assert failed.returncode == 2 and str(broken) in failed.stderr and "'iterations'" in failed.stderr
+
+
+@pytest.mark.parametrize(
+    "text, seconds", [("90", 90.0), ("90s", 90.0), ("10m", 600.0), ("1h30m", 5400.0), ("500ms", 0.5), (" 2 m ", 120.0)]
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "soon", "10 minutes", "1d", "m"])
+def test_a_duration_that_does_not_parse_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="not a duration"):
+        parse_duration(text)
+
+
+def test_keep_open_for_from_config_and_flag(tmp_path: Path) -> None:
+    write_config(tmp_path, {"keepOpenFor": "2m"})
+    assert load_settings({}, tmp_path).keep_open_for == 120.0
+    assert load_settings({"keep_open_for": "45s"}, tmp_path).keep_open_for == 45.0
+    config = write_config(tmp_path, {"keepOpenFor": "a while"})
+    with pytest.raises(ConfigError) as err:
+        load_settings({}, tmp_path)
+    assert str(config) in str(err.value) and "'keepOpenFor'" in str(err.value) and "not a duration" in str(err.value)
+    assert format_duration(45) == "45s" and format_duration(600) == "10m" and format_duration(5400) == "1h 30m"

@@ -27,18 +27,21 @@ from kilo_loop.settings import load_settings
 project = Path(sys.argv[1])
 values = {"project": project, "port": 0, "goal": Path("plans/demo.md"), "dry_run": True, "hitl": "off",
           "iterations": 2, "keep_open": sys.argv[2] == "keep"}
+if sys.argv[2].startswith("for="):
+    values["keep_open_for"] = sys.argv[2][4:]
 sys.exit(run_main(load_settings(values, project)))
 """
 
 
-def spawn_direct(project: Path, log: Path, keep_open: bool) -> subprocess.Popen[bytes]:
+def spawn_direct(project: Path, log: Path, keep_open: bool | str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "COLUMNS": "200"}
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(Path(__file__).resolve().parents[2] / "src"), env.get("PYTHONPATH", "")])
     )
     with log.open("wb") as sink:
         return subprocess.Popen(
-            [sys.executable, "-c", DIRECT, str(project), "keep" if keep_open else "close"],
+            [sys.executable, "-c", DIRECT, str(project),
+             keep_open if isinstance(keep_open, str) else ("keep" if keep_open else "close")],
             cwd=project,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -101,6 +104,23 @@ def test_keep_open_serves_the_finished_run_until_ctrl_c(project: Path, tmp_path:
         assert state["status"] == "done-with-errors" and state["mode"] == "direct" and state["iteration"] == 2
         process.send_signal(signal.SIGINT)
         assert process.wait(20) == 1
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+def test_keep_open_for_serves_the_finished_run_then_closes_by_itself(project: Path, tmp_path: Path) -> None:
+    log = tmp_path / "out.log"
+    process = spawn_direct(project, log, keep_open="for=3s")
+    try:
+        wait_for(lambda: "Dashboard still open" in log.read_text(), "the keep-open notice")
+        assert " for 3s — press Ctrl+C to close it" in log.read_text()
+        link = dashboard_link(log.read_text())
+        assert link is not None
+        state = httpx.get(f"{link[0]}/api/state", headers={"Authorization": f"Bearer {link[1]}"}).json()
+        assert state["status"] == "done-with-errors"
+        assert process.wait(30) == 1  # no Ctrl+C: it closed when the time was up
+        assert "kept open for 3s" in log.read_text()
     finally:
         if process.poll() is None:
             process.kill()

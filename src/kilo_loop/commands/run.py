@@ -34,7 +34,7 @@ from kilo_loop.runner import (
     resolve_goal,
     resolve_project,
 )
-from kilo_loop.settings import Settings
+from kilo_loop.settings import Settings, format_duration
 from kilo_loop.ui.console import ConsoleView, make_console
 from kilo_loop.ui.preflight import ask_start, render_preflight, scenario_rows, should_confirm
 from kilo_loop.web.binding import BindError, PortInUse
@@ -160,9 +160,11 @@ class _Direct:
                 state = await handle.run()
             finally:
                 detach()
-            if self.settings.keep_open:
-                say(f"Dashboard still open at {dashboard.url} — press Ctrl+C to close it")
-                await _until_interrupted(dashboard, say)
+            keep_for = self.settings.keep_open_for
+            if self.settings.keep_open or keep_for:
+                until = "" if self.settings.keep_open or not keep_for else f" for {format_duration(keep_for)}"
+                say(f"Dashboard still open at {dashboard.url}{until} — press Ctrl+C to close it")
+                await _until_interrupted(dashboard, say, None if self.settings.keep_open else keep_for)
         finally:
             await dashboard.stop()
         return state
@@ -186,9 +188,9 @@ async def _serve_launcher(dashboard: Dashboard, say: Say) -> None:
         await dashboard.stop()
 
 
-async def _until_interrupted(dashboard: Dashboard, say: Say) -> None:
-    """Wait for Ctrl+C (or SIGTERM); a run started from the dashboard is stopped and saved first.
-    A second Ctrl+C exits at once."""
+async def _until_interrupted(dashboard: Dashboard, say: Say, timeout: float | None = None) -> None:
+    """Wait for Ctrl+C (or SIGTERM), or `timeout` seconds; a run started from the dashboard is
+    stopped and saved first. A second Ctrl+C exits at once."""
     loop = asyncio.get_running_loop()
     interrupted = asyncio.Event()
     presses = {"count": 0}
@@ -203,7 +205,10 @@ async def _until_interrupted(dashboard: Dashboard, say: Say) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     try:
-        await interrupted.wait()
+        try:
+            await asyncio.wait_for(interrupted.wait(), timeout)
+        except TimeoutError:
+            say(f"kept open for {format_duration(timeout or 0)}")
         if dashboard.controller.busy:
             say("stopping the active run (press Ctrl+C again to force-exit)")
             await dashboard.controller.stop_active()

@@ -77,14 +77,3 @@ def stage_receipts(state: RunState, iterations: Iterable[IterationSummary] | Non
         if receipt is not None and item.outcome != "running":
             receipt.add(item)
     return list(receipts.values())
-
-
-def format_duration(ms: int) -> str:
-    seconds = round(ms / 1000)
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m {seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kilo_loop.run.receipts import format_duration, stage_receipts
+from kilo_loop.run.receipts import stage_receipts
+from kilo_loop.settings import format_duration
 from kilo_loop.run.state import IterationSummary, RunState
 
 
@@ -117,7 +118,7 @@ def _receipt_lines(state: RunState) -> list[str]:
     lines = ["", "## Stage receipts", "", header, "|---|---|---|---|---|---|---|---|---|"]
     for r in stage_receipts(state):
         lines.append(
-            f"| {r.title} | {r.status} | {len(r.iterations)} | {format_duration(r.duration_ms)} | {r.tokens} "
+            f"| {r.title} | {r.status} | {len(r.iterations)} | {format_duration(r.duration_ms / 1000)} | {r.tokens} "
             f"| {format_cost(r.cost)} | {r.retries} | {r.verify} | {r.review} |"
         )
     return lines
