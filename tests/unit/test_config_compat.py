@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kilo_loop.settings import ConfigError, format_duration, load_settings, parse_duration
+from kilo_loop.durations import format_duration, parse_duration
+from kilo_loop.settings import ConfigError, load_settings
 
 
 def write_config(project: Path, values: dict[str, object]) -> Path:

@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from kilo_loop.agent.protocol import AgentBackend
+from kilo_loop.durations import format_duration
 from kilo_loop.goal.listing import format_plan_list
 from kilo_loop.goal.model import Goal
 from kilo_loop.goal.registry import discover_plans
@@ -34,7 +35,7 @@ from kilo_loop.runner import (
     resolve_goal,
     resolve_project,
 )
-from kilo_loop.settings import Settings, format_duration
+from kilo_loop.settings import Settings
 from kilo_loop.ui.console import ConsoleView, make_console
 from kilo_loop.ui.preflight import ask_start, render_preflight, scenario_rows, should_confirm
 from kilo_loop.web.binding import BindError, PortInUse

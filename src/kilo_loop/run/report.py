@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from kilo_loop.durations import format_duration
 from kilo_loop.run.receipts import stage_receipts
-from kilo_loop.settings import format_duration
 from kilo_loop.run.state import IterationSummary, RunState
 
 
