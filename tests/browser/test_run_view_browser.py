@@ -216,3 +216,48 @@ def test_saved_runs_list_receipts_and_log_filter(budget_server: tuple[ServerProc
     page.screenshot(path=str(ARTIFACTS / "saved-runs.png"), full_page=False)
     page.context.close()
     assert errors == [], errors
+
+
+def test_the_run_view_arithmetic(budget_server: tuple[ServerProcess, Path], browser: Browser) -> None:
+    """ETA, the cumulative series and the amber status, on made-up runs (the page's own functions)."""
+    process, _ = budget_server
+    page, errors = open_page(browser, "desktop", process.link)
+    expect(page.locator("#view-launcher")).to_be_visible()
+    result = page.evaluate("""() => {
+      const k = window.kiloLoop;
+      const t0 = Date.parse('2026-01-01T00:00:00Z');
+      const at = (s) => new Date(t0 + s * 1000).toISOString();
+      const stages = [{id: 'a', status: 'done'}, {id: 'b', status: 'in_progress'}, {id: 'c', status: 'pending'},
+                      {id: 'd', status: 'pending'}];
+      const run = {status: 'running', startedAt: at(0), iteration: 3, maxIterations: 10, stages, completedStages: ['a']};
+      const items = [
+        {iteration: 1, outcome: 'failed', durationMs: 60000, cost: 0.01, tokens: 100, startedAt: at(0)},
+        {iteration: 2, outcome: 'ok', durationMs: 120000, cost: 0.02, tokens: 200, startedAt: at(60)},
+        {iteration: 3, outcome: 'running', durationMs: 0, cost: 0.005, tokens: 50, startedAt: at(180)},
+      ];
+      const clock = k.runClock(run, items, t0 + 200 * 1000);
+      const capped = k.runClock({...run, maxIterations: 4}, items, t0 + 200 * 1000);
+      const series = k.cumulativeSeries(items, 'cost', 0.035, 0);
+      const windowed = k.cumulativeSeries(items.slice(1), 'cost', 0.035, 1);
+      return {
+        clock, capped,
+        cumulative: series.points.map((p) => +p.cumulative.toFixed(4)),
+        running: +series.running.cumulative.toFixed(4),
+        windowed: windowed.points.map((p) => +p.cumulative.toFixed(4)),
+        used: k.displayStatus({status: 'done-with-errors', stopReason: '4 iteration(s) used, 2 stage(s) not done', stages}),
+        blocked: k.displayStatus({status: 'done-with-errors', stopReason: '4 iteration(s) used, 1 stage(s) not done',
+                                  stages: [{status: 'blocked'}]}),
+        durations: [k.fmtDuration(42000), k.fmtDuration(185000), k.fmtDuration(3720000)],
+      };
+    }""")
+    clock = result["clock"]
+    assert clock["elapsed"] == 200_000 and clock["average"] == 90_000 and clock["runningFor"] == 20_000
+    # 2 finished iterations for 1 stage done: 2 per stage, 3 stages left = 6 iterations of 90 s, minus the 20 s run
+    assert clock["eta"] == 6 * 90_000 - 20_000
+    assert result["capped"]["eta"] == 2 * 90_000 - 20_000  # only 2 iterations of the budget are left
+    assert result["cumulative"] == [0.01, 0.03] and result["running"] == 0.035  # the running one is not a zero
+    assert result["windowed"] == [0.03]  # iterations before the loaded window count in the total
+    assert result["used"] == "iterations-used" and result["blocked"] == "done-with-errors"
+    assert result["durations"] == ["42s", "3m 05s", "1h 02m"]
+    page.context.close()
+    assert errors == [], errors

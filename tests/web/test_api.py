@@ -197,6 +197,41 @@ async def test_saved_run_endpoints(harness: Harness) -> None:
     assert diff.status_code == 200 and diff.headers["content-type"].startswith("text/x-diff")
 
 
+async def test_runs_list_says_stages_duration_cost_and_status(harness: Harness) -> None:
+    run_id = await harness.run_to_end(iterations=2)
+    run = (await harness.client.get("/api/runs")).json()["runs"][0]
+    assert run["runId"] == run_id and run["status"] == "done-with-errors"
+    assert (run["stagesDone"], run["stagesTotal"]) == (2, 4)
+    assert isinstance(run["durationMs"], int) and run["durationMs"] > 0
+    assert run["cost"] > 0 and "iteration(s) used" in run["stopReason"]
+
+
+async def test_receipts_for_the_live_and_a_saved_run(make_harness: HarnessFactory) -> None:
+    harness = await make_harness()
+    run_id = await harness.run_to_end(iterations=2)
+    live = (await harness.client.get(f"/api/runs/{run_id}/receipts")).json()
+    assert [r["title"] for r in live["stages"]] == ["First stage", "Second stage", "Third stage", "Fourth stage"]
+    assert [r["iterations"] for r in live["stages"]] == [1, 1, 0, 0]
+    assert live["stages"][0]["tokens"] > 0 and live["stages"][0]["durationMs"] > 0
+    assert live["budget"] == {"maxCost": None, "maxTokens": None, "maxIterations": 2}
+    other = await make_harness()  # another dashboard session reads it from disk
+    saved = (await other.client.get(f"/api/runs/{run_id}/receipts")).json()
+    assert saved["stages"] == live["stages"] and saved["budget"] is None
+    assert (await other.client.get("/api/runs/nope/receipts")).status_code == 404
+
+
+async def test_the_launcher_sees_a_json_plan_done(harness: Harness) -> None:
+    plan = harness.project / ".kilocode-loop" / "goals" / "json-plan.json"
+    before = plan.read_text()
+    await harness.client.post("/api/goals/done", json={"file": ".kilocode-loop/goals/json-plan.json"})
+    listed = {g["file"]: g for g in (await harness.client.get("/api/goals")).json()["goals"]}
+    entry = listed[".kilocode-loop/goals/json-plan.json"]
+    assert (entry["done"], entry["total"], entry["percent"]) == (2, 2, 100)
+    assert plan.read_text() == before.replace('"Stage A"}', '"Stage A", "done": true}').replace(
+        '"Stage B"}', '"Stage B", "done": true}'
+    )  # only the done values were added: the file's own layout is kept
+
+
 async def test_a_saved_run_from_another_dashboard_session_loads_from_disk(
     make_harness: HarnessFactory,
 ) -> None:
