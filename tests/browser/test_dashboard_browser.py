@@ -2,51 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
-from tests.web.support import ServerProcess, git_env, make_project, start_server
+from tests.browser.conftest import ARTIFACTS, long_plan
+from tests.web.support import ServerProcess
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 ANSWER = "Refactor into smaller modules, but keep the public API"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Chromium is not installed at /usr/bin/chromium")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ServerProcess, Path]]:
-    env = git_env(tmp_path)
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    project = make_project(tmp_path / "repo")
-    process = start_server(project, tmp_path / "server.log", {**env, "KILO_LOOP_DRY_RUN_DELAY": "0.15"})
-    yield process, project
-    process.stop()
 
 
 @pytest.fixture
@@ -58,12 +27,6 @@ def page(browser: Browser) -> Iterator[Page]:
     yield opened
     context.close()
     assert errors == [], errors
-
-
-def long_plan(project: Path, stages: int = 40) -> str:
-    body = "# Long plan\n\n" + "".join(f"- [ ] Stage number {n}\n" for n in range(1, stages + 1))
-    (project / "plans" / "long.md").write_text(body)
-    return "plans/long.md"
 
 
 def run_dir(project: Path) -> Path:

@@ -4,17 +4,15 @@ stay readable on hover. Screenshots go to test-artifacts/ for a person to look a
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.test_dashboard_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, long_plan
-from tests.web.support import ServerProcess, git_env, make_project, start_server
+from tests.browser.conftest import ARTIFACTS, ServerFactory, long_plan
+from tests.web.support import ServerProcess
 
 pytestmark = pytest.mark.browser
 
@@ -33,27 +31,10 @@ CONTRAST = """(el) => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Chromium is not installed at /usr/bin/chromium")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
 @pytest.fixture
-def budget_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ServerProcess, Path]]:
+def budget_server(serve: ServerFactory) -> tuple[ServerProcess, Path]:
     """The launcher for a project whose config.json sets a cost budget."""
-    env = git_env(tmp_path)
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    project = make_project(tmp_path / "repo")
-    (project / ".kilocode-loop" / "config.json").write_text(f'{{"maxCost": {BUDGET}}}')
-    process = start_server(project, tmp_path / "server.log", {**env, "KILO_LOOP_DRY_RUN_DELAY": "0.25"})
-    yield process, project
-    process.stop()
+    return serve(0.25, f'{{"maxCost": {BUDGET}}}')
 
 
 def open_page(browser: Browser, viewport: str, link: str) -> tuple[Page, list[str]]:
