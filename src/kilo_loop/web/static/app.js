@@ -648,7 +648,7 @@
     const final = FINAL.has(run.status);
     const index = stages.findIndex((stage) => stage.id === run.currentStageId);
     if (final) {
-      $("now-stage").textContent = `Run ${statusText(displayStatus(run))}${run.stopReason ? `: ${run.stopReason}` : ""}`;
+      $("now-stage").textContent = `Finished: ${run.stopReason || statusText(displayStatus(run))}`;
     } else if (index >= 0) {
       $("now-stage").textContent = `Stage ${index + 1} of ${stages.length}: ${stages[index].title}`;
     } else {
@@ -707,7 +707,7 @@
     $("ctl-report").setAttribute("download", `kilo-loop-${run.runId}-report.md`);
     $("ctl-new-run").hidden = active;
     $("ctl-finished").hidden = active;
-    $("ctl-finished").textContent = S.live ? `Run ${run.status}.` : `Saved run (${run.status}).`;
+    $("ctl-finished").textContent = S.live ? `Run ended: ${statusText(displayStatus(run))}.` : `Saved run (${statusText(displayStatus(run))}).`;
     $("ctl-answer").hidden = !(S.live && (run.pendingQuestions || []).length);
   }
 
