@@ -8,7 +8,6 @@ so a port in use is reported before the run creates anything, and hands it to uv
 from __future__ import annotations
 
 import errno
-import ipaddress
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,15 +32,6 @@ def is_wildcard(host: str) -> bool:
     return host in WILDCARDS
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def choose_bind_host(host: str | None, lan: bool, local: bool) -> str:
     """--local forces loopback; otherwise an explicit --host wins over --lan; default loopback."""
     if local:
@@ -57,16 +47,18 @@ def url_host(host: str) -> str:
     return f"[{bare}]" if ":" in bare else bare
 
 
-def _listens_on_ipv6(bind_host: str) -> bool:
-    return ":" in bind_host.strip("[]")
-
-
 def loopback_names(bind_host: str) -> tuple[str, ...]:
-    """The loopback names that reach a server bound to `bind_host`: `[::1]` only when it listens
-    on IPv6 (`::1`, or `::`, which is dual-stack here), 127.0.0.1 only when it listens on IPv4."""
-    if bind_host.strip("[]") == "::":
-        return (*IPV4_LOOPBACK_NAMES, "[::1]")
-    return IPV6_LOOPBACK_NAMES if _listens_on_ipv6(bind_host) else IPV4_LOOPBACK_NAMES
+    """The loopback names that lead to a server bound to `bind_host`: 127.0.0.1 only when it
+    listens on IPv4 loopback, `[::1]` only when it listens on IPv6 loopback (`::` is dual-stack
+    here), none for one specific non-loopback address."""
+    bare = bind_host.strip("[]")
+    if bare == "::":
+        return ("localhost", "127.0.0.1", "[::1]")
+    if bare in {"0.0.0.0", "", "127.0.0.1", "localhost"}:
+        return IPV4_LOOPBACK_NAMES
+    if bare == "::1":
+        return IPV6_LOOPBACK_NAMES
+    return ()
 
 
 @dataclass(frozen=True)
