@@ -152,6 +152,8 @@ def _options(func: Any) -> Any:
         click.option("--lan", is_flag=True, default=None, help="bind 0.0.0.0 so a phone on the same Wi-Fi can open it"),
         click.option("--local", is_flag=True, default=None, help="force loopback (overrides config lan)"),
         click.option("--keep-open", is_flag=True, default=None, help="keep the dashboard up after the loop"),
+        click.option("--keep-open-for", metavar="DURATION",
+                     help="keep the dashboard up this long after the loop (90s, 10m, 1h; Ctrl+C closes it)"),
         click.option("--dashboard/--no-dashboard", default=None, help="serve the dashboard (default on)"),
         # Utility
         click.option("--dry-run", is_flag=True, default=None, help="simulate the agent (no API calls)"),

@@ -25,7 +25,7 @@ from kilo_loop.errors import UsageError
 from kilo_loop.git import NotAGitRepo, git_root
 from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
-from kilo_loop.goal.sync import mark_markdown_stage_done
+from kilo_loop.goal.sync import mark_stage_done
 from kilo_loop.loop.commands import (
     Command,
     CommandHandler,
@@ -285,7 +285,7 @@ class SafetyHooks:
 
     def sync_markdown(self, goal: Goal, stage: Stage) -> bool:
         try:
-            return goal.source is not None and mark_markdown_stage_done(goal.source, stage, True)
+            return mark_stage_done(goal, stage, True)
         except GoalError:
             return False  # the plan was moved or made read-only mid-run; the caller warns
 

@@ -376,7 +376,7 @@ class Orchestrator:
         self.ctx.recorder.emit(StageDone(message=f"stage done: {stage.title}", stage_id=stage.id))
         # A dry run changes no file but the loop's own, so the goal file is left as it is.
         s = self.ctx.settings
-        syncs = s.sync_goal and self.ctx.goal.kind == "markdown" and not s.dry_run
+        syncs = s.sync_goal and self.ctx.goal.kind != "text" and not s.dry_run
         if syncs and not self.ctx.hooks.sync_markdown(self.ctx.goal, stage):
             self.ctx.recorder.warn(f"could not tick '{stage.title}' in {self.ctx.goal.source}")
 
