@@ -14,10 +14,13 @@ from pathlib import Path
 from kilo_loop.agent.protocol import AgentBackend, AgentPolicy, prepare_backend
 from kilo_loop.agent.registry import BackendLoadError, auto_runtime, create_backend, find_binary, load_backend
 from kilo_loop.agent.router import RuntimeRouter
+from kilo_loop.agent.serve import ServeBackend
 from kilo_loop.agent.simulator import DryRunBackend
+from kilo_loop.errors import UsageError
+from kilo_loop.git import NotAGitRepo, git_root
 from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
-from kilo_loop.goal.sync import mark_markdown_stage_done
+from kilo_loop.goal.sync import mark_stage_done
 from kilo_loop.loop.commands import (
     Command,
     CommandHandler,
@@ -30,10 +33,9 @@ from kilo_loop.loop.commands import (
 from kilo_loop.loop.control import RunControl
 from kilo_loop.loop.hitl import AnswerBook
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
-from kilo_loop.loop.workspace import git_root
 from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
 from kilo_loop.run.bus import EventBus
-from kilo_loop.run.events import RunEvent, RunStarted, StatusChanged, now_iso
+from kilo_loop.run.events import AgentServerStarted, RunEvent, RunStarted, StatusChanged, now_iso
 from kilo_loop.run.layout import ProjectLayout, RunLayout
 from kilo_loop.run.notices import notice_subscriber
 from kilo_loop.run.recorder import RunRecorder
@@ -53,7 +55,7 @@ from kilo_loop.settings import Settings
 from kilo_loop.ui.terminal import TerminalInput
 
 
-class SetupError(RuntimeError):
+class SetupError(UsageError, RuntimeError):
     """A problem found before anything is created; the message says what to do."""
 
 
@@ -64,7 +66,7 @@ def resolve_project(settings: Settings) -> Path:
         raise SetupError(f"--project {start} is not a directory")
     try:
         return git_root(start.resolve())
-    except RuntimeError as exc:
+    except NotAGitRepo as exc:
         raise SetupError(str(exc)) from exc
 
 
@@ -105,12 +107,21 @@ def make_backend(settings: Settings, goal: Goal | None = None) -> tuple[AgentBac
             raise SetupError(str(exc)) from exc
         return custom, custom.name
     runtime = run_runtime(settings)
-    backend = _cli_backend(runtime, settings, explicit=True)
+    backend = _with_transport(_cli_backend(runtime, settings, explicit=True), runtime, settings)
     stage_runtimes = sorted({s.runtime for s in (goal.stages if goal else []) if s.runtime and s.runtime != runtime})
     if not stage_runtimes:
         return backend, runtime
-    others = {name: _cli_backend(name, settings, explicit=False) for name in stage_runtimes}
+    others = {name: _with_transport(_cli_backend(name, settings, explicit=False), name, settings)
+              for name in stage_runtimes}
     return RuntimeRouter(backend, others), runtime
+
+
+def _with_transport(backend: AgentBackend, runtime: str, settings: Settings) -> AgentBackend:
+    """kilo/opencode under `--transport serve` (the default): one warm server, `run` as its fallback."""
+    binary = getattr(backend, "binary", None)
+    if settings.transport == "serve" and runtime in ("kilo", "opencode") and isinstance(binary, str):
+        return ServeBackend(binary, runtime, backend)
+    return backend
 
 
 def default_agent(settings: Settings, runtime: str) -> str | None:
@@ -280,7 +291,7 @@ class SafetyHooks:
 
     def sync_markdown(self, goal: Goal, stage: Stage) -> bool:
         try:
-            return goal.source is not None and mark_markdown_stage_done(goal.source, stage, True)
+            return mark_stage_done(goal, stage, True)
         except GoalError:
             return False  # the plan was moved or made read-only mid-run; the caller warns
 
@@ -417,6 +428,8 @@ class RunHandle:
             self.bus.subscribe(notice_subscriber(lambda: self.recorder.state, notifier.notify))
         recorder.emit(RunStarted(message=f"run {self.run_id} {'resumed' if self.resumed else 'started'}: "
                       f"{self.goal.title} ({len(self.goal.stages)} stage(s), runtime {self.runtime})"))
+        if isinstance(self._backend, ServeBackend):
+            await self._open_server(self._backend, guard, prepared.env)
         ctx = LoopContext(
             settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
             recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
@@ -431,12 +444,27 @@ class RunHandle:
             await Orchestrator(ctx).run()
         finally:
             self._over = True
+            if isinstance(self._backend, ServeBackend):
+                await self._backend.aclose()
             await stop_serving(serving)
             handler.refuse_pending(self.commands, f"run {self.run_id} has ended")
             if notifier is not None:
                 await notifier.aclose(10.0)
             self.bus.close()
         return self.state
+
+    async def _open_server(self, backend: ServeBackend, guard: Guard | None, agent_env: dict[str, str]) -> None:
+        up = await backend.open(project=self.project, env=agent_env, guard=guard, run_dir=self.layout.dir,
+                                warn=self.recorder.warn)
+        if up:
+            self.recorder.emit(AgentServerStarted(
+                message=f"agent server up ({backend.name} serve on 127.0.0.1): every permission is decided by "
+                        "the loop before the tool runs", runtime=backend.name))
+
+    def kill_agent_now(self) -> None:
+        """A force exit cannot await: no agent server may outlive the loop."""
+        if isinstance(self._backend, ServeBackend):
+            self._backend.kill_now()
 
 
 def attach_terminal(handle: RunHandle, say: Callable[[str], None]) -> Callable[[], None]:
@@ -449,8 +477,12 @@ def attach_terminal(handle: RunHandle, say: Callable[[str], None]) -> Callable[[
         if isinstance(event, StatusChanged) and event.status == "waiting-answer":
             terminal.flush_early_answers()  # every question of the round is pending now
 
+    def before_exit() -> None:
+        handle.kill_agent_now()
+        terminal.stop()
+
     handle.bus.subscribe(on_event)
-    remove_signals = _install_signal_handlers(lambda: handle.send(StopNow()), say, terminal.stop)
+    remove_signals = _install_signal_handlers(lambda: handle.send(StopNow()), say, before_exit)
 
     def detach() -> None:
         remove_signals()

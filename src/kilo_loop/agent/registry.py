@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from kilo_loop.agent.protocol import AgentBackend
+from kilo_loop.errors import UsageError
 
 RUNTIME_CHOICES = ("auto", "kilo", "opencode", "claude", "codex", "cursor", "gemini")
 
 
-class BackendLoadError(ValueError):
-    pass
+class BackendLoadError(UsageError, ValueError):
+    """KILO_LOOP_BACKEND names no usable agent backend."""
 
 
 @dataclass(frozen=True)

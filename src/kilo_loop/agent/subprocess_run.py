@@ -15,21 +15,12 @@ from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from kilo_loop.agent.protocol import (
-    AgentError,
-    AgentEvent,
-    AgentRequest,
-    AgentResult,
-    GarbageLine,
-    SessionStarted,
-    StepFinished,
-    Text,
-)
+from kilo_loop.agent.protocol import AgentEvent, AgentRequest, AgentResult
+from kilo_loop.agent.tally import ResultTally
 from kilo_loop.safety.process_group import terminate_process_group
 
 _READ_CHUNK = 1 << 16
 _STDERR_TAIL_LINES = 40
-_TEXT_TAIL_CHARS = 20_000
 
 
 class StreamParser(Protocol):
@@ -76,10 +67,8 @@ class CliAgentRun:
         self._parser = invocation.parser
         self._result = AgentResult(exit_code=None, session_id=request.session_id)
         self._stderr: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
-        self._text: deque[str] = deque()
-        self._text_chars = 0
+        self._tally = ResultTally(self._result, token_totals=invocation.token_totals)
         self._process: asyncio.subprocess.Process | None = None
-        self._saw_activity = False
 
     @property
     def command(self) -> list[str]:
@@ -131,38 +120,11 @@ class CliAgentRun:
             if not chunk:
                 break
             for event in self._parser.feed(chunk):
-                self._record(event)
+                self._tally.record(event)
                 yield event
         for event in self._parser.finish():
-            self._record(event)
+            self._tally.record(event)
             yield event
-
-    def _record(self, event: AgentEvent) -> None:
-        result = self._result
-        if isinstance(event, GarbageLine):
-            return
-        self._saw_activity = True
-        if isinstance(event, SessionStarted):
-            result.session_id = event.session_id
-        elif isinstance(event, StepFinished):
-            if self._invocation.token_totals == "last":
-                result.tokens, result.cost = event.tokens, event.cost
-            else:
-                result.tokens = result.tokens + event.tokens
-                result.cost += event.cost
-            result.context_tokens = event.tokens.total
-        elif isinstance(event, AgentError):
-            if result.error is None:
-                result.error = f"{event.name}: {event.message}"
-                result.retryable = event.retryable
-        elif isinstance(event, Text):
-            self._keep_text(event.text)
-
-    def _keep_text(self, text: str) -> None:
-        self._text.append(text)
-        self._text_chars += len(text)
-        while self._text_chars > _TEXT_TAIL_CHARS and len(self._text) > 1:
-            self._text_chars -= len(self._text.popleft())
 
     async def _drain_stderr(self, process: asyncio.subprocess.Process) -> None:
         assert process.stderr is not None
@@ -185,8 +147,8 @@ class CliAgentRun:
         result.exit_code = process.returncode
         result.stderr_tail = "\n".join(self._stderr)
         result.warnings = self._invocation.warnings(result.stderr_tail)
-        result.text = "\n".join(self._text)
-        if not self._saw_activity and result.error is None:
+        result.text = self._tally.text
+        if not self._tally.saw_activity and result.error is None:
             result.error = f"agent produced no events (exit {process.returncode})"
         elif result.error is None and process.returncode not in (0, None) and not result.killed:
             result.error = f"agent exited with status {process.returncode}"

@@ -13,9 +13,14 @@ import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import click
 
+from kilo_loop.cli import report_error
+from kilo_loop.durations import format_duration
+from kilo_loop.errors import KiloLoopError
 from kilo_loop.goal.listing import format_plan_list
 from kilo_loop.goal.registry import discover_plans
 from kilo_loop.run.state import RunState
@@ -33,9 +38,10 @@ from kilo_loop.runner import (
 from kilo_loop.settings import Settings
 from kilo_loop.ui.console import ConsoleView, make_console
 from kilo_loop.ui.preflight import ask_start, render_preflight, scenario_rows, should_confirm
-from kilo_loop.web.binding import BindError, PortInUse
-from kilo_loop.web.controller import RunHooks
-from kilo_loop.web.server import Dashboard, prepare_dashboard
+
+if TYPE_CHECKING:  # the dashboard stack (FastAPI, uvicorn) is imported only when the dashboard is on
+    from kilo_loop.web.controller import RunHooks
+    from kilo_loop.web.server import Dashboard
 
 Say = Callable[[str], None]
 
@@ -48,6 +54,12 @@ def _confirmed(plan: RunPlan, dashboard: Dashboard | None) -> bool:
                          dashboard.url if dashboard else None, state.agent)
     render_preflight(console, rows, plan.goal)
     return ask_start(input)
+
+
+def _prepare_dashboard(settings: Settings, project: Path, mode: Literal["launcher", "direct"]) -> Dashboard:
+    from kilo_loop.web.server import prepare_dashboard
+
+    return prepare_dashboard(settings, project, mode)
 
 
 def _dashboard_line(dashboard: Dashboard) -> str:
@@ -67,7 +79,7 @@ def run_main(settings: Settings, list_goals: bool = False) -> int:
                     "no --goal given and the dashboard is off: pass --goal <file.json|file.md> or "
                     '--goal-text "…", or drop --no-dashboard to pick a plan in the launcher'
                 )
-            dashboard = prepare_dashboard(settings, project, "launcher")
+            dashboard = _prepare_dashboard(settings, project, "launcher")
             return _launcher(settings, dashboard)
         try:
             plan = plan_run(settings, project)
@@ -75,23 +87,23 @@ def run_main(settings: Settings, list_goals: bool = False) -> int:
             click.echo(f"kilo-loop: {exc}; pass --force to run it again")
             return 0
         if settings.dashboard:
-            dashboard = prepare_dashboard(settings, project, "direct")
+            dashboard = _prepare_dashboard(settings, project, "direct")
         if should_confirm(settings) and not _confirmed(plan, dashboard):
             if dashboard is not None:
                 dashboard.sock.close()
             click.echo("Cancelled: nothing was started.")
             return 2
-    except (SetupError, PortInUse, BindError) as exc:
+    except KiloLoopError as exc:  # set-up: nothing was started
         if dashboard is not None:
             dashboard.sock.close()
-        click.echo(f"kilo-loop: {exc}", err=True)
-        return 2
+        return report_error(exc)
     out = _Output(settings)
     view = ConsoleView(out.console, quiet=settings.quiet)
     if dashboard is None:
         state = asyncio.run(execute_run(plan, view, out.say))
     else:
         dashboard.controller.hooks = out.hooks("the dashboard is still open")
+        dashboard.ctx.notice = out.say
         state = asyncio.run(_Direct(plan).run(dashboard, view, out.say))
     if not settings.quiet:
         view.summary(state)
@@ -109,6 +121,8 @@ class _Output:
         self.console.print(message, style="bold", soft_wrap=True)  # a URL must stay on one line
 
     def hooks(self, after: str) -> RunHooks:
+        from kilo_loop.web.controller import RunHooks
+
         def started(handle: RunHandle) -> None:
             handle.bus.subscribe(ConsoleView(self.console, quiet=self.settings.quiet))
             self.say(f"run {handle.run_id} started from the dashboard: {handle.goal.title}")
@@ -139,9 +153,11 @@ class _Direct:
                 state = await handle.run()
             finally:
                 detach()
-            if self.plan.settings.keep_open:
-                say(f"Dashboard still open at {dashboard.url} — press Ctrl+C to close it")
-                await _until_interrupted(dashboard, say)
+            keep_for = self.plan.settings.keep_open_for
+            if self.plan.settings.keep_open or keep_for:
+                until = "" if self.plan.settings.keep_open or not keep_for else f" for {format_duration(keep_for)}"
+                say(f"Dashboard still open at {dashboard.url}{until} — press Ctrl+C to close it")
+                await _until_interrupted(dashboard, say, None if self.plan.settings.keep_open else keep_for)
         finally:
             await dashboard.stop()
         return state
@@ -150,6 +166,7 @@ class _Direct:
 def _launcher(settings: Settings, dashboard: Dashboard) -> int:
     out = _Output(settings)
     dashboard.controller.hooks = out.hooks("the launcher is still open")
+    dashboard.ctx.notice = out.say
     asyncio.run(_serve_launcher(dashboard, out.say))
     return 0
 
@@ -164,9 +181,9 @@ async def _serve_launcher(dashboard: Dashboard, say: Say) -> None:
         await dashboard.stop()
 
 
-async def _until_interrupted(dashboard: Dashboard, say: Say) -> None:
-    """Wait for Ctrl+C (or SIGTERM); a run started from the dashboard is stopped and saved first.
-    A second Ctrl+C exits at once."""
+async def _until_interrupted(dashboard: Dashboard, say: Say, timeout: float | None = None) -> None:
+    """Wait for Ctrl+C (or SIGTERM), or `timeout` seconds; a run started from the dashboard is
+    stopped and saved first. A second Ctrl+C exits at once."""
     loop = asyncio.get_running_loop()
     interrupted = asyncio.Event()
     presses = {"count": 0}
@@ -181,7 +198,10 @@ async def _until_interrupted(dashboard: Dashboard, say: Say) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     try:
-        await interrupted.wait()
+        try:
+            await asyncio.wait_for(interrupted.wait(), timeout)
+        except TimeoutError:
+            say(f"kept open for {format_duration(timeout or 0)}")
         if dashboard.controller.busy:
             say("stopping the active run (press Ctrl+C again to force-exit)")
             await dashboard.controller.stop_active()

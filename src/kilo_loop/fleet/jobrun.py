@@ -28,6 +28,7 @@ from kilo_loop.fleet.quota import quota_pause
 from kilo_loop.fleet.store import FleetStore, Job
 from kilo_loop.fleet.tail import LineFollower
 from kilo_loop.fleet.worktree import BRANCH_PREFIX, WorktreeError, git, snapshot_commit
+from kilo_loop.git import git_output
 from kilo_loop.run.layout import LOOP_DIR
 
 TICK_SECONDS = 0.05
@@ -124,8 +125,7 @@ class JobRun:
         Redis after that: the same position a `kill -9` and `--resume` would start from."""
         tree = material.get("tree", b"")
         if tree.strip():
-            subprocess.run(["git", "apply", "--binary", "-"], cwd=self.root, input=tree, check=True,
-                           capture_output=True)
+            git_output(self.root, "apply", "--binary", "-", stdin=tree, what="restoring the run's tree")
         with tarfile.open(fileobj=io.BytesIO(material["archive"]), mode="r:gz") as archive:
             archive.extractall(self.root, filter="data")
         self._append_missing_events()

@@ -23,7 +23,7 @@ class KiloBackend:
     def prepare(self, policy: AgentPolicy) -> Preparation:
         config = child_config_env(self.runtime.name, policy.project, policy.environ, policy.guard)
         self._env = {**isolated_home_env(policy), **config.env}
-        return Preparation(dict(config.env), config.notes)
+        return Preparation(dict(self._env), config.notes)
 
     def invocation(self, request: AgentRequest) -> CliInvocation:
         return CliInvocation(
