@@ -17,6 +17,8 @@ from kilo_loop.errors import KiloLoopError
 # only when it runs, so `--help` and a Claude Code hook (`guard hook`) import none of the others —
 # no settings, dashboard or notification stack. tests/unit/test_cli_startup.py keeps the lines true.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "doctor": ("kilo_loop.commands.doctor:doctor_command",
+               "Check the agent CLIs, their flags, provider injection, usage DB, git and the dashboard port."),
     "guard": ("kilo_loop.commands.guard:guard_group",
               "Check shell commands against the destructive-command guard."),
     "new-plan": ("kilo_loop.commands.new_plan:new_plan_command",
@@ -123,6 +125,9 @@ def _options(func: Any) -> Any:
                      help="agent CLI (auto: from the binary name in KILO_BIN, or the *_BIN set)"),
         click.option("--isolate-home", is_flag=True, default=None,
                      help="run the agent with HOME/XDG_* in the run directory (mode 0700)"),
+        click.option("--provider-config-mode", type=click.Choice(["auto", "legacy_env", "none"]),
+                     help="kilo/opencode: OPENAI_* endpoint as an {env:} provider (auto), legacy KILO_OPENAI_* "
+                          "variables, or none"),
         click.option("--transport", type=click.Choice(["serve", "run"]),
                      help="serve: one warm agent server, guard before execution (default); run: `<cli> run` per turn"),
         click.option("--max-iteration-minutes", type=float, help="per-iteration hard timeout (default 30)"),

@@ -298,12 +298,14 @@ class SafetyHooks:
 
 
 # ------------------------------------------------------------------ execution
-def agent_policy(settings: Settings, project: Path, run_dir: Path) -> AgentPolicy:
+def agent_policy(settings: Settings, project: Path, run_dir: Path, models: tuple[str, ...] = ()) -> AgentPolicy:
     """What the loop decided, for the backend to turn into its CLI's flags, env and config."""
     return AgentPolicy(project=project, guard=settings.guard, guard_deny=tuple(settings.guard_deny),
                        guard_allow=tuple(settings.guard_allow), guard_packs=dict(settings.guard_packs),
                        run_dir=run_dir,
-                       isolate_home=settings.isolate_home, environ=dict(os.environ))
+                       isolate_home=settings.isolate_home, environ=dict(os.environ),
+                       provider_config_mode=settings.provider_config_mode,
+                       models=tuple(m for m in (settings.model, *models) if m))
 
 
 def _force_exit(before_exit: Callable[[], None]) -> Callable[..., None]:
@@ -419,7 +421,8 @@ class RunHandle:
         for warning in warnings:
             recorder.warn(warning)
         guard = Guard(settings.guard_deny, settings.guard_allow, packs=settings.guard_packs) if settings.guard else None
-        prepared = prepare_backend(self._backend, agent_policy(settings, self.project, self.layout.dir))
+        prepared = prepare_backend(self._backend, agent_policy(
+            settings, self.project, self.layout.dir, tuple(s.model for s in self.goal.stages if s.model)))
         for note in prepared.notes:
             recorder.warn(note)
         # Events reach the notifier redacted already (the bus did it), so it passes text on as it is.

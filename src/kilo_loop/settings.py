@@ -55,6 +55,8 @@ class Settings(BaseSettings):
     runtime: RuntimeMode = "auto"
     kilo_bin: str | None = None
     isolate_home: bool = False  # the agent's HOME/XDG_* under the run directory
+    # kilo/opencode: how an OpenAI-compatible endpoint (KILO_LOOP_OPENAI_* / OPENAI_*) reaches the CLI
+    provider_config_mode: Literal["auto", "legacy_env", "none"] = "auto"
     # serve: one warm `<cli> serve` per run, the loop answering every permission; run: `<cli> run` each turn
     transport: Transport = "serve"
     backend: str | None = None  # module:attr of a custom AgentBackend (KILO_LOOP_BACKEND)

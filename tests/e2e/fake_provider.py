@@ -213,6 +213,7 @@ class RecordedRequest:
     turn: Turn | None  # the scripted turn consumed, None when the script was not involved
     reply: Turn | None  # what a chat request was answered with (a title for tool-less requests; may be a Hold)
     usage: dict[str, int] | None  # the usage chunk streamed back, when a stream was sent
+    authorization: str = ""  # the Authorization header the client sent (provider-injection tests)
 
     @property
     def is_chat(self) -> bool:
@@ -344,7 +345,8 @@ class FakeProvider:
 
     # -- answering (called from handler threads) -------------------------------------------
 
-    def _record(self, method: str, path: str, body: dict[str, Any] | None) -> tuple[RecordedRequest, str]:
+    def _record(self, method: str, path: str, body: dict[str, Any] | None,
+                authorization: str = "") -> tuple[RecordedRequest, str]:
         """Pick the reply for one request and record both; returns the record and a completion id."""
         with self._lock:
             self._completions += 1
@@ -355,7 +357,7 @@ class FakeProvider:
                 reply = Say(TITLE_TEXT) if turn is None else turn
             answer = None if reply is None else unheld(reply)
             usage = usage_for(body or {}, answer) if isinstance(answer, Say | Calls) else None
-            record = RecordedRequest(method, path, body or {}, turn, reply, usage)
+            record = RecordedRequest(method, path, body or {}, turn, reply, usage, authorization)
             self._requests.append(record)
             return record, f"chatcmpl-{self._completions}"
 
@@ -383,7 +385,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = self._read_json()
-        record, completion_id = self.owner._record("POST", self.path, body)
+        record, completion_id = self.owner._record("POST", self.path, body,
+                                                   self.headers.get("Authorization") or "")
         reply = record.reply
         if isinstance(reply, Hold):
             self.owner._wait_held(reply)

@@ -210,6 +210,8 @@ class AgentPolicy:
     run_dir: Path | None = None  # where per-run files (generated settings, an isolated HOME) go
     isolate_home: bool = False  # HOME/XDG_* for the agent under the run directory
     environ: Mapping[str, str] = field(default_factory=dict)  # the environment the child inherits
+    provider_config_mode: str = "auto"  # kilo/opencode provider injection: auto | legacy_env | none
+    models: tuple[str, ...] = ()  # every --model the run may use (the run's and its stages')
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import contextlib
 import random
 import shlex
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from kilo_loop.agent.protocol import AgentBackend, AgentQuestion, AgentRequest, StepFinished
+from kilo_loop.agent.usage_db import DbUsage, mismatch, usage_from_db
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.loop import stop_policy
 from kilo_loop.loop.control import RunControl
@@ -215,6 +217,7 @@ class Orchestrator:
         ctx, rec, s = self.ctx, self.ctx.recorder, self.ctx.settings
         runner = SessionRunner(ctx.backend, rec, ctx.control, ctx.guard, lambda step: self._on_step(step, summary),
                                on_question=self._answer_agent, guard_stop=s.guard_stop)
+        started_ms = int(time.time() * 1000)
         attempt = 0
         while True:
             outcome = await runner.run(request)
@@ -232,7 +235,28 @@ class Orchestrator:
                 break
             request = replace(request, session_id=outcome.result.session_id or request.session_id)
             rec.set_status("running")
+        await self._usage_from_db(request, outcome, summary, started_ms)
         return outcome
+
+    async def _usage_from_db(self, request: AgentRequest, outcome: SessionOutcome, summary: IterationSummary,
+                             started_ms: int) -> None:
+        """The CLI's own database's figures beside the stream's; never fails the iteration."""
+        try:
+            reading = await asyncio.to_thread(usage_from_db, self.ctx.backend, request,
+                                              outcome.result.session_id, started_ms)
+        except Exception as exc:  # noqa: BLE001 - a second opinion must not break the run
+            reading = None
+            self.ctx.recorder.warn(f"usage unavailable: {type(exc).__name__}: {exc}")
+        if reading is None:
+            return
+        if not isinstance(reading, DbUsage):
+            self.ctx.recorder.warn(f"usage unavailable: {reading.reason}")
+            return
+        summary.usage_db = reading.as_dict()
+        warning = mismatch(summary.tokens, summary.cost, reading)
+        if warning:
+            summary.warnings.append(warning)
+            self.ctx.recorder.warn(warning)
 
     async def _sleep_or_stop(self, seconds: float) -> bool:
         try:

@@ -3,12 +3,18 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from kilo_loop.agent.home import isolated_home_env
 from kilo_loop.agent.kilo.config import child_config_env
+from kilo_loop.agent.kilo.provider import PROVIDER_CONFIG_MODES
 from kilo_loop.agent.kilo.runtime import KILO, OPENCODE, Runtime, build_command, cli_warnings
 from kilo_loop.agent.kilo.stream import NdjsonEventParser
+from kilo_loop.agent.kilo.usage import discover_db, read_usage
 from kilo_loop.agent.protocol import AgentPolicy, AgentRequest, Preparation
 from kilo_loop.agent.subprocess_run import CliAgentRun, CliInvocation, child_environment
+from kilo_loop.agent.usage_db import UsageReading
 
 
 class KiloBackend:
@@ -19,9 +25,12 @@ class KiloBackend:
         self.runtime = runtime
         self.name = runtime.name
         self._env: dict[str, str] = {}
+        self._usage_db: Path | None = None
 
     def prepare(self, policy: AgentPolicy) -> Preparation:
-        config = child_config_env(self.runtime.name, policy.project, policy.environ, policy.guard)
+        mode = policy.provider_config_mode if policy.provider_config_mode in PROVIDER_CONFIG_MODES else "auto"
+        config = child_config_env(self.runtime.name, policy.project, policy.environ, policy.guard,
+                                  mode, policy.models)
         self._env = {**isolated_home_env(policy), **config.env}
         return Preparation(dict(self._env), config.notes)
 
@@ -35,6 +44,14 @@ class KiloBackend:
 
     def start(self, request: AgentRequest) -> CliAgentRun:
         return CliAgentRun(self.invocation(request), request)
+
+    def usage_from_db(self, session_id: str | None, title: str, since_ms: int) -> UsageReading | None:
+        """The session's usage as kilo's own database has it (None: opencode, which is not covered)."""
+        if self.runtime is not KILO:
+            return None
+        if self._usage_db is None:  # discovered once per run: `kilo db path` starts a node process
+            self._usage_db = discover_db(self.binary, {**os.environ, **self._env})
+        return read_usage(self._usage_db, session_id=session_id, title=title, since_ms=since_ms)
 
 
 # The name the loop used before the agent packages existed.

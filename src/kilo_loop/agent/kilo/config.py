@@ -25,6 +25,7 @@ from typing import Any
 
 import json5
 
+from kilo_loop.agent.kilo.provider import ProviderConfigMode, merge_provider, provider_injection
 from kilo_loop.agent.kilo.runtime import RUNTIMES, RuntimeName
 from kilo_loop.safety.guard_config import bash_rules
 
@@ -157,8 +158,27 @@ class ChildConfig:
     notes: tuple[str, ...] = ()
 
 
-def child_config_env(runtime: RuntimeName, project: Path, environ: Mapping[str, str], guard: bool) -> ChildConfig:
-    """Every inline-config entry the child gets, in one function (the seam for provider injection)."""
+def with_provider(runtime: RuntimeName, env: dict[str, str], environ: Mapping[str, str],
+                  mode: ProviderConfigMode, models: tuple[str, ...]) -> tuple[dict[str, str], str | None]:
+    """Provider injection (see `agent.kilo.provider`) merged into the inline config being built."""
+    injection = provider_injection(mode, runtime, environ, models)
+    if not injection.config:
+        return {**env, **injection.env}, injection.note
+    key = RUNTIMES[runtime].config_env
+    raw = env.get(key, environ.get(key, ""))
+    try:
+        config = loads_jsonc(raw) if raw.strip() else {}
+    except ValueError:
+        config = None
+    if not isinstance(config, dict):
+        return env, f"{key} is not a JSON object: the OpenAI-compatible provider was not injected"
+    merged = merge_provider(config, injection.config["provider"])
+    return {**env, **injection.env, key: json.dumps(merged)}, injection.note
+
+
+def child_config_env(runtime: RuntimeName, project: Path, environ: Mapping[str, str], guard: bool,
+                     provider_mode: ProviderConfigMode = "auto", models: tuple[str, ...] = ()) -> ChildConfig:
+    """Every inline-config entry the child gets, in one function: guard rules, snapshots, provider."""
     env: dict[str, str] = {}
     notes: list[str] = []
     if guard:
@@ -166,4 +186,7 @@ def child_config_env(runtime: RuntimeName, project: Path, environ: Mapping[str, 
         env.update(inline.env)
         if inline.note:
             notes.append(inline.note)
-    return ChildConfig(snapshots_off(runtime, env, environ), tuple(notes))
+    env, note = with_provider(runtime, snapshots_off(runtime, env, environ), environ, provider_mode, models)
+    if note:
+        notes.append(note)
+    return ChildConfig(env, tuple(notes))
