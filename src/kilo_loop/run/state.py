@@ -77,7 +77,7 @@ class IterationSummary(WireModel):
     cost: float = 0.0
     context_tokens: int = 0
     # {tokens, cost, messages} from the CLI's own database; left out of the wire when not read
-    usage_db: dict[str, float | int] | None = Field(None, exclude_if=lambda value: value is None)
+    usage_db: dict[str, float | int] | None = Field(default=None, exclude_if=lambda value: value is None)
     topic: str = ""
     percent: int = 0
     next_stage: str = ""
