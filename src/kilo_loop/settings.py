@@ -12,6 +12,7 @@ from pydantic import Field, TypeAdapter, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from kilo_loop.duration import parse_duration
 from kilo_loop.run.files import read_json
 
 HitlMode = Literal["always", "on-question", "off"]
@@ -67,6 +68,8 @@ class Settings(BaseSettings):
     max_retries: int = Field(3, ge=0, le=100)
     retry_delay: int = Field(2000, ge=0)
     retry_max_delay: int = Field(60_000, ge=0)
+    max_quota_wait: float | None = Field(12 * 3600.0, ge=0)  # seconds (90s, 5m, 6h); None: no bound
+    answer_timeout: float | None = Field(None, ge=0)  # seconds; None: wait for the answer
     review: bool = False
     review_agent: str | None = None
     auto_fresh_tokens: int | None = Field(None, ge=1)
@@ -87,6 +90,13 @@ class Settings(BaseSettings):
     quiet: bool = False
     no_color: bool = False
     confirm: bool = True
+
+    @field_validator("answer_timeout", "max_quota_wait", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "off")):
+            return None
+        return parse_duration(value)
 
     @field_validator("notify", "guard_deny", "guard_allow", mode="before")
     @classmethod

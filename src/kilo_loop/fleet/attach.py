@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from kilo_loop.fleet.child import INBOX_ENV
 from kilo_loop.fleet.inbox import InboxCommand, follow_inbox
+from kilo_loop.loop.commands import SubmitAnswers, command_for
 from kilo_loop.loop.control import AnswerItem, ControlError
 
 if TYPE_CHECKING:
@@ -25,14 +26,14 @@ def inbox_requested() -> bool:
 
 def deliver(handle: RunHandle, command: InboxCommand) -> None:
     if command.command != "answer":
-        handle.control.apply(_ACTIONS[command.command], command.value)
+        handle.send(command_for(_ACTIONS[command.command], command.value))
         return
     questions = handle.state.pending_questions
     if not questions:
         raise ControlError("no question is waiting for an answer")
     items = [AnswerItem(q.question, a.strip(), "dashboard") for q, a in zip(questions, command.answers, strict=False)
              if a.strip()]
-    handle.control.submit_answers(items)
+    handle.send(SubmitAnswers(tuple(items)))
 
 
 def attach_inbox(handle: RunHandle) -> Callable[[], None]:

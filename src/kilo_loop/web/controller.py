@@ -173,7 +173,7 @@ class RunController:
         path = resolve_plan_file(self.project, request.file)
         settings = run_settings(self.base, request, path, self.global_verify)
         try:
-            return plan_run(settings, self.project).handle()
+            return plan_run(settings, self.project, check_hitl=False).handle()  # the dashboard answers
         except AllStagesDone as exc:
             raise StartRefused(f"{exc}: Clear done first, or start with force") from exc
 
