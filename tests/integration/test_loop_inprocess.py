@@ -238,3 +238,28 @@ async def test_a_reset_beyond_max_quota_wait_stops_resumable(project: Path) -> N
     state = await run.finish()
     assert state.status == "stopped-budget" and "--max-quota-wait" in state.stop_reason
     assert "--resume" in state.resume_command and len(run.backend.requests) == 1
+
+
+# ------------------------------------------------------------------ issue 8 item 9: bounded state
+async def test_state_keeps_a_window_and_the_history_stays_on_disk(project: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from kilo_loop.run import reducer
+    from kilo_loop.web.controller import LiveRun
+    from kilo_loop.web.history import known_iterations, page_iterations
+
+    monkeypatch.setattr(reducer, "ITERATIONS_KEPT", 3)
+    goal = "# Eight\n\n" + "".join(f"- [ ] Stage {n}\n" for n in range(1, 9))
+    run = start_loop(project, [done_turn(f"stage-{n}", f"f{n}.txt") for n in range(1, 9)], goal, iterations=8)
+    state = await run.finish()
+    assert state.status == "done" and state.iterations_total == 8
+    assert [i.iteration for i in state.iterations] == [6, 7, 8]
+    saved = json.loads(run.handle.layout.state.read_text())
+    assert saved["iterationsTotal"] == 8 and len(saved["iterations"]) == 3
+    report = run.handle.layout.report.read_text()
+    assert all(f"| {n} | Stage {n} | ok |" in report for n in range(1, 9))  # the run report has them all
+    assert_rebuilt(state, run.replayed())
+    view = LiveRun(run.handle).snapshot()
+    assert view["iterationsTotal"] == 8 and view["iterationsOffset"] == 5
+    known = known_iterations(saved)
+    page = page_iterations(run.handle.layout, known, 0, 5)
+    assert [item["iteration"] for item in page] == [1, 2, 3, 4, 5] and page[0]["stageTitle"] == "Stage 1"

@@ -70,9 +70,21 @@ def run_summary(state: dict[str, Any]) -> dict[str, Any]:
     totals = state.get("totals")
     summary["tokens"] = totals.get("tokens", 0) if isinstance(totals, dict) else 0
     summary["cost"] = totals.get("cost", 0.0) if isinstance(totals, dict) else 0.0
-    iterations = state.get("iterations")
-    summary["iterationsTotal"] = len(iterations) if isinstance(iterations, list) else 0
+    summary["iterationsTotal"] = len(known_iterations(state))
     return summary
+
+
+def known_iterations(state: dict[str, Any]) -> list[Any]:
+    """One entry per iteration of the run, oldest first. state.json keeps only the newest; an older
+    one is a stub `{"iteration": n}` here, filled from its NN-report.json when a page is read."""
+    raw = state.get("iterations")
+    items = [item for item in raw if isinstance(item, dict)] if isinstance(raw, list) else []
+    total = state.get("iterationsTotal")
+    total = max(total if isinstance(total, int) else 0, len(items))
+    if total == len(items):
+        return items
+    by_number = {item.get("iteration"): item for item in items}
+    return [by_number.get(number, {"iteration": number}) for number in range(1, total + 1)]
 
 
 def list_runs(project: ProjectLayout, redact: Redact) -> list[dict[str, Any]]:
