@@ -21,6 +21,8 @@ from kilo_loop.agent.cli_backend import CliBackend, detect_runtime
 from kilo_loop.agent.protocol import AgentBackend
 from kilo_loop.agent.registry import BackendLoadError, load_backend
 from kilo_loop.agent.simulator import DryRunBackend
+from kilo_loop.errors import UsageError
+from kilo_loop.git import NotAGitRepo, git_root
 from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
 from kilo_loop.goal.sync import mark_markdown_stage_done
@@ -36,7 +38,6 @@ from kilo_loop.loop.commands import (
 from kilo_loop.loop.control import RunControl
 from kilo_loop.loop.hitl import AnswerBook, effective_answer_timeout, hitl_refusal
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
-from kilo_loop.loop.workspace import git_root
 from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
 from kilo_loop.run.bus import EventBus
 from kilo_loop.run.events import RunEvent, RunStarted, StatusChanged, now_iso
@@ -60,7 +61,7 @@ from kilo_loop.settings import Settings
 from kilo_loop.ui.terminal import TerminalInput
 
 
-class SetupError(RuntimeError):
+class SetupError(UsageError, RuntimeError):
     """A problem found before anything is created; the message says what to do."""
 
 
@@ -71,7 +72,7 @@ def resolve_project(settings: Settings) -> Path:
         raise SetupError(f"--project {start} is not a directory")
     try:
         return git_root(start.resolve())
-    except RuntimeError as exc:
+    except NotAGitRepo as exc:
         raise SetupError(str(exc)) from exc
 
 

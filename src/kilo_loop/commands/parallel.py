@@ -11,7 +11,7 @@ import click
 from kilo_loop.fleet.child import plan_flags
 from kilo_loop.fleet.parallel import DashboardFactory, MergeMode, run_parallel
 from kilo_loop.fleet.worktree import WorktreeError
-from kilo_loop.loop.workspace import NotAGitRepo, git_root
+from kilo_loop.git import NotAGitRepo, git_root
 
 
 def _ask(question: str) -> bool:

@@ -13,9 +13,13 @@ import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import click
 
+from kilo_loop.cli import report_error
+from kilo_loop.errors import KiloLoopError
 from kilo_loop.goal.listing import format_plan_list
 from kilo_loop.goal.registry import discover_plans
 from kilo_loop.run.state import RunState
@@ -33,9 +37,10 @@ from kilo_loop.runner import (
 from kilo_loop.settings import Settings
 from kilo_loop.ui.console import ConsoleView, make_console
 from kilo_loop.ui.preflight import ask_start, render_preflight, scenario_rows, should_confirm
-from kilo_loop.web.binding import BindError, PortInUse
-from kilo_loop.web.controller import RunHooks
-from kilo_loop.web.server import Dashboard, prepare_dashboard
+
+if TYPE_CHECKING:  # the dashboard stack (FastAPI, uvicorn) is imported only when the dashboard is on
+    from kilo_loop.web.controller import RunHooks
+    from kilo_loop.web.server import Dashboard
 
 Say = Callable[[str], None]
 
@@ -48,6 +53,12 @@ def _confirmed(plan: RunPlan, dashboard: Dashboard | None) -> bool:
                          dashboard.url if dashboard else None, state.agent)
     render_preflight(console, rows, plan.goal)
     return ask_start(input)
+
+
+def _prepare_dashboard(settings: Settings, project: Path, mode: Literal["launcher", "direct"]) -> Dashboard:
+    from kilo_loop.web.server import prepare_dashboard
+
+    return prepare_dashboard(settings, project, mode)
 
 
 def _dashboard_line(dashboard: Dashboard) -> str:
@@ -67,7 +78,7 @@ def run_main(settings: Settings, list_goals: bool = False) -> int:
                     "no --goal given and the dashboard is off: pass --goal <file.json|file.md> or "
                     '--goal-text "…", or drop --no-dashboard to pick a plan in the launcher'
                 )
-            dashboard = prepare_dashboard(settings, project, "launcher")
+            dashboard = _prepare_dashboard(settings, project, "launcher")
             return _launcher(settings, dashboard)
         try:
             plan = plan_run(settings, project)
@@ -75,17 +86,16 @@ def run_main(settings: Settings, list_goals: bool = False) -> int:
             click.echo(f"kilo-loop: {exc}; pass --force to run it again")
             return 0
         if settings.dashboard:
-            dashboard = prepare_dashboard(settings, project, "direct")
+            dashboard = _prepare_dashboard(settings, project, "direct")
         if should_confirm(settings) and not _confirmed(plan, dashboard):
             if dashboard is not None:
                 dashboard.sock.close()
             click.echo("Cancelled: nothing was started.")
             return 2
-    except (SetupError, PortInUse, BindError) as exc:
+    except KiloLoopError as exc:  # set-up: nothing was started
         if dashboard is not None:
             dashboard.sock.close()
-        click.echo(f"kilo-loop: {exc}", err=True)
-        return 2
+        return report_error(exc)
     out = _Output(settings)
     view = ConsoleView(out.console, quiet=settings.quiet)
     if dashboard is None:
@@ -109,6 +119,8 @@ class _Output:
         self.console.print(message, style="bold", soft_wrap=True)  # a URL must stay on one line
 
     def hooks(self, after: str) -> RunHooks:
+        from kilo_loop.web.controller import RunHooks
+
         def started(handle: RunHandle) -> None:
             handle.bus.subscribe(ConsoleView(self.console, quiet=self.settings.quiet))
             self.say(f"run {handle.run_id} started from the dashboard: {handle.goal.title}")

@@ -25,6 +25,7 @@ def inbox_requested() -> bool:
 
 
 def deliver(handle: RunHandle, command: InboxCommand) -> None:
+    """Onto the run's one command queue, like a key in the terminal or a button in the dashboard."""
     if command.command != "answer":
         handle.send(command_for(_ACTIONS[command.command], command.value))
         return
@@ -33,6 +34,8 @@ def deliver(handle: RunHandle, command: InboxCommand) -> None:
         raise ControlError("no question is waiting for an answer")
     items = [AnswerItem(q.question, a.strip(), "dashboard") for q, a in zip(questions, command.answers, strict=False)
              if a.strip()]
+    if not items:
+        raise ControlError("every answer is empty")
     handle.send(SubmitAnswers(tuple(items)))
 
 

@@ -28,11 +28,14 @@ from kilo_loop.fleet.quota import quota_pause
 from kilo_loop.fleet.store import FleetStore, Job
 from kilo_loop.fleet.tail import LineFollower
 from kilo_loop.fleet.worktree import BRANCH_PREFIX, WorktreeError, git, snapshot_commit
+from kilo_loop.git import git_output
 from kilo_loop.run.layout import LOOP_DIR
 
 TICK_SECONDS = 0.05
 _PR_SET_PDEATHSIG = 1
 _STATUS_EVENTS = {"status", "run-finished"}
+# After these the fleet view's copy of state.json is refreshed (questions, answers, stages, status).
+_STATE_EVENTS = {"question", "answer", "status", "stage-done", "run-finished", "iteration-started"}
 
 
 # Set when the worker shuts down: running plans stop (resumable) and their jobs go back on the queue.
@@ -122,8 +125,7 @@ class JobRun:
         Redis after that: the same position a `kill -9` and `--resume` would start from."""
         tree = material.get("tree", b"")
         if tree.strip():
-            subprocess.run(["git", "apply", "--binary", "-"], cwd=self.root, input=tree, check=True,
-                           capture_output=True)
+            git_output(self.root, "apply", "--binary", "-", stdin=tree, what="restoring the run's tree")
         with tarfile.open(fileobj=io.BytesIO(material["archive"]), mode="r:gz") as archive:
             archive.extractall(self.root, filter="data")
         self._append_missing_events()
@@ -182,6 +184,8 @@ class JobRun:
         self.store.publish_events(self.job.run_id, events)
         for event in events:
             self._on_event(event)
+        if any(event.get("type") in _STATE_EVENTS for event in events):
+            self._publish_state()
         self._deliver_commands()
         if time.monotonic() - self._renewed > self.config.renew_seconds:
             self.store.renew(self.job.run_id, self.config.worker_id, self.config.lease_ms)
@@ -206,12 +210,15 @@ class JobRun:
                 continue  # the fleet API validates; a bad record here is dropped, never fatal
 
     # ------------------------------------------------------------ progress and result
-    def _save_progress(self) -> None:
+    def _publish_state(self) -> None:
         state = self.run_dir / "state.json"
         if state.is_file():
             raw = state.read_bytes()
             self.store.put_state(self.job.run_id, raw)
             self._meta_from_state(raw)
+
+    def _save_progress(self) -> None:
+        self._publish_state()
         self.store.put_resume(self.job.run_id, self._base, self._tree_patch().encode(), self._archive())
 
     def _meta_from_state(self, raw: bytes) -> None:

@@ -8,15 +8,14 @@ is never touched either.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kilo_loop.git import GitError, git_output, run_git
 from kilo_loop.run.layout import LOOP_DIR
 
 WORKTREES = "worktrees"
@@ -25,21 +24,16 @@ BRANCH_PREFIX = "kilo-loop/"
 _EXCLUDED = tuple(f"{LOOP_DIR}/{name}" for name in (WORKTREES, "runs", "trash"))
 
 
-class WorktreeError(RuntimeError):
+class WorktreeError(GitError):
     """A git step failed; the message says which and what git said."""
 
 
-def git(repo: Path, *args: str, env: Mapping[str, str] | None = None, check: bool = True) -> str:
-    """Run git in `repo` with the loop's environment policy: an inherited GIT_DIR/GIT_WORK_TREE
-    would point git at another repository, so they are dropped."""
-    base = {k: v for k, v in os.environ.items() if k not in {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"}}
-    result = subprocess.run(
-        ["git", *args], cwd=repo, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-        env={**base, **(env or {})}, check=False,
-    )
-    if check and result.returncode != 0:
-        raise WorktreeError(f"git {' '.join(args[:3])} failed in {repo}: {result.stderr.strip()[:500]}")
-    return result.stdout
+def git(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
+    """stdout of `git <args>` in `repo`, under the one git environment policy (kilo_loop.git)."""
+    try:
+        return git_output(repo, *args, env=env).decode("utf-8", "surrogateescape")
+    except GitError as exc:
+        raise WorktreeError(f"{exc} (in {repo})") from None
 
 
 @contextmanager
@@ -63,8 +57,9 @@ def snapshot_commit(repo: Path, parent: str, message: str) -> str:
 
 
 def head_commit(repo: Path) -> str:
-    out = git(repo, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False).strip()
-    if not out:
+    proc = run_git(repo, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+    out = proc.stdout.decode().strip()
+    if proc.returncode != 0 or not out:
         raise WorktreeError(f"{repo} has no commit yet: parallel plans start from HEAD (make a first commit)")
     return out
 
@@ -152,27 +147,24 @@ def offer_result(plan: PlanWorktree) -> MergeOutcome:
     # Parented on the plan's base, so the merge base is the tree the plan started from: the operator's
     # uncommitted changes it was given are not mistaken for edits of the same lines on both sides.
     current = snapshot_commit(plan.project, plan.base, "kilo-loop: operator's tree")
-    merge = subprocess.run(
-        ["git", "merge-tree", "--write-tree", "--name-only", "--no-messages", current, result],
-        cwd=plan.project, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False,
-    )
-    lines = merge.stdout.splitlines()
+    merge = run_git(plan.project, "merge-tree", "--write-tree", "--name-only", "--no-messages", current, result)
+    lines = merge.stdout.decode("utf-8", "surrogateescape").splitlines()
     if merge.returncode == 1:
         conflicts = sorted({line for line in lines[1:] if line.strip()})
         return MergeOutcome(applied=False, conflicts=conflicts, patch=plan.patch_path,
                             message=f"conflicts in {', '.join(conflicts)}")
     if merge.returncode != 0 or not lines:
-        raise WorktreeError(f"git merge-tree failed: {merge.stderr.strip()[:500]}")
+        raise WorktreeError(f"git merge-tree failed: {merge.stderr.decode(errors='replace').strip()[:500]}")
     return _apply_tree(plan, current, lines[0].strip())
 
 
 def _apply_tree(plan: PlanWorktree, current: str, merged: str) -> MergeOutcome:
     delta = git(plan.project, "diff", "--binary", "--full-index", current, merged)
     if delta.strip():
-        applied = subprocess.run(["git", "apply", "--binary", "-"], cwd=plan.project, input=delta,
-                                 capture_output=True, text=True, check=False)
+        applied = run_git(plan.project, "apply", "--binary", "-", stdin=delta.encode("utf-8", "surrogateescape"))
         if applied.returncode != 0:  # git apply is all-or-nothing: the tree is as it was
-            return MergeOutcome(applied=False, patch=plan.patch_path, message=applied.stderr.strip()[:500])
+            return MergeOutcome(applied=False, patch=plan.patch_path,
+                                message=applied.stderr.decode(errors="replace").strip()[:500])
     plan.patch_path.unlink(missing_ok=True)
     return MergeOutcome(applied=True, message="applied")
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from kilo_loop.errors import KiloLoopError
 from kilo_loop.run.events import from_wire, is_log_line
 from kilo_loop.run.files import read_json
 from kilo_loop.run.layout import ProjectLayout, RunLayout, valid_run_id
@@ -15,8 +16,8 @@ from kilo_loop.run.reducer import reduce
 from kilo_loop.run.state import RunState
 
 
-class RunNotFound(LookupError):
-    pass
+class RunNotFound(KiloLoopError, LookupError):
+    """No saved run by that id (or no run at all)."""
 
 
 def list_run_dirs(layout: ProjectLayout) -> list[RunLayout]:
