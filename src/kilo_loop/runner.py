@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from kilo_loop.loop.commands import (
     stop_serving,
 )
 from kilo_loop.loop.control import RunControl
-from kilo_loop.loop.hitl import AnswerBook
+from kilo_loop.loop.hitl import AnswerBook, effective_answer_timeout, hitl_refusal
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
 from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
 from kilo_loop.run.bus import EventBus
@@ -263,10 +264,13 @@ class RunPlan:
         return RunHandle(self.settings, self.project, self.goal, self.backend, self.runtime, self.prepared)
 
 
-def plan_run(settings: Settings, project: Path) -> RunPlan:
+def plan_run(settings: Settings, project: Path, check_hitl: bool = True) -> RunPlan:
     """The one run preparation, for the command line and the dashboard's launcher alike: the goal
     (a finished one only with `force`, reopened), the backend and the run directory (new or resumed).
     Raises SetupError (AllStagesDone, a bad goal, a missing agent CLI…) before anything is written."""
+    refusal = hitl_refusal(settings.hitl, _stdin_is_tty(), settings.dashboard) if check_hitl else None
+    if refusal:
+        raise SetupError(refusal)
     goal = resolve_goal(settings, project)
     if goal.all_done() and not settings.resume:
         if not settings.force:
@@ -341,6 +345,13 @@ def _install_signal_handlers(
         signal.signal(signal.SIGINT, _force_exit(before_exit))
 
     return remove
+
+
+def _stdin_is_tty() -> bool:
+    try:
+        return os.isatty(sys.stdin.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 class RunHandle:
@@ -437,6 +448,7 @@ class RunHandle:
             settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
             recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
             answer_channel_open=self.answer_channel_open,
+            answer_timeout=effective_answer_timeout(settings.answer_timeout, settings.dry_run, _stdin_is_tty()),
         )
         self.control.prompt_extra = self.prompt_extra
         handler = CommandHandler(self.control, recorder, self._revert, self._checkpoints_of)

@@ -81,6 +81,8 @@ class Settings(BaseSettings):
     max_retries: int = Field(3, ge=0, le=100)
     retry_delay: int = Field(2000, ge=0)
     retry_max_delay: int = Field(60_000, ge=0)
+    max_quota_wait: float | None = Field(12 * 3600.0, ge=0)  # seconds (90s, 5m, 6h); None: no bound
+    answer_timeout: float | None = Field(None, ge=0)  # seconds; None: wait for the answer
     review: bool = False
     review_agent: str | None = None
     auto_fresh_tokens: int | None = Field(None, ge=1)
@@ -103,10 +105,12 @@ class Settings(BaseSettings):
     no_color: bool = False
     confirm: bool = True
 
-    @field_validator("keep_open_for", mode="before")
+    @field_validator("keep_open_for", "answer_timeout", "max_quota_wait", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> Any:
-        return parse_duration(value) if isinstance(value, str) else value
+        if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "off")):
+            return None
+        return parse_duration(value)
 
     @field_validator("notify", "guard_deny", "guard_allow", mode="before")
     @classmethod

@@ -79,7 +79,8 @@ def iteration_report_md(item: IterationSummary) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_report_md(state: RunState) -> str:
+def run_report_md(state: RunState, iterations: list[IterationSummary] | None = None) -> str:
+    """The run's report; `iterations` is the whole history (default: the ones the state keeps)."""
     totals = state.totals
     lines = [
         f"# Run {state.run_id} — {state.goal_title}",
@@ -101,7 +102,7 @@ def run_report_md(state: RunState) -> str:
     lines += [f"- [{'x' if s.status == 'done' else ' '}] {s.title} — {s.status}" for s in state.stages]
     lines += _receipt_lines(state)
     lines += ["", "## Iterations", "", "| # | stage | outcome | tokens | cost | % | verify |", "|---|---|---|---|---|---|---|"]
-    for item in state.iterations:
+    for item in state.iterations if iterations is None else iterations:
         verify = "—" if item.verify is None else ("pass" if item.verify.passed else "fail")
         lines.append(
             f"| {item.iteration} | {item.stage_title or '—'} | {item.outcome} | {item.tokens} "

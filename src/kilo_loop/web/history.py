@@ -91,8 +91,7 @@ def run_summary(state: dict[str, Any]) -> dict[str, Any]:
     totals = state.get("totals")
     summary["tokens"] = totals.get("tokens", 0) if isinstance(totals, dict) else 0
     summary["cost"] = totals.get("cost", 0.0) if isinstance(totals, dict) else 0.0
-    iterations = state.get("iterations")
-    summary["iterationsTotal"] = len(iterations) if isinstance(iterations, list) else 0
+    summary["iterationsTotal"] = len(known_iterations(state))
     stages, completed = state.get("stages"), state.get("completedStages")
     summary["stagesTotal"] = len(stages) if isinstance(stages, list) else 0
     summary["stagesDone"] = len(completed) if isinstance(completed, list) else 0
@@ -103,6 +102,19 @@ def run_summary(state: dict[str, Any]) -> dict[str, Any]:
 def budget_of(settings: Settings) -> dict[str, Any]:
     """The limits a run's chart draws its budget lines at (null: no limit)."""
     return {"maxCost": settings.max_cost, "maxTokens": settings.max_tokens, "maxIterations": settings.iterations}
+
+
+def known_iterations(state: dict[str, Any]) -> list[Any]:
+    """One entry per iteration of the run, oldest first. state.json keeps only the newest; an older
+    one is a stub `{"iteration": n}` here, filled from its NN-report.json when a page is read."""
+    raw = state.get("iterations")
+    items = [item for item in raw if isinstance(item, dict)] if isinstance(raw, list) else []
+    total = state.get("iterationsTotal")
+    total = max(total if isinstance(total, int) else 0, len(items))
+    if total == len(items):
+        return items
+    by_number = {item.get("iteration"): item for item in items}
+    return [by_number.get(number, {"iteration": number}) for number in range(1, total + 1)]
 
 
 def list_runs(project: ProjectLayout, redact: Redact) -> list[dict[str, Any]]:

@@ -70,7 +70,7 @@ def history_router(ctx: DashboardContext) -> APIRouter:
     ) -> Response:
         layout = ctx.run_layout(run_id)
         wire = await state_wire(layout)
-        known = list(wire.get("iterations") or [])
+        known = history.known_iterations(wire)
         start, end = history.page_bounds(len(known), offset, limit)
         page = await _off_loop(history.page_iterations, layout, known, start, end)
         tail = await _off_loop(history.log_tail, layout)

@@ -26,6 +26,11 @@ MAX_BODY_BYTES = 64 * 1024
 MAX_IN_FLIGHT = 64  # ordinary requests being answered at once
 MAX_STREAMS = 16  # open event streams (browser tabs), counted apart: they stay open
 STREAM_PATHS = frozenset({"/api/events"})
+
+
+def is_stream(path: str) -> bool:
+    """An event stream: the run's (/api/events) or one run's of many (/api/runs/<id>/events)."""
+    return path in STREAM_PATHS or (path.startswith("/api/runs/") and path.endswith("/events"))
 NEEDS_TOKEN = (
     "this dashboard needs its token: open the URL with ?token=… that kilo-loop printed in the terminal"
 )
@@ -139,7 +144,7 @@ class SecurityMiddleware:
             html = problem[0] == 401 and wants_html(scope["path"], headers.get("accept"))
             await _reject(send, *problem, html=html)
             return
-        stream = scope["path"] in STREAM_PATHS
+        stream = is_stream(scope["path"])
         if stream and self.streams >= self.policy.max_streams:
             await _reject(send, 503, f"too many open event streams (limit {self.policy.max_streams}): "
                                      "close another dashboard tab", retry_after=5)
