@@ -1,0 +1,30 @@
+"""`kilo-loop doctor`: one line per check (✓ / ! / ✗ and the fix), or `--json`; exit 0 all good,
+1 a failure, 2 warnings under `--strict`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import orjson
+
+from kilo_loop.doctor.checks import exit_code, line
+from kilo_loop.doctor.probe import BACKENDS, run_checks
+
+
+@click.command(help="Check the agent CLIs, their flags, provider injection, usage DB, git and the dashboard port.")
+@click.option("--json", "as_json", is_flag=True, help="a JSON list of {check, status, detail, fix}")
+@click.option("--strict", is_flag=True, help="exit 2 when there are warnings")
+@click.option("--runtime", "runtimes", multiple=True, type=click.Choice(BACKENDS),
+              help="only this backend (repeatable; default: every backend)")
+@click.option("--port", type=int, default=7999, show_default=True, help="the dashboard port to check")
+@click.option("-C", "--project", type=click.Path(path_type=Path, file_okay=False), default=Path("."),
+              help="directory the CLIs' config is read in (default: cwd)")
+def doctor_command(as_json: bool, strict: bool, runtimes: tuple[str, ...], port: int, project: Path) -> None:
+    checks = run_checks(runtimes or BACKENDS, port, project.resolve())
+    if as_json:
+        click.echo(orjson.dumps([check.as_dict() for check in checks], option=orjson.OPT_INDENT_2).decode())
+    else:
+        for check in checks:
+            click.echo(line(check))
+    raise SystemExit(exit_code(checks, strict))
