@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from kilo_loop.cli import main
 from kilo_loop.doctor import checks
 from kilo_loop.doctor.checks import Check, exit_code, line
-from kilo_loop.doctor.probe import backend_checks, machine_checks, port_free
+from kilo_loop.doctor.probe import backend_checks, machine_checks, port_free, preflight
 
 KILO_HELP = "  --format  --auto  --agent  --model  --variant  --thinking  --title  -s, --session  "
 
@@ -213,3 +213,12 @@ def test_json_schema_and_exit_codes(tmp_path: Path, kilo_db: Path, busy_port: in
     assert code == 2
     code, output = run_doctor(["--runtime", "claude", "--port", "0"], env, monkeypatch)
     assert code == 1 and "✗ claude: binary: not found" in output
+
+
+def test_preflight_warns_only_about_flags_the_chosen_cli_lacks(tmp_path: Path) -> None:
+    complete = fake_kilo(tmp_path / "complete")
+    lacking = fake_kilo(tmp_path / "lacking", help_text=KILO_HELP.replace("--session", ""))
+    assert preflight("kilo", str(complete)) == []
+    warnings = preflight("kilo", str(lacking))
+    assert len(warnings) == 1 and "pre-flight" in warnings[0] and "--session" in warnings[0]
+    assert preflight("dry-run", None) == [] and preflight("kilo", None) == []

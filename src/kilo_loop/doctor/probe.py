@@ -116,6 +116,14 @@ def backend_checks(runtime: str, environ: Mapping[str, str], project: Path) -> l
     return found
 
 
+def preflight(runtime: str, binary: object) -> list[str]:
+    """Before a run: the chosen CLI's help must list the flags the loop passes (failures only)."""
+    if not isinstance(binary, str) or runtime not in checks.LOOP_FLAGS:
+        return []
+    check = checks.flags(runtime, _run([binary, *checks.HELP_ARGS[runtime]]), None)
+    return [f"pre-flight: {checks.line(check)}"] if check.status == "fail" else []
+
+
 def port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
