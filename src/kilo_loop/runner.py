@@ -37,6 +37,7 @@ from kilo_loop.loop.commands import (
     stop_serving,
 )
 from kilo_loop.loop.control import RunControl
+from kilo_loop.fleet.child import INBOX_ENV
 from kilo_loop.loop.hitl import AnswerBook, effective_answer_timeout, hitl_refusal
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
 from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
@@ -262,7 +263,9 @@ def plan_run(settings: Settings, project: Path, check_hitl: bool = True) -> RunP
     """The one run preparation, for the command line and the dashboard's launcher alike: the goal
     (a finished one only with `force`, reopened), the backend and the run directory (new or resumed).
     Raises SetupError (AllStagesDone, a bad goal, a missing agent CLI…) before anything is written."""
-    refusal = hitl_refusal(settings.hitl, _stdin_is_tty(), settings.dashboard) if check_hitl else None
+    # A plan steered through its inbox (--parallel, a fleet worker) has the many-runs dashboard to answer.
+    answerable = settings.dashboard or bool(os.environ.get(INBOX_ENV))
+    refusal = hitl_refusal(settings.hitl, _stdin_is_tty(), answerable) if check_hitl else None
     if refusal:
         raise SetupError(refusal)
     goal = resolve_goal(settings, project)
