@@ -18,6 +18,7 @@ from kilo_loop.agent.router import RuntimeRouter
 from kilo_loop.agent.serve import ServeBackend
 from kilo_loop.agent.simulator import DryRunBackend
 from kilo_loop.errors import UsageError
+from kilo_loop.fleet.child import INBOX_ENV
 from kilo_loop.git import NotAGitRepo, git_root
 from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
@@ -268,7 +269,9 @@ def plan_run(settings: Settings, project: Path, check_hitl: bool = True) -> RunP
     """The one run preparation, for the command line and the dashboard's launcher alike: the goal
     (a finished one only with `force`, reopened), the backend and the run directory (new or resumed).
     Raises SetupError (AllStagesDone, a bad goal, a missing agent CLI…) before anything is written."""
-    refusal = hitl_refusal(settings.hitl, _stdin_is_tty(), settings.dashboard) if check_hitl else None
+    # A plan steered through its inbox (--parallel, a fleet worker) has the many-runs dashboard to answer.
+    answerable = settings.dashboard or bool(os.environ.get(INBOX_ENV))
+    refusal = hitl_refusal(settings.hitl, _stdin_is_tty(), answerable) if check_hitl else None
     if refusal:
         raise SetupError(refusal)
     goal = resolve_goal(settings, project)
