@@ -127,6 +127,8 @@ def _options(func: Any) -> Any:
                      help="agent CLI (auto: from the binary name in KILO_BIN, or the *_BIN set)"),
         click.option("--isolate-home", is_flag=True, default=None,
                      help="run the agent with HOME/XDG_* in the run directory (mode 0700)"),
+        click.option("--usage-db/--no-usage-db", default=None,
+                     help="also read each session's usage from kilo's own kilo.db (default: on)"),
         click.option("--provider-config-mode", type=click.Choice(["auto", "legacy_env", "none"]),
                      help="kilo/opencode: OPENAI_* endpoint as an {env:} provider (auto), legacy KILO_OPENAI_* "
                           "variables, or none"),

@@ -57,6 +57,7 @@ class Settings(BaseSettings):
     isolate_home: bool = False  # the agent's HOME/XDG_* under the run directory
     # kilo/opencode: how an OpenAI-compatible endpoint (KILO_LOOP_OPENAI_* / OPENAI_*) reaches the CLI
     provider_config_mode: Literal["auto", "legacy_env", "none"] = "auto"
+    usage_db: bool = True  # read each session's usage from the CLI's own database (kilo.db) too
     # serve: one warm `<cli> serve` per run, the loop answering every permission; run: `<cli> run` each turn
     transport: Transport = "serve"
     backend: str | None = None  # module:attr of a custom AgentBackend (KILO_LOOP_BACKEND)

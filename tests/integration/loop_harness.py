@@ -107,6 +107,7 @@ class FakeKilo:
             "FAKE_AGENT_SCENARIO": str(self.scenario), "FAKE_AGENT_LOG": str(self.log),
             "KILO_BIN": str(self.binary),
             "KILO_LOOP_TRANSPORT": "run",  # the fake replays `kilo run --format json`; it has no `serve`
+            "KILO_LOOP_USAGE_DB": "false",  # nor a kilo.db of its own
             "PYTHONPATH": os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p), "NO_COLOR": "1",
             "COLUMNS": "200",
         })

@@ -115,3 +115,11 @@ def test_the_loop_asks_the_kilo_backend_and_not_opencode(tmp_path: Path, monkeyp
     reading = usage_from_db(KiloBackend("kilo", KILO), request, "ses_a", 0)
     assert isinstance(reading, DbUsage) and reading.tokens == 507
     assert usage_from_db(KiloBackend("opencode", OPENCODE), request, "ses_a", 0) is None
+
+
+def test_the_usage_db_reading_can_be_switched_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kilo_loop.settings import load_settings
+
+    assert load_settings({}, tmp_path).usage_db is True
+    monkeypatch.setenv("KILO_LOOP_USAGE_DB", "false")
+    assert load_settings({}, tmp_path).usage_db is False

@@ -254,6 +254,8 @@ class Orchestrator:
     async def _usage_from_db(self, request: AgentRequest, outcome: SessionOutcome, summary: IterationSummary,
                              started_ms: int) -> None:
         """The CLI's own database's figures beside the stream's; never fails the iteration."""
+        if not self.ctx.settings.usage_db:
+            return
         try:
             reading = await asyncio.to_thread(usage_from_db, self.ctx.backend, request,
                                               outcome.result.session_id, started_ms)
