@@ -12,6 +12,7 @@ from pydantic import Field, TypeAdapter, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from kilo_loop.errors import ConfigError
 from kilo_loop.run.files import read_json
 
 HitlMode = Literal["always", "on-question", "off"]
@@ -19,8 +20,7 @@ RuntimeMode = Literal["auto", "kilo", "opencode"]
 CONFIG_RELATIVE = Path(".kilocode-loop") / "config.json"
 
 
-class ConfigError(ValueError):
-    """A wrong value in the config file or environment; the message names the source and key."""
+__all__ = ["ConfigError", "Settings", "load_settings"]
 
 
 def _snake(name: str) -> str:

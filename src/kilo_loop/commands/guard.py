@@ -12,32 +12,23 @@ from typing import Any
 
 import click
 
+from kilo_loop.errors import ConfigError
+from kilo_loop.git import project_root
+from kilo_loop.guard_patterns import GuardPatterns, project_guard_patterns
 from kilo_loop.safety.guard import Guard, GuardDecision
 
 GuardFactory = Callable[[str | None], Guard]
 
 
-def _project_of(start: Path) -> Path:
-    """The nearest directory holding `.kilocode-loop/` or `.git`, else `start` itself."""
-    for directory in (start, *start.parents):
-        if (directory / ".kilocode-loop").is_dir() or (directory / ".git").exists():
-            return directory
-    return start
-
-
 def _guard_for(cwd: str | None, deny: Sequence[str], allow: Sequence[str]) -> Guard:
     """A guard with the project's guardDeny/guardAllow/guardPacks (config.json, KILO_LOOP_* env)
     plus the given patterns."""
-    from kilo_loop.settings import ConfigError, load_settings
-
     try:
-        settings = load_settings({}, _project_of(Path(cwd or os.getcwd()).resolve()))
-        project_deny, project_allow = list(settings.guard_deny), list(settings.guard_allow)
-        packs = dict(settings.guard_packs)
+        project = project_guard_patterns(project_root(Path(cwd) if cwd else None))
     except (ConfigError, OSError) as exc:
         click.echo(f"kilo-loop guard: ignoring the project config: {exc}", err=True)
-        project_deny, project_allow, packs = [], [], {}
-    return Guard([*project_deny, *deny], [*project_allow, *allow], packs=packs)
+        project = GuardPatterns()
+    return Guard([*project.deny, *deny], [*project.allow, *allow], packs=dict(project.packs))
 
 
 def _absolute(cwd: str | None) -> str | None:
