@@ -196,17 +196,18 @@ class Guard:
         return None
 
     def _simple(self, cmd: SimpleCommand) -> GuardDecision | None:
-        text = cmd.text
-        for pattern, regex in self._deny:
-            if regex.search(text):
-                return _deny("custom-deny", f"`{text}` matches the guardDeny pattern {pattern!r}")
-        if any(regex.search(text) for _, regex in self._allow):
-            return None
-        where = f" (on {cmd.remote})" if cmd.remote else ""
+        if self._deny or self._allow:
+            text = cmd.text
+            for pattern, regex in self._deny:
+                if regex.search(text):
+                    return _deny("custom-deny", f"`{text}` matches the guardDeny pattern {pattern!r}")
+            if any(regex.search(text) for _, regex in self._allow):
+                return None
         for pack, rule in self._index.get(cmd.name, ()):
             detail = match(rule, cmd, self._paths, pack.value_options.get(cmd.name, ()))
             if detail is not None:
-                return _deny(rule.id, f"`{text}`{where}: {detail or rule.reason} [{pack.name} pack]")
+                where = f" (on {cmd.remote})" if cmd.remote else ""
+                return _deny(rule.id, f"`{cmd.text}`{where}: {detail or rule.reason} [{pack.name} pack]")
         return None
 
     def _redirect(self, item: OutputRedirect) -> GuardDecision | None:

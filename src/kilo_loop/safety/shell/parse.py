@@ -104,6 +104,7 @@ class Walker:
     def __init__(self, analyzer: Analyzer, source: bytes, depth: int) -> None:
         self.an = analyzer
         self.source = source
+        self.braces = b"{" in source
         self.depth = depth
         self.loops = 0
         self.nesting = 0
@@ -413,7 +414,7 @@ class Walker:
         builder = _Fields()
         self._collect(node, state, builder, split)
         words = builder.words()
-        if split and self._has_braces(node):
+        if split and self.braces and self._has_braces(node):
             expanded: list[str] = []
             for word in words:
                 alternatives = brace_alternatives(word)
