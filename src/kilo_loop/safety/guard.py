@@ -72,7 +72,8 @@ def _allow(reason: str) -> GuardDecision:
 
 
 def _deny(rule: str, reason: str, pack: str | None = None) -> GuardDecision:
-    return GuardDecision("deny", rule, reason, pack)
+    """A deny; the reason ends with the pack that denied (`… [git pack]`), the guardPacks switch to name."""
+    return GuardDecision("deny", rule, f"{reason} [{pack} pack]" if pack else reason, pack)
 
 
 def _compile(patterns: Sequence[str], key: str) -> tuple[tuple[str, Any], ...]:
