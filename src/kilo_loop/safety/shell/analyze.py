@@ -45,7 +45,7 @@ from kilo_loop.safety.shell.model import (
     normalize_path,
     parse_options,
 )
-from kilo_loop.safety.shell.parse import PIPE, walk_script
+from kilo_loop.safety.shell.parse import PIPE, TooDeep, walk_script
 from kilo_loop.safety.shell.words import echo_escapes, printf_text
 from kilo_loop.safety.shell.wrappers import unwrap
 
@@ -465,6 +465,6 @@ def analyze(command: str, cwd: str | None, temp_root: str, max_depth: int = MAX_
     analyzer = Analyzer(temp_root, max_depth)
     try:
         analyzer.script(command, State(frozenset({start})), 0)
-    except RecursionError:
-        analyzer.out.append(Unanalysable("command nested too deeply to analyse"))
+    except (RecursionError, TooDeep):
+        analyzer.out.append(Unanalysable("command nested too deeply to analyse; write it with less nesting"))
     return Analysis(tuple(analyzer.out))
