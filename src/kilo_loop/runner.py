@@ -258,7 +258,7 @@ def plan_run(settings: Settings, project: Path, check_hitl: bool = True) -> RunP
     """The one run preparation, for the command line and the dashboard's launcher alike: the goal
     (a finished one only with `force`, reopened), the backend and the run directory (new or resumed).
     Raises SetupError (AllStagesDone, a bad goal, a missing agent CLI…) before anything is written."""
-    refusal = hitl_refusal(settings.hitl, _stdin_is_tty(), settings.dashboard) if check_hitl else None
+    refusal = hitl_refusal(settings.hitl, _stdin_can_answer(), settings.dashboard) if check_hitl else None
     if refusal:
         raise SetupError(refusal)
     goal = resolve_goal(settings, project)
@@ -366,6 +366,16 @@ def _install_signal_handlers(
 def _stdin_is_tty() -> bool:
     try:
         return os.isatty(sys.stdin.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _stdin_can_answer() -> bool:
+    """A terminal, or a pipe or file that scripted answers can come from (not /dev/null, not closed)."""
+    if _stdin_is_tty():
+        return True
+    try:
+        return not os.path.samefile(f"/proc/self/fd/{sys.stdin.fileno()}", os.devnull)
     except (AttributeError, OSError, ValueError):
         return False
 
