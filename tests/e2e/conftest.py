@@ -28,6 +28,8 @@ from .fake_provider import Calls, FakeProvider, RecordedRequest, Runtime, call, 
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOLS_BIN = REPO_ROOT / ".tools" / "node_modules" / ".bin"
+# Where `TOOLS_DIR=.tools-extra scripts/install-agent-clis.sh` puts CLIs next to a shared .tools.
+EXTRA_TOOLS_BIN = REPO_ROOT / ".tools-extra" / "node_modules" / ".bin"
 INSTALL_HINT = "run scripts/install-agent-clis.sh"
 AUTO_FLAGS: dict[Runtime, str] = {"kilo": "--auto", "opencode": "--dangerously-skip-permissions"}
 RUN_TIMEOUT_S = 180.0
@@ -61,6 +63,14 @@ def find_agent_bins(bin_dir: Path = TOOLS_BIN) -> AgentBins:
     return AgentBins(kilo=bin_dir / "kilo", opencode=bin_dir / "opencode")
 
 
+def find_cli(name: str) -> Path:
+    """A pinned CLI from .tools (or .tools-extra); fails, never skips, when it is missing."""
+    for bin_dir in (TOOLS_BIN, EXTRA_TOOLS_BIN):
+        if os.access(bin_dir / name, os.X_OK):
+            return bin_dir / name
+    pytest.fail(f"{name} not found in {TOOLS_BIN} or {EXTRA_TOOLS_BIN}: {INSTALL_HINT}", pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def agent_bins() -> AgentBins:
     try:
@@ -76,6 +86,12 @@ def agent_bins() -> AgentBins:
 def fake_provider() -> Iterator[FakeProvider]:
     with FakeProvider() as provider:
         yield provider
+
+
+def commit_count(project: Path) -> int:
+    out = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=project, check=True,
+                         capture_output=True, text=True)
+    return int(out.stdout)
 
 
 def _git(cwd: Path, *args: str) -> None:
@@ -282,11 +298,15 @@ class LoopRun:
 
 @dataclass
 class Loop:
-    """Runs the loop's real entry point against the real CLIs and the scripted provider."""
+    """Runs the loop's real entry point against the real CLIs and the scripted provider.
+
+    `transport` (serve / run) goes to the loop as KILO_LOOP_TRANSPORT; None keeps its default.
+    """
 
     bins: AgentBins
     provider: FakeProvider
     home: Path
+    transport: str | None = None
 
     def environment(
         self,
@@ -311,6 +331,8 @@ class Loop:
         env["KILO_BIN"] = str(self.bins.for_runtime(runtime))
         env["PYTHONPATH"] = str(REPO_ROOT / "src")
         env["COLUMNS"] = "500"  # Rich wraps at 80 columns when stdout is not a terminal
+        if self.transport:
+            env["KILO_LOOP_TRANSPORT"] = self.transport
         env.update(extra_env or {})
         return env
 
@@ -345,9 +367,21 @@ class Loop:
         return LoopRun(command, done.returncode, done.stdout, done.stderr, time.monotonic() - started, project)
 
 
+TRANSPORTS = ("serve", "run")
+# Runs a loop test once per transport: `@BOTH_TRANSPORTS` on a test that uses the `loop` fixture.
+BOTH_TRANSPORTS = pytest.mark.parametrize("transport", TRANSPORTS, indirect=True)
+
+
 @pytest.fixture
-def loop(agent_bins: AgentBins, fake_provider: FakeProvider, agent_home: Path) -> Loop:
-    return Loop(agent_bins, fake_provider, agent_home)
+def transport(request: pytest.FixtureRequest) -> str | None:
+    """The loop's transport for this test (see BOTH_TRANSPORTS); None: the loop's default."""
+    value = getattr(request, "param", None)
+    return str(value) if value else None
+
+
+@pytest.fixture
+def loop(agent_bins: AgentBins, fake_provider: FakeProvider, agent_home: Path, transport: str | None) -> Loop:
+    return Loop(agent_bins, fake_provider, agent_home, transport)
 
 
 # --------------------------------------------------------------------------- scripting the loop's agent

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from kilo_loop.agent.protocol import AgentResult
-from kilo_loop.duration import format_duration, parse_duration
+from kilo_loop.durations import format_duration, parse_duration
 from kilo_loop.loop.retry import quota_limit, reset_time, transient_reason
 
 NOW = datetime(2026, 11, 30, 14, 0, 0, tzinfo=UTC)
@@ -56,4 +56,4 @@ def test_durations() -> None:
     for bad in ("soon", "5x", "-3", "", "1h junk"):
         with pytest.raises(ValueError):
             parse_duration(bad)
-    assert format_duration(5400) == "1h30m" and format_duration(75) == "1m15s" and format_duration(9.6) == "10s"
+    assert format_duration(5400) == "1h 30m" and format_duration(75) == "1m 15s" and format_duration(9.6) == "10s"

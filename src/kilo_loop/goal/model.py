@@ -39,6 +39,7 @@ class Stage(BaseModel):
     model: str | None = None
     agent: str | None = None
     variant: str | None = None
+    runtime: str | None = None  # the agent CLI for this stage (kilo, claude, …); None: the run's
     # 1-based line of the checklist item in a markdown goal (used to tick it in place).
     line: int | None = None
 

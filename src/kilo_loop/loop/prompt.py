@@ -3,10 +3,10 @@ so the fixed scaffolding is short and each section appears only when it has cont
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from kilo_loop.agent.protocol import GuardRejected
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.run.state import Answer
 
@@ -25,9 +25,6 @@ Set needsInput and questions only when you need an operator decision; the run wa
 HANDOFF_CONTRACT = """Also write `.kilocode-loop/handoff.md` (at most 120 lines) for the next, fresh session:
 current state, decisions & constraints, next steps, prepared data, open questions."""
 
-# The lines build_prompt writes that an agent (the dry-run simulator, a test stub) can read back.
-STAGE_LINE = re.compile(r"^Current stage: (?P<id>\S+) — (?P<title>.+)$", re.MULTILINE)
-ITERATION_LINE = re.compile(r"^Iteration (?P<n>\d+) of \d+\.$", re.MULTILINE)
 
 RULES = "Never commit, push or publish; the loop checkpoints and verifies your work itself."
 
@@ -56,6 +53,13 @@ def guard_note(rule: str, reason: str) -> str:
     return (f"Your previous session was aborted by the loop's command guard ({rule}): {reason}. "
             "Reach the same result without that command; never commit, push, publish or delete outside "
             "temp directories.")
+
+
+def rejections_note(rejected: Sequence[GuardRejected]) -> str:
+    """What the next session is told after the loop refused calls before they ran (serve transport)."""
+    lines = "".join(f"\n- `{r.subject}` ({r.rule}): {r.reason}" for r in rejected[-5:])
+    return (f"The loop's command guard refused {len(rejected)} call(s) last iteration before they ran:{lines}\n"
+            "Reach the same result without them; never commit, push, publish or delete outside temp directories.")
 
 
 def _clip(text: str, limit: int = MAX_SECTION_CHARS) -> str:

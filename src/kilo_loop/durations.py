@@ -1,10 +1,11 @@
-"""Durations as people type them: `90`, `90s`, `5m`, `1h30m`, `2.5h`, `1d` (seconds when bare)."""
+"""Durations as people write them (`90`, `90s`, `10m`, `1h30m`, `2.5h`, `1d`; seconds when bare) and as
+messages show them (`45s`, `10m`, `1h 30m`). Pure."""
 
 from __future__ import annotations
 
 import re
 
-_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(d|h|m|s|ms)?", re.IGNORECASE)
+_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|d|h|m|s)?", re.IGNORECASE)
 _UNITS = {"d": 86_400.0, "h": 3_600.0, "m": 60.0, "s": 1.0, "ms": 0.001, None: 1.0}
 
 
@@ -32,11 +33,12 @@ def parse_duration(text: str | float) -> float:
 
 
 def format_duration(seconds: float) -> str:
-    whole = max(0, round(seconds))
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    if minutes:
-        return f"{minutes}m{secs:02d}s"
-    return f"{secs}s"
+    """`45s`, `10m`, `1h 30m`: for messages."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    minutes, rest = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes}m" + (f" {rest}s" if rest else "")
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h" + (f" {minutes}m" if minutes else "")
