@@ -271,7 +271,7 @@ def plan_run(settings: Settings, project: Path, check_hitl: bool = True) -> RunP
     Raises SetupError (AllStagesDone, a bad goal, a missing agent CLI…) before anything is written."""
     # A plan steered through its inbox (--parallel, a fleet worker) has the many-runs dashboard to answer.
     answerable = settings.dashboard or bool(os.environ.get(INBOX_ENV))
-    refusal = hitl_refusal(settings.hitl, _stdin_is_tty(), answerable) if check_hitl else None
+    refusal = hitl_refusal(settings.hitl, _stdin_can_answer(), answerable) if check_hitl else None
     if refusal:
         raise SetupError(refusal)
     goal = resolve_goal(settings, project)
@@ -351,6 +351,16 @@ def _install_signal_handlers(
 def _stdin_is_tty() -> bool:
     try:
         return os.isatty(sys.stdin.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _stdin_can_answer() -> bool:
+    """A terminal, or a pipe or file that scripted answers can come from (not /dev/null, not closed)."""
+    if _stdin_is_tty():
+        return True
+    try:
+        return not os.path.samefile(f"/proc/self/fd/{sys.stdin.fileno()}", os.devnull)
     except (AttributeError, OSError, ValueError):
         return False
 

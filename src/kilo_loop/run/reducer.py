@@ -172,7 +172,8 @@ def _finished(state: RunState, event: IterationFinished) -> Changes:
 def _stage_done(state: RunState, event: StageDone) -> Changes:
     done = set(state.completed_stages) | {event.stage_id}
     order = [s.id for s in state.stages]
-    completed = [i for i in order if i in done] + [i for i in state.completed_stages if i not in order]
+    known = set(order)
+    completed = [i for i in order if i in done] + [i for i in state.completed_stages if i not in known]
     if event.stage_id not in completed:
         completed.append(event.stage_id)
     return {"completed_stages": completed, "stages": _stages(state, event.stage_id, "done"),
