@@ -356,9 +356,10 @@ class Notifier:
         if loop is not None:
             try:
                 loop.call_soon_threadsafe(self._log_failure, route, event, detail)
-                return
             except RuntimeError:  # the loop has closed since notify(); log from this thread instead
                 pass
+            else:
+                return
         self._log_failure(route, event, detail)
 
     def _log_failure(self, route: _Route, event: str, detail: str) -> None:

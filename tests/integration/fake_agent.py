@@ -55,7 +55,8 @@ def main() -> int:
             time.sleep(step["sleep"])
         elif "spawn_sleeper" in step:
             child = subprocess.Popen(["sleep", str(step["spawn_sleeper"])])
-            Path(os.environ["FAKE_AGENT_LOG"] + ".pids").open("a").write(f"{child.pid}\n{os.getpid()}\n")
+            with Path(os.environ["FAKE_AGENT_LOG"] + ".pids").open("a") as pids:
+                pids.write(f"{child.pid}\n{os.getpid()}\n")
         elif "stderr" in step:
             print(step["stderr"], file=sys.stderr, flush=True)
         elif "exit" in step:

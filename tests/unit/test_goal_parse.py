@@ -418,7 +418,7 @@ def test_stage_runtime_and_the_mode_alias_in_markdown() -> None:
 
 
 def test_unknown_stage_runtime_is_a_clear_error() -> None:
-    with pytest.raises(GoalError, match="unknown runtime 'claud'.*claude"):
+    with pytest.raises(GoalError, match=r"unknown runtime 'claud'.*claude"):
         parse_markdown_goal("# G\n- [ ] x :: runtime: claud\n", Path("g.md"))
     with pytest.raises(GoalError, match="stage 1: unknown runtime 'vim'"):
         parse_json_goal('{"title": "t", "stages": [{"title": "x", "runtime": "vim"}]}', Path("g.json"))

@@ -100,7 +100,7 @@ def test_remote_pack_off_leaves_remote_commands_unjudged() -> None:
 
 
 def test_unknown_or_non_boolean_pack_switches_are_clear_errors() -> None:
-    with pytest.raises(ValueError, match="unknown pack.*kube"):
+    with pytest.raises(ValueError, match=r"unknown pack.*kube"):
         Guard(packs={"kube": False})
     with pytest.raises(ValueError, match="true or false"):
         enabled_packs({"git": "no"})  # type: ignore[dict-item]

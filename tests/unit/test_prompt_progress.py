@@ -3,7 +3,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from kilo_loop.goal.model import Goal, Stage
-from kilo_loop.loop.progress import completion_percent, first_open_stage_title, read_progress, scrape_questions
+from kilo_loop.loop.progress import (
+    completion_percent,
+    first_open_stage_title,
+    read_progress,
+    scrape_questions,
+)
 from kilo_loop.loop.prompt import HANDOFF_MAX_LINES, PromptInput, build_prompt, clip_handoff
 from kilo_loop.run.state import Answer
 

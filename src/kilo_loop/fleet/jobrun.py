@@ -6,6 +6,7 @@ store the result (patch, report, run archive) or push the plan's branch.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import io
 import os
@@ -60,10 +61,8 @@ class WorkerConfig:
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     """The plan's process gets SIGTERM (a clean, resumable stop) when its worker dies."""
-    try:
+    with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:
-        pass
 
 
 class JobRun:
@@ -159,7 +158,7 @@ class JobRun:
         log = (self.config.workspace / f"{self.job.run_id}.log").open("ab")
         with log:
             process = subprocess.Popen(argv, cwd=self.root, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                       stderr=log, preexec_fn=_die_with_parent)  # noqa: PLW1509
+                                       stderr=log, preexec_fn=_die_with_parent)
             try:
                 while process.poll() is None:
                     self._tick(follower)

@@ -238,7 +238,7 @@ class Orchestrator:
             summary.retries, summary.retry_reason = attempt, reason
             delay = backoff_delay_ms(attempt, s.retry_delay, s.retry_max_delay, ctx.rng)
             rec.set_status("retrying")
-            rec.emit(Warned(message=f"transient agent failure ({reason}); auto-retry ×{attempt} in "
+            rec.emit(Warned(message=f"transient agent failure ({reason}); auto-retry ×{attempt} in "  # noqa: RUF001 - the seed's wording
                                     f"{delay / 1000:.1f} s, continuing the same session",
                             about="retry", reason=reason, attempt=attempt, max_retries=s.max_retries))
             if await self._sleep_or_stop(delay / 1000):

@@ -71,7 +71,7 @@ def clip_handoff(text: str) -> str:
     """At most 120 lines and 16k characters (the prompt travels as one command-line argument)."""
     lines = text.strip().splitlines()
     if len(lines) > HANDOFF_MAX_LINES:
-        lines = lines[:HANDOFF_MAX_LINES] + [f"…({len(lines) - HANDOFF_MAX_LINES} more lines dropped)"]
+        lines = [*lines[:HANDOFF_MAX_LINES], f"…({len(lines) - HANDOFF_MAX_LINES} more lines dropped)"]
     return _clip("\n".join(lines), HANDOFF_MAX_CHARS)
 
 

@@ -235,7 +235,7 @@ class Analyzer:
 
     def _record_link(self, args: Sequence[str], cwds: frozenset[str | None]) -> None:
         found = [a for a in args if not a.startswith("-")]
-        if len(found) != 2 or not any(a.startswith("-") and "s" in a.lstrip("-")[:1] or a == "--symbolic"
+        if len(found) != 2 or not any((a.startswith("-") and "s" in a.lstrip("-")[:1]) or a == "--symbolic"
                                       for a in args):
             return
         target, link = found
@@ -450,7 +450,7 @@ def printed_text(name: str, args: Sequence[str], stdin: str | None) -> str | Non
     if name == "printf":
         return printf_text(list(args))
     known = stdin is not None and stdin != PIPE
-    if (name == "cat" and not args or name == "tee") and known:
+    if ((name == "cat" and not args) or name == "tee") and known:
         return stdin
     return None
 

@@ -304,7 +304,9 @@ class Walker:
             self._pipeline(pipe_tail, state, outcome[2] if outcome[2] is not None else PIPE)
             outcome = (state, state, None)
         if after:
-            first: Step = lambda _s: (outcome[0], outcome[1])
+            def first(_s: State) -> tuple[State, State]:
+                return outcome[0], outcome[1]
+
             succ, fail = fold([(None, first), *((op, self._step(n)) for op, n in after)], state)
             return succ, fail, None
         return outcome
