@@ -28,6 +28,7 @@ from kilo_loop.loop.hitl import AnswerBook
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
 from kilo_loop.loop.workspace import git_root
 from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
+from kilo_loop.review.options import review_options
 from kilo_loop.run.events import EventBus, RunEvent, now_iso
 from kilo_loop.run.layout import ProjectLayout, RunLayout
 from kilo_loop.run.recorder import RunRecorder
@@ -331,6 +332,7 @@ class RunHandle:
             settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
             recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
             notifier=notifier, agent_env=agent_env, answer_channel_open=self.answer_channel_open,
+            review=review_options(settings),
         )
         try:
             await Orchestrator(ctx).run()

@@ -66,8 +66,12 @@ class Settings(BaseSettings):
     max_retries: int = Field(3, ge=0, le=100)
     retry_delay: int = Field(2000, ge=0)
     retry_max_delay: int = Field(60_000, ge=0)
-    review: bool = False
+    # true (the seed's single reviewer) or {"roles": ["code", "test", {"role": "security", "model": …}]}
+    review: bool | dict[str, Any] = False
     review_agent: str | None = None
+    review_wave: bool = False
+    review_retries: int | None = Field(None, ge=0, le=3)
+    review_gate: Literal["always", "auto", "off"] = "auto"
     auto_fresh_tokens: int | None = Field(None, ge=1)
     sync_goal: bool = True
     force: bool = False
@@ -93,6 +97,22 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [item for item in re.split(r"[\s,]+", value) if item]
         return value
+
+    @field_validator("review", mode="after")
+    @classmethod
+    def _review_roles(cls, value: bool | dict[str, Any]) -> bool | dict[str, Any]:
+        if isinstance(value, dict):
+            from kilo_loop.review.options import ReviewConfigError, role_specs
+
+            try:
+                role_specs(value, None)
+            except ReviewConfigError as exc:
+                raise ValueError(str(exc)) from exc
+        return value
+
+    @property
+    def review_on(self) -> bool:
+        return bool(self.review) or self.review_wave
 
     @classmethod
     def settings_customise_sources(

@@ -23,11 +23,14 @@ from kilo_loop.loop.prompt import PromptInput, build_prompt, clip_handoff
 from kilo_loop.loop.retry import backoff_delay_ms, transient_reason
 from kilo_loop.loop.session import GuardLike, SessionOutcome, SessionRunner
 from kilo_loop.loop.workspace import Snapshot, changed_between, snapshot_worktree
+from kilo_loop.review.controller import ReviewOptions
+from kilo_loop.review.protect import protected_between
+from kilo_loop.review.wiring import build_controller, protected_feedback
 from kilo_loop.run.events import now_iso
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.report import iteration_line
-from kilo_loop.run.state import IterationSummary, Question, RetryState, VerifyResult
+from kilo_loop.run.state import IterationSummary, Question, RetryState, ReviewRoundSummary, VerifyResult
 from kilo_loop.run.status import RunStatus
 from kilo_loop.settings import Settings
 
@@ -64,6 +67,7 @@ class LoopContext:
     agent_env: dict[str, str] = field(default_factory=dict)
     answer_channel_open: Callable[[], bool] = lambda: False
     rng: random.Random = field(default_factory=random.Random)
+    review: ReviewOptions | None = None
 
 
 class Orchestrator:
@@ -85,12 +89,20 @@ class Orchestrator:
         self._last_iteration = self.state.iteration + ctx.settings.iterations
         self.state.max_iterations = self._last_iteration
         ctx.control.on_change(self._on_control)
+        self._review_feedback: str | None = None
+        self._protected: list[str] = []
+        self._stage_start: dict[str, Snapshot] = {}
+        self.review = None if ctx.review is None else build_controller(
+            ctx.review, ctx.settings, ctx.goal, ctx.project, ctx.backend, ctx.recorder, ctx.control, ctx.guard,
+            ctx.agent_env, self._add_totals, self._verify_unless_stopped, self._notify, ctx.answer_channel_open)
 
     # ----------------------------------------------------------------- run
     async def run(self) -> RunStatus:
         rec = self.ctx.recorder
         rec.set_status("running")
         try:
+            if self.review is not None:
+                self.review.resume([s.id for s in self.ctx.goal.stages if not self._is_done(s)])
             status, reason = await self._loop()
         except Exception as exc:  # noqa: BLE001 — the run must end with a saved state and report, whatever broke
             rec.emit("crash", f"internal error: {exc}", "error", traceback=traceback.format_exc()[-4000:])
@@ -163,7 +175,12 @@ class Orchestrator:
         rec.emit("iteration-started", f"Iteration {i}/{self._last_iteration} — {stage.title}", "heading",
                  stage_id=stage.id)
         rec.start_iteration(summary)
+        if self.review is not None:
+            command = None if self.ctx.settings.dry_run else self._verify_command(stage)
+            if await self.review.begin_iteration(stage, i, command):
+                self._last_snapshot = None  # the baseline verify may have written files
         before = await self._checkpoint_and_snapshot(i)
+        self._stage_start.setdefault(stage.id, before)
         request = self._request(stage, i)
         outcome = await self._run_session(request, summary)
         return await self._after_session(stage, summary, outcome, before)
@@ -201,6 +218,7 @@ class Orchestrator:
                 answers=ctx.answers.answers, files_changed=list(self._run_files), handoff=handoff,
                 prompt_extra=state.prompt_extra, shared_context=shared and not handoff,
                 safety_feedback=self._safety_feedback, verify_feedback=self._verify_feedback,
+                review_feedback=self._review_feedback,
             )
         )
         ctx.recorder.archive(iteration, "prompt.md", prompt)
@@ -257,6 +275,16 @@ class Orchestrator:
         return True
 
     def _on_step(self, step: StepFinished, summary: IterationSummary) -> str | None:
+        tokens = step.tokens
+        summary.tokens += tokens.total
+        summary.input_tokens += tokens.input
+        summary.output_tokens += tokens.output
+        summary.cost = round(summary.cost + step.cost, 6)
+        summary.context_tokens = self.state.context_tokens = tokens.total
+        return self._add_totals(step)
+
+    def _add_totals(self, step: StepFinished) -> str | None:
+        """Every session's tokens (the implementer's and the reviewers') count toward the budgets."""
         totals, tokens = self.state.totals, step.tokens
         totals.tokens += tokens.total
         totals.input += tokens.input
@@ -265,11 +293,6 @@ class Orchestrator:
         totals.cache_read += tokens.cache_read
         totals.cache_write += tokens.cache_write
         totals.cost = round(totals.cost + step.cost, 6)
-        summary.tokens += tokens.total
-        summary.input_tokens += tokens.input
-        summary.output_tokens += tokens.output
-        summary.cost = round(summary.cost + step.cost, 6)
-        summary.context_tokens = self.state.context_tokens = tokens.total
         self._budget_stop = self._budget_exceeded()
         return self._budget_stop
 
@@ -307,6 +330,10 @@ class Orchestrator:
         tree_changes = changed_between(before, after)
         changed = sorted(set(tree_changes) | set(progress.files_changed))
         self._run_files.update(dict.fromkeys(changed))
+        # Against the stage's start: a protected file put back as it was no longer blocks.
+        self._protected = protected_between(ctx.goal.protected_for(stage), self._stage_start[stage.id], after)
+        if self.review is not None:
+            self.review.fix_touched(stage.id, tree_changes)
         self._fill_summary(summary, progress, changed)
         if outcome.stopped:
             summary.outcome, summary.error = "stopped", "stopped by the operator"
@@ -349,13 +376,16 @@ class Orchestrator:
                                    stderr=result.stderr_tail[-2000:])
             return False
         summary.outcome = "ok"
+        if self._protected:
+            self._protected_block(stage, summary)
+            return False
         claims_done = progress.stage_status == "done" and progress.stage_id in (None, stage.id)
         if progress.stage_status == "blocked" and progress.stage_id in (None, stage.id):
             self._blocked.add(stage.id)
             self._set_stage_status(stage, "blocked")
         if not claims_done:
             return False
-        command = (stage.verify or self.ctx.goal.verify or self.ctx.settings.verify or "").strip()
+        command = self._verify_command(stage)
         if command and not self.ctx.settings.dry_run:
             verdict = await self._verify_unless_stopped(command)
             if verdict is None:
@@ -365,8 +395,39 @@ class Orchestrator:
                 self._verify_failed(stage, verdict)
                 return False
             self.ctx.recorder.emit("verify", f"verify passed: `{command}`", "info", passed=True)
+        if self.review is not None and not await self._reviewed(stage, summary):
+            return False
         self._mark_done(stage)
         return True
+
+    def _verify_command(self, stage: Stage) -> str | None:
+        return (stage.verify or self.ctx.goal.verify or self.ctx.settings.verify or "").strip() or None
+
+    async def _reviewed(self, stage: Stage, summary: IterationSummary) -> bool:
+        """The review after verify passed: True when the stage may advance."""
+        assert self.review is not None
+        verdict = await self.review.review(stage, summary.iteration, summary.verify)
+        summary.review = verdict.summary
+        summary.questions += [Question(question=q) for q in verdict.questions]
+        self._review_feedback = verdict.feedback
+        if not verdict.advance and not verdict.stopped:
+            self._blocked.add(stage.id)
+            self._set_stage_status(stage, "blocked")
+            self.ctx.recorder.emit("review-block", f"review: stage '{stage.title}' is not done yet", "warn",
+                                   stage_id=stage.id)
+        return verdict.advance
+
+    def _protected_block(self, stage: Stage, summary: IterationSummary) -> None:
+        findings, feedback = protected_feedback(self._protected)
+        self._blocked.add(stage.id)
+        self._set_stage_status(stage, "blocked")
+        self._review_feedback = feedback
+        summary.warnings.append("protected files changed: " + ", ".join(self._protected))
+        summary.review = ReviewRoundSummary(step="protected", count=len(findings), verdict="block",
+                                            findings=[f.as_dict() for f in findings])
+        self.ctx.recorder.emit("protected", f"protected file(s) changed: {', '.join(self._protected)}; "
+                               f"stage '{stage.title}' is blocked", "error", files=self._protected)
+        self._notify("review-block", f"Protected files changed: {stage.title}", ", ".join(self._protected))
 
     async def _verify_unless_stopped(self, command: str) -> VerifyResult | None:
         """Run the verify command; a Stop cancels it (its process group is killed) and gives None."""
@@ -395,7 +456,7 @@ class Orchestrator:
     def _mark_done(self, stage: Stage) -> None:
         self._completed.add(stage.id)
         self._blocked.discard(stage.id)
-        self._verify_feedback = None
+        self._verify_feedback = self._review_feedback = None
         self.state.completed_stages = [s.id for s in self.ctx.goal.stages if s.id in self._completed]
         self._set_stage_status(stage, "done")
         self.ctx.recorder.emit("stage-done", f"stage done: {stage.title}", "info", stage_id=stage.id)

@@ -93,7 +93,7 @@ class _Parse:
 
 def malformed_report(role: str, problem: str) -> ReviewReport:
     """A reviewer whose output could not be used blocks, with a finding that says why."""
-    warning = f"{role} reviewer: {problem}; counted as block"
+    warning = f"{'reviewer' if role == 'reviewer' else role + ' reviewer'}: {problem}; counted as block"
     finding = Finding(role=role, title=f"Reviewer output unusable: {problem}", severity="high", kind="malformed",
                       detail="The review could not be read, so the stage cannot be called reviewed.")
     return ReviewReport(role=role, verdict="block", findings=(finding,), warnings=(warning,), malformed=True)
