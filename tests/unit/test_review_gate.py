@@ -10,7 +10,6 @@ from kilo_loop.review.findings import Finding, ReviewReport
 from kilo_loop.review.gate import (
     GateAnswer,
     GateReplyError,
-    answer_from_marks,
     chosen_rows,
     fix_pass_feedback,
     gate_needed,
@@ -18,6 +17,7 @@ from kilo_loop.review.gate import (
     new_findings,
     parse_gate_reply,
     recheck_roles,
+    reply_from_marks,
 )
 from kilo_loop.review.ledger import (
     history_entry,
@@ -63,14 +63,17 @@ def test_typed_reply_picks_rows_and_a_change_request() -> None:
         parse_gate_reply("3", rows)
 
 
-def test_dashboard_marks() -> None:
+def test_dashboard_marks_become_the_typed_reply() -> None:
     rows = gate_rows(_reports(CODE, SEC))
-    answer = answer_from_marks(rows, {CODE.row_id: "mitigate", SEC.row_id: "defer"}, " ")
-    assert answer.mitigate == (CODE.row_id,) and answer.change_request == ""
+    ids = [r.row_id for r in rows]
+    reply = reply_from_marks(ids, {CODE.row_id: "mitigate", SEC.row_id: "defer"}, " ")
+    assert reply == "1" and parse_gate_reply(reply, rows) == GateAnswer((CODE.row_id,), "")
+    reply = reply_from_marks(ids, {}, "rename;\n the logger")
+    assert parse_gate_reply(reply, rows) == GateAnswer((), "rename; the logger")
     with pytest.raises(GateReplyError, match="unknown finding"):
-        answer_from_marks(rows, {"nope": "mitigate"}, "")
+        reply_from_marks(ids, {"nope": "mitigate"}, "")
     with pytest.raises(GateReplyError, match="use mitigate or defer"):
-        answer_from_marks(rows, {CODE.row_id: "maybe"}, "")
+        reply_from_marks(ids, {CODE.row_id: "maybe"}, "")
 
 
 def test_fix_pass_carries_every_chosen_row_and_the_request() -> None:

@@ -40,7 +40,7 @@ from kilo_loop.run.events import now_iso
 from kilo_loop.run.state import Question, ReviewGateState, ReviewRoundSummary, VerifyResult
 
 GATE_QUESTION = ("Review gate: which findings should be fixed now? Reply with their numbers (e.g. `1 3`), "
-                 "`all`, or nothing to defer them all; add `; <change request>` to ask for a change.")
+                 "`all`, or `none` to defer them all; add `; <change request>` to ask for a change.")
 MAX_GATE_ASKS = 5
 
 
@@ -244,6 +244,7 @@ class ReviewController:
                                             counts=list(counts), rows=[f.as_dict() for f in rows],
                                             question=GATE_QUESTION)
         self.host.notify("review-gate", f"Review gate: {stage.title}", f"{len(rows)} finding(s) to decide ({exit})")
+        listing += "\n  Reply with row numbers to fix now (`1 3`), `all`, or `none`; add `; <change>` for a change request."
         try:
             for _ in range(MAX_GATE_ASKS):
                 control.begin_question_round()
@@ -252,6 +253,7 @@ class ReviewController:
                                stage_id=stage.id, exit=exit, rows=len(rows))
                 self._rec.emit("question", f"? {GATE_QUESTION}", "warn", question=GATE_QUESTION, options=[])
                 self.host.set_status("waiting-answer")
+                self._rec.save()
                 items = await control.next_answers()
                 state.pending_questions = []
                 if items is None:

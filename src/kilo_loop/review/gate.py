@@ -78,16 +78,18 @@ def parse_gate_reply(reply: str, rows: Sequence[Finding]) -> GateAnswer:
     return GateAnswer(tuple(dict.fromkeys(chosen)), request.strip())
 
 
-def answer_from_marks(rows: Sequence[Finding], marks: dict[str, str], change_request: str) -> GateAnswer:
-    """The dashboard's answer: `{row id: "mitigate"|"defer"}`; an unknown id or mark is an error."""
-    known = {row.row_id for row in rows}
+def reply_from_marks(row_ids: Sequence[str], marks: dict[str, str], change_request: str) -> str:
+    """The dashboard's `{row id: "mitigate"|"defer"}` as the typed reply the gate reads (`1 3 ; text`);
+    an unknown id or mark is an error. Rows left unmarked are deferred."""
+    known = set(row_ids)
     for row_id, mark in marks.items():
         if row_id not in known:
             raise GateReplyError(f"unknown finding {row_id!r}")
         if mark not in ("mitigate", "defer"):
             raise GateReplyError(f"mark {mark!r} for {row_id!r}: use mitigate or defer")
-    mitigate = tuple(row.row_id for row in rows if marks.get(row.row_id) == "mitigate")
-    return GateAnswer(mitigate, change_request.strip())
+    picks = " ".join(str(n) for n, row_id in enumerate(row_ids, 1) if marks.get(row_id) == "mitigate")
+    request = " ".join(change_request.split())
+    return (picks or "none") + (f" ; {request}" if request else "")
 
 
 def fix_pass_feedback(chosen: Sequence[Finding], change_request: str) -> str:
