@@ -72,6 +72,8 @@ class Settings(BaseSettings):
     review_wave: bool = False
     review_retries: int | None = Field(None, ge=0, le=3)
     review_gate: Literal["always", "auto", "off"] = "auto"
+    # The loop-policy answer for large stages (asked at pre-flight; manual, 0, when nobody answers).
+    review_large_retries: int | None = Field(None, ge=0, le=3)
     auto_fresh_tokens: int | None = Field(None, ge=1)
     sync_goal: bool = True
     force: bool = False

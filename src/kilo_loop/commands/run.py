@@ -21,6 +21,7 @@ from kilo_loop.agent.protocol import AgentBackend
 from kilo_loop.goal.listing import format_plan_list
 from kilo_loop.goal.model import Goal
 from kilo_loop.goal.registry import discover_plans
+from kilo_loop.review.preflight import ask_large_budget, needs_large_question
 from kilo_loop.run.state import RunState
 from kilo_loop.run.status import exit_code_for
 from kilo_loop.runner import (
@@ -90,6 +91,9 @@ def run_main(settings: Settings, list_goals: bool = False) -> int:
         prepared = prepare_run(settings, goal, project, runtime)
         if settings.dashboard:
             dashboard = prepare_dashboard(settings, project, "direct")
+        if should_confirm(settings) and needs_large_question(settings, goal):
+            answer = ask_large_budget(input, click.echo)
+            settings = settings.model_copy(update={"review_large_retries": answer})
         if should_confirm(settings) and not _confirmed(settings, goal, project, prepared, dashboard):
             if dashboard is not None:
                 dashboard.sock.close()

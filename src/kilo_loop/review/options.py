@@ -55,7 +55,7 @@ def role_specs(config: dict[str, Any], settings: Settings | None) -> list[RoleSp
     return specs
 
 
-def review_options(settings: Settings, large_budget: int | None = None) -> ReviewOptions | None:
+def review_options(settings: Settings) -> ReviewOptions | None:
     """None when no review is asked for."""
     if not settings.review_on:
         return None
@@ -67,4 +67,4 @@ def review_options(settings: Settings, large_budget: int | None = None) -> Revie
     else:
         specs = [RoleSpec(role=SEED_ROLE, agent=agent, model=settings.model)]
     return ReviewOptions(roles=tuple(specs), gate=settings.review_gate, retries=settings.review_retries,
-                         large_budget=large_budget)
+                         large_budget=settings.review_large_retries)
