@@ -83,3 +83,9 @@ def test_mark_rows_submit_and_the_fix_pass_starts(
     assert len(calls) >= 5 and calls[4]["review"] is None  # the fifth session is the implementer's fix pass
     fix_prompt = next(project.glob(".kilocode-loop/runs/*/iterations/02-prompt.md")).read_text()
     assert "token printed" in fix_prompt and "also log less" in fix_prompt and "naming" not in fix_prompt
+    # Each reviewer's round, with its tokens and cost, in the run view.
+    card = page.locator("#review-card")
+    expect(card).to_be_visible(timeout=30_000)
+    expect(card.locator("tr[data-iteration='1']")).to_have_count(3)
+    expect(card).to_contain_text("security")
+    expect(card).to_contain_text("$0.0050")

@@ -64,6 +64,16 @@ def test_pass_archives_the_prompt_and_records_the_verdict(project: Path, fake: F
     assert run.calls[1]["review"] == ".kilocode-loop/review.json"
 
 
+def test_reviewer_cost_counts_toward_the_budget(project: Path, fake: FakeKilo) -> None:
+    goal = write_goal(project)
+    run = run_loop(fake, project, [implement(), review("pass")], "--goal", str(goal), "--review",
+                   "--max-cost", "0.012", "-n", "3")
+    assert run.proc.returncode == 3, run.proc.stdout
+    assert run.state()["status"] == "stopped-budget" and run.state()["totals"]["cost"] == 0.015
+    assert not rounds(run)  # a round cut short by the budget is not judged
+    assert "- [ ] Add the feature" in goal.read_text()
+
+
 def test_block_then_fixed(project: Path, fake: FakeKilo) -> None:
     goal = write_goal(project)
     run = run_loop(fake, project, [implement(), review("block", BUG, questions=["Keep the old name?"]),

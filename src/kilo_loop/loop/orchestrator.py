@@ -94,7 +94,8 @@ class Orchestrator:
         self._stage_start: dict[str, Snapshot] = {}
         self.review = None if ctx.review is None else build_controller(
             ctx.review, ctx.settings, ctx.goal, ctx.project, ctx.backend, ctx.recorder, ctx.control, ctx.guard,
-            ctx.agent_env, self._add_totals, self._verify_unless_stopped, self._notify, ctx.answer_channel_open)
+            ctx.agent_env, self._add_totals, self._verify_unless_stopped, self._notify, ctx.answer_channel_open,
+            lambda: ctx.control.stop_requested or self._budget_stop is not None)
 
     # ----------------------------------------------------------------- run
     async def run(self) -> RunStatus:

@@ -89,6 +89,7 @@ class ReviewHost:
     notify: Callable[[str, str, str], None]
     answer_channel_open: Callable[[], bool]
     set_status: Callable[[str], None]
+    halted: Callable[[], bool] = lambda: False  # Stop or a budget reached: no round may be judged
 
 
 class ReviewController:
@@ -141,6 +142,10 @@ class ReviewController:
             state.loop = ReviewLoop(stage_id=stage.id, budget=budget)
             state.next_roles = self.options.role_names
         results = await self._run_roles(stage, state, state.next_roles, verify)
+        if self.host.halted():  # sessions killed mid-review prove nothing; the ledger keeps the last round
+            summary = ReviewRoundSummary(round=state.loop.round + 1, step="interrupted", budget=state.loop.budget,
+                                         roles=[r.usage for r in results])
+            return ReviewVerdict(False, summary, stopped=True)
         blocking = blocking_findings(state.reports.values())
         state.loop, step = decide(state.loop, len(blocking))
         summary = self._summary(state, results, step)

@@ -24,7 +24,7 @@ def build_controller(
     options: ReviewOptions, settings: Settings, goal: Goal, project: Path, run_backend: AgentBackend,
     recorder: RunRecorder, control: RunControl, guard: GuardLike | None, env: dict[str, str],
     count_tokens: Callable[[StepFinished], str | None], verify: Callable[[str], Awaitable[VerifyResult | None]],
-    notify: Callable[[str, str, str], None], answer_channel_open: Callable[[], bool],
+    notify: Callable[[str, str, str], None], answer_channel_open: Callable[[], bool], halted: Callable[[], bool],
 ) -> ReviewController:
     backends: dict[str, AgentBackend] = {}
 
@@ -39,8 +39,10 @@ def build_controller(
                        count_tokens=count_tokens, env=env, timeout_s=settings.max_iteration_minutes * 60,
                        auto_approve=settings.auto)
     host = ReviewHost(goal=goal, project=project, run_id=recorder.state.run_id, wave=wave, verify=verify,
-                      notify=notify, answer_channel_open=answer_channel_open,
-                      set_status=lambda status: recorder.set_status(status))  # type: ignore[arg-type]
+                      # --hitl off means unattended: the gate is not asked either.
+                      notify=notify, answer_channel_open=lambda: settings.hitl != "off" and answer_channel_open(),
+                      set_status=lambda status: recorder.set_status(status),  # type: ignore[arg-type]
+                      halted=halted)
     return ReviewController(options, host)
 
 

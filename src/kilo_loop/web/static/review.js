@@ -117,7 +117,42 @@
     setTimeout(poll, POLL_MS);
   }
 
+  // Every review round of the run: its verdict, and each reviewer's findings, tokens and cost.
+  function renderCard(state) {
+    const rounds = ((state && state.iterations) || []).filter((item) => item && item.review);
+    let card = document.getElementById("review-card");
+    if (!rounds.length) {
+      if (card) card.hidden = true;
+      return;
+    }
+    if (!card) {
+      card = el("section", { id: "review-card", class: "card" }, el("h2", { text: "Review" }),
+        el("table", { class: "review-card__table" }, el("thead", {}, el("tr", {},
+          ...["#", "step", "verdict", "blocking", "reviewer", "findings", "tokens", "cost"]
+            .map((name) => el("th", { text: name })))), el("tbody", { id: "review-card-rows" })));
+      const run = document.getElementById("view-run") || document.querySelector("main");
+      run.append(card);
+    }
+    card.hidden = false;
+    const rows = [];
+    for (const item of rounds) {
+      const review = item.review;
+      const roles = review.roles.length ? review.roles : [null];
+      for (const role of roles) {
+        rows.push(el("tr", { "data-iteration": item.iteration },
+          el("td", { text: String(item.iteration) }), el("td", { text: review.step }),
+          el("td", { text: review.verdict }), el("td", { text: String(review.count) }),
+          el("td", { text: role ? role.role + (role.finalPass ? " (final)" : "") : "—" }),
+          el("td", { text: role ? `${role.findings} (${role.verdict})` : "—" }),
+          el("td", { text: role ? String(role.tokens) : "—" }),
+          el("td", { text: role ? `$${role.cost.toFixed(4)}` : "—" })));
+      }
+    }
+    document.getElementById("review-card-rows").replaceChildren(...rows);
+  }
+
   function update(state) {
+    renderCard(state);
     const gate = state && state.reviewGate;
     const waiting = gate && (state.pendingQuestions || []).length > 0;
     const modal = document.getElementById("review-gate-modal");
