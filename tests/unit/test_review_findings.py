@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kilo_loop.review.findings import Finding, finding_from_line, json_object_in_text, parse_review
 
@@ -88,6 +90,29 @@ def test_odd_fields_are_warned_about_not_fatal() -> None:
     (finding,) = report.findings
     assert finding.severity == "high" and finding.line == 7
     assert len(report.warnings) == 4
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["verdict", "findings", "questions", "acceptanceGaps", "severity", "file", "line",
+                         "title", "location", "preExisting", "kind", "x"]), inner, max_size=6),
+    max_leaves=25)
+
+
+@given(_JSON)
+def test_any_json_document_gives_a_report_never_an_exception(value: object) -> None:
+    report = parse_review(json.dumps(value), "test")
+    assert report.verdict in ("pass", "block")
+    assert report.malformed == (not (isinstance(value, dict) and str(value.get("verdict", "")).strip().lower()
+                                     in ("pass", "block") and isinstance(value.get("verdict"), str)))
+    assert all(f.severity in ("critical", "high", "medium", "low") for f in report.findings)
+
+
+@given(st.binary(max_size=200) | st.text(max_size=200))
+def test_any_bytes_give_a_report(raw: bytes | str) -> None:
+    report = parse_review(raw, "code", fallback_text=raw if isinstance(raw, str) else "")
+    assert report.verdict in ("pass", "block") and (report.verdict == "pass" or report.findings)
 
 
 def test_duplicate_key_is_location_when_known() -> None:
