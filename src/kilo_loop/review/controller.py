@@ -12,7 +12,6 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.review import ledger
@@ -33,11 +32,12 @@ from kilo_loop.review.gate import (
     parse_gate_reply,
     recheck_roles,
 )
+from kilo_loop.review.log import ReviewLog
 from kilo_loop.review.prompt import ReviewPromptInput, build_review_prompt, implementer_feedback
 from kilo_loop.review.tree import diff_since, tree_of_worktree
 from kilo_loop.review.wave import RoleResult, RoleSpec, WaveContext, run_wave
 from kilo_loop.run.events import now_iso
-from kilo_loop.run.state import Question, ReviewGateState, ReviewRoundSummary, VerifyResult
+from kilo_loop.run.state import ReviewGateState, ReviewRoundSummary, VerifyResult
 
 GATE_QUESTION = ("Review gate: which findings should be fixed now? Reply with their numbers (e.g. `1 3`), "
                  "`all`, or `none` to defer them all; add `; <change request>` to ask for a change.")
@@ -88,7 +88,6 @@ class ReviewHost:
     verify: Callable[[str], Awaitable[VerifyResult | None]]
     notify: Callable[[str, str, str], None]
     answer_channel_open: Callable[[], bool]
-    set_status: Callable[[str], None]
     halted: Callable[[], bool] = lambda: False  # Stop or a budget reached: no round may be judged
 
 
@@ -100,8 +99,8 @@ class ReviewController:
         self._iteration = 0
 
     @property
-    def _rec(self) -> Any:
-        return self.host.wave.recorder
+    def _log(self) -> ReviewLog:
+        return self.host.wave.log
 
     # ------------------------------------------------------------ before
     async def begin_iteration(self, stage: Stage, iteration: int, verify_command: str | None) -> bool:
@@ -115,12 +114,12 @@ class ReviewController:
         try:
             state.base_tree = await asyncio.to_thread(tree_of_worktree, self.host.project)
         except RuntimeError as exc:
-            self._rec.warn(f"review: cannot record the tree before stage '{stage.title}': {exc}")
+            self._log.warning(f"review: cannot record the tree before stage '{stage.title}': {exc}")
         if verify_command:
             verdict = await self.host.verify(verify_command)
             state.verify_before = bool(verdict and verdict.passed)
             if state.verify_before:
-                self._rec.warn(f"verify `{verify_command}` already passes before stage '{stage.title}' began: "
+                self._log.warning(f"verify `{verify_command}` already passes before stage '{stage.title}' began: "
                                "the reviewer is told it proves nothing here")
             return True
         return False
@@ -150,7 +149,7 @@ class ReviewController:
         state.loop, step = decide(state.loop, len(blocking))
         summary = self._summary(state, results, step)
         self._write_state(stage, state.loop, blocking)
-        self._rec.emit("review-round", f"review round {state.loop.round}: {len(blocking)} blocking → {step}",
+        self._log.event("review-round", f"review round {state.loop.round}: {len(blocking)} blocking → {step}",
                        "warn" if step != "clean" else "info", stage_id=stage.id, count=len(blocking), step=step)
         questions = self._questions(state)
         if step == "retry":
@@ -169,14 +168,14 @@ class ReviewController:
         others = [r for r in self.options.role_names if r not in state.next_roles]
         if loop.retries and others:
             # The last round's reviewers saw the code as it now stands; the others look once more.
-            self._rec.emit("review-final", f"a retry ran: final pass by {', '.join(others)}", "info")
+            self._log.event("review-final", f"a retry ran: final pass by {', '.join(others)}", "info")
             finals = await self._run_roles(stage, state, others, verify, final=True)
             summary.roles += [r.usage for r in finals]
             summary.findings = [f.as_dict() for f in gate_rows(state.reports.values())]
         self._end_loop(stage, loop)
         state.loop = None
         if loop.exit != "clean" and blocking_findings(state.reports.values()):
-            self._rec.warn(f"review loop of '{stage.title}' exited {loop.exit} "
+            self._log.warning(f"review loop of '{stage.title}' exited {loop.exit} "
                            f"(counts {', '.join(map(str, loop.counts))})")
         return await self._gate(stage, state, summary, loop.exit, loop.counts, questions)
 
@@ -188,16 +187,16 @@ class ReviewController:
         before = list(state.reports.values())
         summary = ReviewRoundSummary(step="recheck", verdict="pass", budget=0)
         if not roles:
-            self._rec.emit("review-recheck", "the fix pass touched nothing a reviewer reported: no recheck", "info")
+            self._log.event("review-recheck", "the fix pass touched nothing a reviewer reported: no recheck", "info")
             return ReviewVerdict(True, summary)
-        self._rec.emit("review-recheck", f"recheck scoped to the fix: {', '.join(roles)}", "info", roles=roles)
+        self._log.event("review-recheck", f"recheck scoped to the fix: {', '.join(roles)}", "info", roles=roles)
         results = await self._run_roles(stage, state, roles, verify)
         fresh = new_findings(before, [r.report for r in results])
         summary.roles = [r.usage for r in results]
         summary.findings = [f.as_dict() for f in gate_rows(state.reports.values())]
         summary.count = len(fresh)
         if not fresh:
-            self._rec.emit("review-recheck", "the recheck found nothing new: continuing", "info")
+            self._log.event("review-recheck", "the recheck found nothing new: continuing", "info")
             return ReviewVerdict(True, summary, questions=self._questions(state))
         summary.verdict = "block"
         return await self._gate(stage, state, summary, "exhausted", (len(fresh),), self._questions(state))
@@ -210,7 +209,7 @@ class ReviewController:
         clean = exit == "clean" and not blocking
         wanted = gate_needed(self.options.gate, "clean" if clean else "exhausted", reports)
         if wanted and not self.host.answer_channel_open():
-            self._rec.warn("the review gate has something to decide but no answer channel is open "
+            self._log.warning("the review gate has something to decide but no answer channel is open "
                            "(no terminal, no dashboard); it is skipped")
             wanted = False
         if not wanted:
@@ -229,7 +228,7 @@ class ReviewController:
             return ReviewVerdict(False, summary, stopped=True)
         deferred = deferred_rows(rows, answer)
         if deferred:
-            self._rec.emit("review-deferred", "deferred: " + "; ".join(finding_line(f) for f in deferred), "info",
+            self._log.event("review-deferred", "deferred: " + "; ".join(finding_line(f) for f in deferred), "info",
                            rows=[f.row_id for f in deferred])
         if not answer.asks_for_fix:
             summary.gate, summary.verdict = "resolved", "pass"
@@ -237,47 +236,36 @@ class ReviewController:
         chosen = chosen_rows(rows, answer)
         state.fix, state.fix_rows, state.fix_files = answer, chosen, set()
         summary.gate, summary.verdict = "fix", "block"
-        self._rec.emit("review-fix-pass", f"one fix pass: {len(chosen)} finding(s)"
+        self._log.event("review-fix-pass", f"one fix pass: {len(chosen)} finding(s)"
                        + (" and a change request" if answer.change_request else ""), "heading")
         return ReviewVerdict(False, summary, fix_pass_feedback(chosen, answer.change_request), questions)
 
     async def _ask_gate(self, stage: Stage, rows: list[Finding], exit: str,
                         counts: Sequence[int]) -> GateAnswer | None:
-        state, control = self._rec.state, self.host.wave.control
+        control = self.host.wave.control
+        gate = ReviewGateState(stage_id=stage.id, stage_title=stage.title, exit=exit, counts=list(counts),
+                               rows=[f.as_dict() for f in rows], question=GATE_QUESTION)
         listing = "\n".join(f"  {n}. {finding_line(f)}" for n, f in enumerate(rows, 1)) or "  (no findings)"
-        state.review_gate = ReviewGateState(stage_id=stage.id, stage_title=stage.title, exit=exit,
-                                            counts=list(counts), rows=[f.as_dict() for f in rows],
-                                            question=GATE_QUESTION)
+        listing = (f"Review gate — {stage.title} (loop exit: {exit})\n{listing}\n  Reply with row numbers to fix "
+                   "now (`1 3`), `all`, or `none`; add `; <change>` for a change request.")
         self.host.notify("review-gate", f"Review gate: {stage.title}", f"{len(rows)} finding(s) to decide ({exit})")
-        listing += "\n  Reply with row numbers to fix now (`1 3`), `all`, or `none`; add `; <change>` for a change request."
         try:
             for _ in range(MAX_GATE_ASKS):
                 control.begin_question_round()
-                state.pending_questions = [Question(question=GATE_QUESTION)]
-                self._rec.emit("review-gate", f"Review gate — {stage.title} (loop exit: {exit})\n{listing}", "warn",
-                               stage_id=stage.id, exit=exit, rows=len(rows))
-                self._rec.emit("question", f"? {GATE_QUESTION}", "warn", question=GATE_QUESTION, options=[])
-                self.host.set_status("waiting-answer")
-                self._rec.save()
+                self._log.gate_opened(gate, listing)
                 items = await control.next_answers()
-                state.pending_questions = []
                 if items is None:
                     return None
                 reply = items[0].answer
+                self._log.gate_answered(reply, items[0].source)
                 try:
-                    answer = parse_gate_reply(reply, rows)
+                    return parse_gate_reply(reply, rows)
                 except GateReplyError as exc:
-                    self._rec.warn(f"review gate: {exc}; answer again")
-                    continue
-                self._rec.emit("answer", f"review gate answer: {reply or '(defer all)'}", "info",
-                               source=items[0].source)
-                return answer
-            self._rec.warn("review gate: no usable answer; every finding is deferred")
+                    self._log.warning(f"review gate: {exc}; answer again")
+            self._log.warning("review gate: no usable answer; every finding is deferred")
             return GateAnswer()
         finally:
-            state.review_gate = None
-            state.pending_questions = []
-            self.host.set_status("running")
+            self._log.gate_closed()
 
     # ------------------------------------------------------------ rounds
     async def _run_roles(self, stage: Stage, state: _StageReview, roles: Sequence[str],
@@ -287,7 +275,7 @@ class ReviewController:
             try:
                 diff, _ = await asyncio.to_thread(diff_since, self.host.project, state.base_tree)
             except RuntimeError as exc:
-                self._rec.warn(f"review: cannot compute the diff since the stage began: {exc}")
+                self._log.warning(f"review: cannot compute the diff since the stage began: {exc}")
         specs = [spec for spec in self.options.roles if spec.role in roles]
         round_no = (state.loop.round + 1) if state.loop is not None else 1
         prompts = {}
@@ -298,7 +286,7 @@ class ReviewController:
                 verify_command=verify.command if verify else None, verify_output=verify.output_tail if verify else "",
                 verify_passed_before=state.verify_before, round=round_no, earlier=earlier))
             suffix = "review-prompt.md" if len(self.options.roles) == 1 else f"review-{spec.role}-prompt.md"
-            self._rec.archive(self._iteration, suffix.replace("prompt", "final-prompt") if final else suffix,
+            self._log.archive(self._iteration, suffix.replace("prompt", "final-prompt") if final else suffix,
                               prompts[spec.role])
         results = await run_wave(self.host.wave, specs, prompts, f"kilo-loop {self.host.run_id} #{self._iteration}",
                                  final_pass=final)
@@ -325,7 +313,7 @@ class ReviewController:
                                                                        loop, issues)
             ledger.write_ledger(self.host.project, ledger.with_state(text, section))
         except OSError as exc:
-            self._rec.warn(f"review: cannot write the loop ledger: {exc}")
+            self._log.warning(f"review: cannot write the loop ledger: {exc}")
 
     def _end_loop(self, stage: Stage, loop: ReviewLoop) -> None:
         try:
@@ -336,7 +324,7 @@ class ReviewController:
                     loop.retries, loop.budget))
             ledger.write_ledger(self.host.project, text)
         except OSError as exc:
-            self._rec.warn(f"review: cannot write the loop ledger: {exc}")
+            self._log.warning(f"review: cannot write the loop ledger: {exc}")
 
     def resume(self, pending_stage_ids: Sequence[str]) -> None:
         """A resumed run continues its own interrupted loop; any other leftover loop is recorded
@@ -351,13 +339,13 @@ class ReviewController:
             state = self._stages.setdefault(record.stage_id, _StageReview())
             state.loop = ledger.loop_from_record(record)
             state.next_roles = self.options.role_names
-            self._rec.emit("review-resume", f"resuming the review loop of {record.stage_id} at round "
+            self._log.event("review-resume", f"resuming the review loop of {record.stage_id} at round "
                            f"{state.loop.round + 1} ({state.loop.retries} of {state.loop.budget} retries used)")
             return
         entry = ledger.history_entry(now_iso(), record.run_id, record.stage_id, record.stage_id, "interrupted",
                                      record.counts, record.retries, record.budget)
         ledger.write_ledger(self.host.project, ledger.with_history(ledger.with_state(text, None), entry))
-        self._rec.warn(f"review loop of {record.stage_id} (run {record.run_id}) was interrupted; "
+        self._log.warning(f"review loop of {record.stage_id} (run {record.run_id}) was interrupted; "
                        "recorded in the ledger's Loop History")
 
 

@@ -17,6 +17,7 @@ from kilo_loop.loop.control import RunControl
 from kilo_loop.loop.session import GuardLike, SessionRunner
 from kilo_loop.review.count import SEED_ROLE
 from kilo_loop.review.findings import ReviewReport, malformed_report, parse_review
+from kilo_loop.review.log import ReviewLog
 from kilo_loop.review.prompt import review_file
 from kilo_loop.review.readonly import ReadOnlyGuard
 from kilo_loop.run.events import now_iso
@@ -46,7 +47,8 @@ class RoleResult:
 @dataclass
 class WaveContext:
     project: Path
-    recorder: RunRecorder
+    recorder: RunRecorder  # the reviewer sessions' own log lines (tools, text) go through it
+    log: ReviewLog
     control: RunControl
     guard: GuardLike | None
     backend_for: Callable[[RoleSpec], AgentBackend]
@@ -63,11 +65,11 @@ async def run_wave(ctx: WaveContext, specs: Sequence[RoleSpec], prompts: dict[st
 
 
 async def _one(ctx: WaveContext, spec: RoleSpec, prompt: str, title: str, final_pass: bool) -> RoleResult:
-    rec, path = ctx.recorder, ctx.project / review_file(spec.role)
+    log, path = ctx.log, ctx.project / review_file(spec.role)
     path.unlink(missing_ok=True)
     usage = ReviewRoleRun(role=spec.role, started_at=now_iso(), final_pass=final_pass)
     label = reviewer_label(spec.role)
-    rec.emit("review-started", f"▸ {label} started", "heading", role=spec.role,
+    log.event("review-started", f"▸ {label} started", "heading", role=spec.role,
              started_at=usage.started_at)
 
     def on_step(step: StepFinished) -> str | None:
@@ -75,7 +77,7 @@ async def _one(ctx: WaveContext, spec: RoleSpec, prompt: str, title: str, final_
         usage.cost = round(usage.cost + step.cost, 6)
         return ctx.count_tokens(step)
 
-    runner = SessionRunner(ctx.backend_for(spec), rec, ctx.control, ReadOnlyGuard(ctx.guard, ctx.project), on_step)
+    runner = SessionRunner(ctx.backend_for(spec), ctx.recorder, ctx.control, ReadOnlyGuard(ctx.guard, ctx.project), on_step)
     request = AgentRequest(prompt=prompt, cwd=ctx.project, title=f"{title} · {spec.role} review"[:120],
                            agent=spec.agent, model=spec.model, variant=spec.variant,
                            auto_approve=ctx.auto_approve, timeout_s=ctx.timeout_s, env=ctx.env)
@@ -89,8 +91,8 @@ async def _one(ctx: WaveContext, spec: RoleSpec, prompt: str, title: str, final_
     usage.verdict, usage.findings, usage.malformed = report.verdict, len(report.findings), report.malformed
     usage.finished_at = now_iso()
     for warning in report.warnings:
-        rec.warn(warning)
-    rec.emit("review-finished", f"{label}: {report.verdict} ({len(report.findings)} finding(s))",
+        log.warning(warning)
+    log.event("review-finished", f"{label}: {report.verdict} ({len(report.findings)} finding(s))",
              "info" if report.verdict == "pass" else "warn", role=spec.role, verdict=report.verdict,
              started_at=usage.started_at, finished_at=usage.finished_at, tokens=usage.tokens, cost=usage.cost)
     return RoleResult(report, usage)

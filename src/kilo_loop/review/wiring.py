@@ -13,6 +13,7 @@ from kilo_loop.loop.session import GuardLike
 from kilo_loop.review.controller import ReviewController, ReviewHost, ReviewOptions
 from kilo_loop.review.findings import Finding
 from kilo_loop.review.gate import finding_line
+from kilo_loop.review.log import ReviewLog
 from kilo_loop.review.protect import protected_findings
 from kilo_loop.review.wave import RoleSpec, WaveContext
 from kilo_loop.run.recorder import RunRecorder
@@ -35,13 +36,12 @@ def build_controller(
             backends[spec.backend] = load_backend(spec.backend)
         return backends[spec.backend]
 
-    wave = WaveContext(project=project, recorder=recorder, control=control, guard=guard, backend_for=backend_for,
+    wave = WaveContext(project=project, recorder=recorder, log=ReviewLog(recorder), control=control, guard=guard, backend_for=backend_for,
                        count_tokens=count_tokens, env=env, timeout_s=settings.max_iteration_minutes * 60,
                        auto_approve=settings.auto)
-    host = ReviewHost(goal=goal, project=project, run_id=recorder.state.run_id, wave=wave, verify=verify,
+    host = ReviewHost(goal=goal, project=project, run_id=wave.log.run_id, wave=wave, verify=verify,
                       # --hitl off means unattended: the gate is not asked either.
                       notify=notify, answer_channel_open=lambda: settings.hitl != "off" and answer_channel_open(),
-                      set_status=lambda status: recorder.set_status(status),  # type: ignore[arg-type]
                       halted=halted)
     return ReviewController(options, host)
 
