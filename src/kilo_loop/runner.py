@@ -29,11 +29,14 @@ from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
 from kilo_loop.loop.workspace import git_root
 from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
 from kilo_loop.review.options import review_options
-from kilo_loop.run.events import EventBus, RunEvent, now_iso
+from kilo_loop.run.bus import EventBus
+from kilo_loop.run.events import RunEvent, RunStarted, now_iso
 from kilo_loop.run.layout import ProjectLayout, RunLayout
+from kilo_loop.run.notices import notice_subscriber
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.state import RetryState, RunState, StageState, VerifyResult
-from kilo_loop.run.store import RunNotFound, last_seq, load_state, resolve_run
+from kilo_loop.run.status import StageStatus
+from kilo_loop.run.store import RunNotFound, last_seq, load_for_resume, resolve_run
 from kilo_loop.safety.checkpoint import capture_checkpoint
 from kilo_loop.safety.guard import Guard
 from kilo_loop.safety.guard_config import inline_config_env
@@ -141,22 +144,26 @@ def initial_state(settings: Settings, goal: Goal, project: Path, run_id: str, ru
 
 
 def resumed_state(previous: RunState, goal: Goal, settings: Settings) -> RunState:
-    """Carry over stage progress, percent, session and guard note; the goal file may have changed."""
+    """Carry over stage progress, blocked stages, verify feedback, percent, session and guard note;
+    the goal file may have changed. (The reducer marks iterations cut short as interrupted.)"""
     done = set(previous.completed_stages)
-    state = previous.model_copy(deep=True)
-    state.stages = [StageState(id=s.id, title=s.title, status="done" if (s.done or s.id in done) else "pending",
-                               verify=s.verify, acceptance=s.acceptance) for s in goal.stages]
-    state.completed_stages = [s.id for s in goal.stages if s.done or s.id in done]
-    state.status, state.finished_at, state.stop_reason, state.resume_command = "starting", None, "", ""
-    state.pending_questions, state.paused, state.abort_requested = [], False, False
-    # A resume is a fresh start for the stop conditions; the guard note itself is kept and re-injected.
-    state.stale_iterations, state.consecutive_guard_blocks, state.retry = 0, 0, RetryState()
-    for item in state.iterations:
-        if item.outcome in ("running", "retrying"):
-            item.outcome, item.error = "interrupted", "the loop process ended during this iteration"
-    if settings.shared_context:
-        state.shared_context = True
-    return state
+    blocked = [stage_id for stage_id in previous.blocked_stages if stage_id not in done]
+
+    def status(stage: Stage) -> StageStatus:
+        if stage.done or stage.id in done:
+            return "done"
+        return "blocked" if stage.id in blocked else "pending"
+
+    stages = [StageState(id=s.id, title=s.title, status=status(s), verify=s.verify, acceptance=s.acceptance)
+              for s in goal.stages]
+    return previous.model_copy(update={
+        "stages": stages, "completed_stages": [s.id for s in goal.stages if s.done or s.id in done],
+        "blocked_stages": blocked, "status": "starting", "finished_at": None, "stop_reason": "",
+        "resume_command": "", "pending_questions": [], "paused": False, "abort_requested": False,
+        # A resume is a fresh start for the stop conditions; the guard note itself is kept and re-injected.
+        "stale_iterations": 0, "consecutive_guard_blocks": 0, "retry": RetryState(), "current_stage_id": None,
+        "shared_context": previous.shared_context or settings.shared_context,
+    })
 
 
 @dataclass
@@ -181,7 +188,7 @@ def prepare_run(settings: Settings, goal: Goal, project: Path, runtime: str) -> 
     if settings.resume:
         try:
             run = resolve_run(project_layout, settings.resume)
-            state = resumed_state(load_state(run), goal, settings)
+            state = resumed_state(load_for_resume(run), goal, settings)
         except RunNotFound as exc:
             raise SetupError(f"--resume {settings.resume}: {exc}") from exc
         return PreparedRun(run, state, resumed=True)
@@ -299,20 +306,29 @@ class RunHandle:
         self.settings, self.project, self.goal, self.runtime = settings, project, goal, runtime
         self.redactor = Redactor(enabled=settings.redact)
         ProjectLayout(project).ensure()
-        self.layout, self.state, self.resumed = prepared.layout, prepared.state, prepared.resumed
+        self.layout, self.resumed = prepared.layout, prepared.resumed
         self.layout.ensure()
-        self.state.prompt_extra = read_prompt_extra(settings.prompt_extra, project) or self.state.prompt_extra
+        self.prompt_extra = read_prompt_extra(settings.prompt_extra, project)
         self.bus = EventBus(self.layout.events, self.redactor.redact_value, start_seq=last_seq(self.layout.events))
-        self.recorder = RunRecorder(self.layout, self.state, self.bus, self.redactor.redact_value)
-        self.control = RunControl(shared_context=self.state.shared_context)
+        self.recorder = RunRecorder(self.layout, prepared.state, self.bus, self.redactor.redact_value)
+        self.control = RunControl(shared_context=prepared.state.shared_context)
         self.answers = AnswerBook(ProjectLayout(project).answers, self.state.run_id, self.redactor.redact_value)
         # Each open channel (terminal, dashboard) adds a probe; a question waits only if one is open.
         self.answer_channels: list[Callable[[], bool]] = []
         self._backend = backend
 
     @property
+    def state(self) -> RunState:
+        """The current state (the reducer's latest); read it, never change it."""
+        return self.recorder.state
+
+    @property
     def run_id(self) -> str:
         return self.state.run_id
+
+    def set_prompt_extra(self, text: str | None) -> None:
+        """The operator's instructions for this run (before it starts: from the launcher)."""
+        self.prompt_extra = text.strip() if text and text.strip() else None
 
     def answer_channel_open(self) -> bool:
         return any(probe() for probe in self.answer_channels)
@@ -320,18 +336,26 @@ class RunHandle:
     async def run(self) -> RunState:
         """Drive the loop to its end; the final state is always saved to disk."""
         settings, recorder = self.settings, self.recorder
-        for warning in self.answers.load_for_resume() if self.resumed else []:
+        warnings = self.answers.load_for_resume() if self.resumed else []
+        start = self.state.model_copy(update={
+            "answers": len(self.answers.answers), "max_iterations": self.state.iteration + settings.iterations,
+            "prompt_extra": self.prompt_extra or self.state.prompt_extra,
+        })
+        recorder.open(start, self.resumed)
+        for warning in warnings:
             recorder.warn(warning)
-        self.state.answers = len(self.answers.answers)
         guard, agent_env = _guard_parts(settings, self.project, self.runtime, recorder.warn)
         agent_env = _kilo_snapshots_off(self.runtime, agent_env, os.environ)
-        notifier = Notifier(settings.notify, self.redactor.redact, recorder.warn) if settings.notify else None
-        recorder.emit("run-started", f"run {self.run_id} {'resumed' if self.resumed else 'started'}: "
-                      f"{self.goal.title} ({len(self.goal.stages)} stage(s), runtime {self.runtime})", "heading")
+        # Events reach the notifier redacted already (the bus did it), so it passes text on as it is.
+        notifier = Notifier(settings.notify, lambda text: text, recorder.warn) if settings.notify else None
+        if notifier is not None:
+            self.bus.subscribe(notice_subscriber(lambda: self.recorder.state, notifier.notify))
+        recorder.emit(RunStarted(message=f"run {self.run_id} {'resumed' if self.resumed else 'started'}: "
+                      f"{self.goal.title} ({len(self.goal.stages)} stage(s), runtime {self.runtime})"))
         ctx = LoopContext(
             settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
             recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
-            notifier=notifier, agent_env=agent_env, answer_channel_open=self.answer_channel_open,
+            agent_env=agent_env, answer_channel_open=self.answer_channel_open, prompt_extra=self.prompt_extra,
             review=review_options(settings),
         )
         try:

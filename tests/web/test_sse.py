@@ -9,7 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from kilo_loop.run.events import EventBus, RunEvent
+from kilo_loop.run.bus import EventBus
+from kilo_loop.run.events import RunEvent, TextOut
 from kilo_loop.web.sse import EventHub, event_stream, parse_last_event_id, sse_frame
 from tests.web.conftest import Harness
 
@@ -45,7 +46,7 @@ class Source:
 
     def emit(self, count: int, text: str = "line") -> None:
         for _ in range(count):
-            self.bus.emit(RunEvent("text", f"{text} {self.bus.seq + 1}"))
+            self.bus.emit(TextOut(message=f"{text} {self.bus.seq + 1}"))
 
 
 def parse(frame: bytes) -> tuple[str | None, int | None, Any]:

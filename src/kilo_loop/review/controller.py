@@ -86,7 +86,6 @@ class ReviewHost:
     run_id: str
     wave: WaveContext
     verify: Callable[[str], Awaitable[VerifyResult | None]]
-    notify: Callable[[str, str, str], None]
     answer_channel_open: Callable[[], bool]
     halted: Callable[[], bool] = lambda: False  # Stop or a budget reached: no round may be judged
 
@@ -155,9 +154,6 @@ class ReviewController:
         if step == "retry":
             state.next_roles = [r for r in roles_behind(blocking) if r in self.options.role_names] \
                 or self.options.role_names
-            self.host.notify("review-block", f"Review blocked: {stage.title}",
-                             f"{len(blocking)} blocking finding(s); automatic retry {state.loop.retries} "
-                             f"of {state.loop.budget}")
             return ReviewVerdict(False, summary, implementer_feedback(blocking), questions)
         return await self._after_loop(stage, state, summary, verify, questions)
 
@@ -218,8 +214,6 @@ class ReviewController:
                 summary.verdict = "pass"
                 return ReviewVerdict(True, summary, questions=questions)
             summary.verdict = "block"
-            self.host.notify("review-block", f"Review blocked: {stage.title}",
-                             f"{len(blocking)} blocking finding(s) after the review loop ({exit})")
             return ReviewVerdict(False, summary, implementer_feedback(blocking), questions)
         rows = gate_rows(reports)
         answer = await self._ask_gate(stage, rows, exit, counts)
@@ -248,7 +242,6 @@ class ReviewController:
         listing = "\n".join(f"  {n}. {finding_line(f)}" for n, f in enumerate(rows, 1)) or "  (no findings)"
         listing = (f"Review gate — {stage.title} (loop exit: {exit})\n{listing}\n  Reply with row numbers to fix "
                    "now (`1 3`), `all`, or `none`; add `; <change>` for a change request.")
-        self.host.notify("review-gate", f"Review gate: {stage.title}", f"{len(rows)} finding(s) to decide ({exit})")
         try:
             for _ in range(MAX_GATE_ASKS):
                 control.begin_question_round()

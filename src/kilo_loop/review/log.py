@@ -1,15 +1,18 @@
 """Everything the review loop tells the run: its log lines, archived prompts and the open gate.
 
-One narrow seam between the review package and the run's recorder, so the review logic does not
-depend on how events are represented or how the run state is written.
+One narrow seam between the review package and the run's recorder: the review logic names what
+happened; this module turns it into the run's typed events (review.events), which the reducer
+folds into the state and the notifier turns into notices.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kilo_loop.review.events import BY_TYPE, ReviewGateAnswered, ReviewGateClosed, ReviewGateOpened
+from kilo_loop.run.events import QuestionAsked
 from kilo_loop.run.recorder import RunRecorder
-from kilo_loop.run.state import Question, ReviewGateState
+from kilo_loop.run.state import ReviewGateState
 
 
 class ReviewLog:
@@ -20,9 +23,12 @@ class ReviewLog:
     def run_id(self) -> str:
         return self._recorder.state.run_id
 
-    def event(self, kind: str, message: str, level: str = "info", **data: Any) -> None:
+    def event(self, kind: str, message: str, level: str | None = None, **data: Any) -> None:
         """One log line of the review (`review-round`, `review-started`, …) with its details."""
-        self._recorder.emit(kind, message, level, **data)
+        envelope: dict[str, Any] = {"message": message}
+        if level is not None:
+            envelope["level"] = level
+        self._recorder.emit(BY_TYPE[kind](**envelope, **data))
 
     def warning(self, message: str) -> None:
         self._recorder.warn(message)
@@ -32,21 +38,15 @@ class ReviewLog:
 
     def gate_opened(self, gate: ReviewGateState, listing: str) -> None:
         """The gate waits for an answer: the state shows it, the log lists its rows and asks."""
-        state = self._recorder.state
-        state.review_gate = gate
-        state.pending_questions = [Question(question=gate.question)]
-        self._recorder.emit("review-gate", listing, "warn", stage_id=gate.stage_id, exit=gate.exit,
-                            rows=len(gate.rows))
-        self._recorder.emit("question", f"? {gate.question}", "warn", question=gate.question, options=[])
+        self._recorder.emit(ReviewGateOpened(message=listing, stage_id=gate.stage_id, exit=gate.exit,
+                                             rows=len(gate.rows), gate=gate.wire()))
+        self._recorder.emit(QuestionAsked(message=f"? {gate.question}", question=gate.question, options=[]))
         self._recorder.set_status("waiting-answer")
-        self._recorder.save()
 
     def gate_answered(self, reply: str, source: str) -> None:
-        self._recorder.state.pending_questions = []
-        self._recorder.emit("answer", f"review gate answer: {reply or '(defer all)'}", "info", source=source)
+        self._recorder.emit(ReviewGateAnswered(message=f"review gate answer: {reply or '(defer all)'}",
+                                               reply=reply, source=source))
 
     def gate_closed(self) -> None:
-        state = self._recorder.state
-        state.review_gate = None
-        state.pending_questions = []
+        self._recorder.emit(ReviewGateClosed())
         self._recorder.set_status("running")

@@ -25,7 +25,7 @@ def build_controller(
     options: ReviewOptions, settings: Settings, goal: Goal, project: Path, run_backend: AgentBackend,
     recorder: RunRecorder, control: RunControl, guard: GuardLike | None, env: dict[str, str],
     count_tokens: Callable[[StepFinished], str | None], verify: Callable[[str], Awaitable[VerifyResult | None]],
-    notify: Callable[[str, str, str], None], answer_channel_open: Callable[[], bool], halted: Callable[[], bool],
+    answer_channel_open: Callable[[], bool], halted: Callable[[], bool],
 ) -> ReviewController:
     backends: dict[str, AgentBackend] = {}
 
@@ -41,7 +41,7 @@ def build_controller(
                        auto_approve=settings.auto)
     host = ReviewHost(goal=goal, project=project, run_id=wave.log.run_id, wave=wave, verify=verify,
                       # --hitl off means unattended: the gate is not asked either.
-                      notify=notify, answer_channel_open=lambda: settings.hitl != "off" and answer_channel_open(),
+                      answer_channel_open=lambda: settings.hitl != "off" and answer_channel_open(),
                       halted=halted)
     return ReviewController(options, host)
 

@@ -85,6 +85,11 @@ class RunLayout:
     def checkpoints(self) -> Path:
         return self.dir / "checkpoints"
 
+    @property
+    def handoff_pending(self) -> Path:
+        """The handoff packet the next fresh session gets (moved here from the project, redacted)."""
+        return self.dir / "handoff-pending.md"
+
     def iteration_file(self, iteration: int, suffix: str) -> Path:
         return self.iterations / f"{iteration:02d}-{suffix}"
 

@@ -8,8 +8,10 @@ from typing import Any
 
 import orjson
 
+from kilo_loop.run.events import from_wire
 from kilo_loop.run.files import read_json
 from kilo_loop.run.layout import ProjectLayout, RunLayout, valid_run_id
+from kilo_loop.run.reducer import reduce
 from kilo_loop.run.state import RunState
 
 
@@ -45,6 +47,21 @@ def load_state(run: RunLayout) -> RunState:
         return RunState.model_validate(read_json(run.state))
     except (OSError, ValueError) as exc:
         raise RunNotFound(f"cannot read {run.state}: {exc}") from exc
+
+
+def load_for_resume(run: RunLayout) -> RunState:
+    """The state at the moment the run's process ended: the snapshot, then every event written
+    after it (a kill -9 can land between an event and the next snapshot)."""
+    try:
+        raw = read_json(run.state)
+        state = RunState.model_validate(raw)
+    except (OSError, ValueError) as exc:
+        raise RunNotFound(f"cannot read {run.state}: {exc}") from exc
+    if not isinstance(raw, dict) or "seq" not in raw:
+        return state  # written before snapshots carried their seq: nothing to replay against
+    for wire in read_events(run.events, after_seq=state.seq):
+        state = reduce(state, from_wire(wire))
+    return state
 
 
 def read_events(path: Path, after_seq: int = 0, limit: int | None = None) -> Iterator[dict[str, Any]]:

@@ -187,7 +187,7 @@ class RunController:
         except SetupError as exc:
             raise StartRefused(str(exc)) from exc
         if request.prompt_extra and request.prompt_extra.strip():
-            handle.state.prompt_extra = request.prompt_extra.strip()
+            handle.set_prompt_extra(request.prompt_extra)
         self.hooks.started(handle)
         task = asyncio.create_task(handle.run(), name=f"kilo-loop run {handle.run_id}")
         task.add_done_callback(lambda done: self._on_done(handle, done))

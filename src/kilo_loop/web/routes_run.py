@@ -10,6 +10,7 @@ from fastapi import APIRouter, Header, Query
 from starlette.responses import Response, StreamingResponse
 
 from kilo_loop.loop.control import AnswerItem, ControlError
+from kilo_loop.run.events import Reverted
 from kilo_loop.safety.checkpoint import CheckpointError, RevertResult, revert_to_checkpoint
 from kilo_loop.web.context import ApiError, DashboardContext, json_response
 from kilo_loop.web.schemas import AnswerRequest, ControlRequest, RevertRequest
@@ -119,11 +120,11 @@ def run_router(ctx: DashboardContext) -> APIRouter:
                 raise ApiError(409, str(exc)) from exc
         if live is not None and live.run_id == run_id:
             live.handle.recorder.emit(
-                "revert",
-                f"reverted to the checkpoint before iteration {body.iteration}: "
-                f"{len(result.restored)} restored, {len(result.deleted)} deleted",
-                "warn",
-                iteration_reverted=body.iteration,
+                Reverted(
+                    message=f"reverted to the checkpoint before iteration {body.iteration}: "
+                    f"{len(result.restored)} restored, {len(result.deleted)} deleted",
+                    iteration_reverted=body.iteration,
+                )
             )
         return json_response(ctx.redactor_for(run_id).redact_value(_revert_payload(result)))
 
