@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.integration.loop_harness import FakeKilo, LoopRun, done_iteration, run_loop, step, text
+from tests.integration.test_operator import Receiver
 
 ONE_STAGE = "# Review me\n\n- [ ] Add the feature :: verify: test -f feature.txt :: acceptance: feature.txt exists\n"
 BUG = {"severity": "high", "file": "feature.txt", "line": 1, "title": "the feature is wrong"}
@@ -89,6 +90,21 @@ def test_block_then_fixed(project: Path, fake: FakeKilo) -> None:
     assert [e for e in run.events() if e["type"] == "review-block"]
     assert "[x] Add the feature" in goal.read_text()
     assert "## Loop State" not in loops_md(project) and "## Loop History" not in loops_md(project)
+
+
+def test_review_block_and_gate_are_notified_with_each_reviewers_cost(project: Path, fake: FakeKilo) -> None:
+    receiver = Receiver()
+    try:
+        goal = write_goal(project)
+        run = run_loop(fake, project, [implement(), review("block", BUG), implement("b\n"), review("block", BUG)],
+                       "--goal", str(goal), "--review", "-n", "2", "--notify", receiver.url, stdin="none\n")
+    finally:
+        receiver.server.shutdown()
+    by_event = {body["event"]: body for body in receiver.bodies}
+    assert {"review-block", "review-gate"} <= set(by_event), receiver.bodies
+    assert "reviewer 500 tokens $0.0050" in by_event["review-block"]["text"]
+    assert "1 finding(s) to decide (loop exit: thrash)" in by_event["review-gate"]["text"]
+    assert run.proc.returncode == 0  # every finding deferred at the gate: the stage is done
 
 
 def test_thrash_stops_the_loop_at_once(project: Path, fake: FakeKilo) -> None:

@@ -45,8 +45,10 @@ def test_review_events_replay_as_themselves() -> None:
 
 def test_notices() -> None:
     state = _start()
-    block = notice_for(ReviewBlocked(message="review: 2 blocking", stage_id="s1", count=2), state)
+    block = notice_for(ReviewBlocked(message="review: 2 blocking", stage_id="s1", count=2,
+                                     costs="code 500 tokens $0.0050"), state)
     assert block is not None and (block.event, block.title) == ("review-block", "Review blocked: Rate limit — Auth")
+    assert block.text == "review: 2 blocking; code 500 tokens $0.0050"
     gate = notice_for(ReviewGateOpened(stage_id="s1", exit="thrash", rows=1, gate=GATE.wire()), state)
     assert gate is not None and gate.event == "review-gate" and "1 finding(s)" in gate.text
     protected = notice_for(ProtectedChanged(stage_id="s2", files=["tests/a.py"]), state)

@@ -30,7 +30,7 @@ from kilo_loop.loop.retry import backoff_delay_ms, transient_reason
 from kilo_loop.loop.session import GuardLike, SessionOutcome, SessionRunner
 from kilo_loop.loop.stages import StageBook
 from kilo_loop.loop.workspace import Snapshot, changed_between, snapshot_worktree
-from kilo_loop.review.controller import ReviewOptions
+from kilo_loop.review.controller import ReviewOptions, role_costs
 from kilo_loop.review.events import ProtectedChanged, ReviewBlocked
 from kilo_loop.review.protect import protected_between
 from kilo_loop.review.wiring import build_controller, protected_feedback
@@ -396,7 +396,7 @@ class Orchestrator:
         if not verdict.advance and not verdict.stopped:
             self.ctx.recorder.emit(ReviewBlocked(
                 message=f"review: stage '{stage.title}' is not done yet ({verdict.summary.count} blocking)",
-                stage_id=stage.id, count=verdict.summary.count))
+                stage_id=stage.id, count=verdict.summary.count, costs=role_costs(verdict.summary) or None))
         return verdict.advance
 
     def _protected_block(self, stage: Stage, summary: IterationSummary) -> None:

@@ -216,7 +216,7 @@ class ReviewController:
             summary.verdict = "block"
             return ReviewVerdict(False, summary, implementer_feedback(blocking), questions)
         rows = gate_rows(reports)
-        answer = await self._ask_gate(stage, rows, exit, counts)
+        answer = await self._ask_gate(stage, rows, exit, counts, role_costs(summary))
         if answer is None:
             summary.gate = "asked"
             return ReviewVerdict(False, summary, stopped=True)
@@ -234,8 +234,8 @@ class ReviewController:
                        + (" and a change request" if answer.change_request else ""), "heading")
         return ReviewVerdict(False, summary, fix_pass_feedback(chosen, answer.change_request), questions)
 
-    async def _ask_gate(self, stage: Stage, rows: list[Finding], exit: str,
-                        counts: Sequence[int]) -> GateAnswer | None:
+    async def _ask_gate(self, stage: Stage, rows: list[Finding], exit: str, counts: Sequence[int],
+                        costs: str) -> GateAnswer | None:
         control = self.host.wave.control
         gate = ReviewGateState(stage_id=stage.id, stage_title=stage.title, exit=exit, counts=list(counts),
                                rows=[f.as_dict() for f in rows], question=GATE_QUESTION)
@@ -245,7 +245,7 @@ class ReviewController:
         try:
             for _ in range(MAX_GATE_ASKS):
                 control.begin_question_round()
-                self._log.gate_opened(gate, listing)
+                self._log.gate_opened(gate, listing, costs)
                 items = await control.next_answers()
                 if items is None:
                     return None
@@ -340,6 +340,12 @@ class ReviewController:
         ledger.write_ledger(self.host.project, ledger.with_history(ledger.with_state(text, None), entry))
         self._log.warning(f"review loop of {record.stage_id} (run {record.run_id}) was interrupted; "
                        "recorded in the ledger's Loop History")
+
+
+def role_costs(summary: ReviewRoundSummary) -> str:
+    """`code 1.2k tokens $0.0100 · security …`: what each reviewer of a round cost."""
+    return " · ".join(f"{r.role}{' (final)' if r.final_pass else ''} {r.tokens} tokens ${r.cost:.4f}"
+                      for r in summary.roles)
 
 
 def _size(stage: Stage) -> Size | None:

@@ -78,6 +78,7 @@ class ReviewGateOpened(RunEvent):
     exit: str = ""
     rows: int = 0
     gate: Mapping[str, Any] = field(default_factory=dict)
+    costs: str | None = None  # what each reviewer of the round cost
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,6 +102,7 @@ class ReviewBlocked(RunEvent):
     level: str = "warn"
     stage_id: str = ""
     count: int | None = None
+    costs: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,9 +154,10 @@ def review_notice(event: RunEvent, state: RunState) -> tuple[str, str, str] | No
     stage = state.stage_state(getattr(event, "stage_id", "") or "")
     title = stage.title if stage else getattr(event, "stage_id", "")
     if isinstance(event, ReviewBlocked):
-        return "review-block", f"Review blocked: {title}", event.message
+        return "review-block", f"Review blocked: {title}", "; ".join(filter(None, (event.message, event.costs)))
     if isinstance(event, ProtectedChanged):
         return "review-block", f"Protected files changed: {title}", ", ".join(event.files)
     if isinstance(event, ReviewGateOpened):
-        return "review-gate", f"Review gate: {title}", f"{event.rows} finding(s) to decide (loop exit: {event.exit})"
+        text = f"{event.rows} finding(s) to decide (loop exit: {event.exit})"
+        return "review-gate", f"Review gate: {title}", "; ".join(filter(None, (text, event.costs)))
     return None

@@ -36,10 +36,10 @@ class ReviewLog:
     def archive(self, iteration: int, suffix: str, text: str) -> None:
         self._recorder.archive(iteration, suffix, text)
 
-    def gate_opened(self, gate: ReviewGateState, listing: str) -> None:
+    def gate_opened(self, gate: ReviewGateState, listing: str, costs: str) -> None:
         """The gate waits for an answer: the state shows it, the log lists its rows and asks."""
         self._recorder.emit(ReviewGateOpened(message=listing, stage_id=gate.stage_id, exit=gate.exit,
-                                             rows=len(gate.rows), gate=gate.wire()))
+                                             rows=len(gate.rows), gate=gate.wire(), costs=costs or None))
         self._recorder.emit(QuestionAsked(message=f"? {gate.question}", question=gate.question, options=[]))
         self._recorder.set_status("waiting-answer")
 
