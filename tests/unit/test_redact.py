@@ -9,7 +9,9 @@ from __future__ import annotations
 import random
 import re
 import string
+import tomllib
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -413,8 +415,13 @@ def _sample() -> str:
     return f"{cases}\n{block}\npassword:\n  x\nPASSWORD=abc\nhttps://u:p@h\nplain prose.\n"
 
 
+_ADVERSARIAL = tomllib.loads(
+    (Path(__file__).resolve().parents[1] / "corpora" / "secrets_adversarial.toml").read_text(encoding="utf-8")
+)["secret"]
+
+
 def test_re2_and_python_re_engines_agree() -> None:
-    text = _sample()
+    text = _sample() + "\n".join(case["text"] for case in _ADVERSARIAL)
     fast, _ = Engine(use_re2=True).redact(text)
     slow, _ = Engine(use_re2=False).redact(text)
     assert fast == slow
@@ -428,7 +435,7 @@ def test_loose_scan_patterns_find_every_exact_match() -> None:
     extras = [_discord_token(), hook, "mimi=gX69YO4CvBsVjzAwYxd9Gy", "y: abcdefghij12Xyz12345Ab",
               "x=vh987tyw9ehy8ghis7vwyhiwbwitefy7w3ASDG", "curl -u a:b", "--token abc",
               "Bearer abcDEF123456789xyz", "Basic dXNlcjpwYXNzd29yZA=="]
-    text = _sample() + "\n".join(extras)
+    text = _sample() + "\n".join(extras) + "\n" + "\n".join(case["text"] for case in _ADVERSARIAL)
     for rule in sp.RULES:
         exact = re.compile(rule.pattern)
         loose = re.compile(rule.scan or sp._loosen(rule.pattern))
@@ -445,6 +452,11 @@ _SECRETISH = st.sampled_from([
     "://", "--password=", "-----BEGIN RSA PRIVATE KEY-----", "Cookie: ", "123456789:AA",
     "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8",
     "Authorization: ", "export ", "- ", "(", ")", "[", "]", "$VAR", "null", ",", "@", ".",
+    "\x1b[0m", "\x1b[32m", "mysql -p", "sshpass -p ", "machine h login u password ", "password ",
+    "user,password\n", "a,b\n", ";", "\t", "h:5432:db:u:", "&sig=", "hvs.", "%3D", "%3A%20", "%20",
+    "api-1  | ", "[pod/x] ", "\"MIIEvAbc\\n\" +", "-passin pass:", "X-Amz-Signature=", "datadog ",
+    "0123456789abcdef0123456789abcdef", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYzEXAMPLEKEY",
+    "UEFTU1dPUkQ9aHVudGVyMgpBUElfVE9LRU49YWJjZGVmZ2hpams=", "Hunter2=",
 ])
 _WORDISH = st.text(alphabet=_ALNUM + "+/_-.@", max_size=40)
 _TEXT = st.lists(st.one_of(_SECRETISH, _WORDISH), max_size=30).map("".join)
@@ -475,3 +487,17 @@ def test_property_streaming_equals_whole_text(text: str) -> None:
 @given(st.text(alphabet=string.ascii_lowercase + " .,!?'\n", max_size=300))
 def test_property_text_without_secret_characters_is_unchanged(text: str) -> None:
     assert default_redactor().redact(text) == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TEXT, st.lists(st.integers(min_value=1, max_value=6), max_size=20))
+def test_property_blocks_of_lines_equal_whole_text(text: str, sizes: list[int]) -> None:
+    """``redact_blocks`` (the CLI's path) over any grouping of whole lines gives ``redact``'s result."""
+    lines = [line.encode("utf-8", "surrogatepass") for line in _lines(text)]
+    blocks, at = [], 0
+    for size in [*sizes, len(lines)]:
+        if at < len(lines):
+            blocks.append(b"".join(lines[at:at + size]))
+            at += size
+    out = b"".join(default_redactor().redact_blocks(blocks)).decode("utf-8", "surrogatepass")
+    assert out == default_redactor().redact(text)

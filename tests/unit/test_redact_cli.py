@@ -1,4 +1,5 @@
-"""`kilo-loop redact`: stdin → stdout, line by line, flushed per line so it works inside a pipe."""
+"""`kilo-loop redact`: stdin → stdout in blocks of whole lines, flushed per read so it works inside
+a pipe, with the same output as redacting the whole text at once."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from kilo_loop.commands.redact import filter_stream, redact_command
+from kilo_loop.commands.redact import filter_stream, redact_command, whole_line_blocks
 from kilo_loop.safety.redact import Redactor
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -72,3 +73,39 @@ def test_a_real_pipe_gets_each_line_before_stdin_closes() -> None:
         stdin.close()
         assert proc.wait(timeout=60) == 0
         stdout.close()
+
+
+def test_blocks_of_any_size_give_the_whole_text_result() -> None:
+    """Tiny reads split lines and multi-line blocks (a PEM key, an indented secret) across reads;
+    the output must still be what one ``redact`` of the whole text gives."""
+    begin, end = "-----BEGIN PRIVATE KEY-----", "-----END PRIVATE KEY-----"
+    text = (f"a\n{begin}\nMIIEvAbc123\nMIIEvAbc456\n{end}\npassword:\n  one\n  two\nb: 1\n"
+            f"export GITHUB_TOKEN={_token()}\ncaf\u00e9 token=x\nlast line without newline")
+    expected = Redactor().redact(text).encode()
+    for size in (1, 2, 3, 7, 16, 64, 1 << 20):
+        blocks = list(whole_line_blocks(io.BytesIO(text.encode()), size))
+        assert all(block.endswith(b"\n") for block in blocks[:-1])
+        assert b"".join(blocks) == text.encode()
+        sink = io.BytesIO()
+        assert filter_stream(_Chunked(text.encode(), size), sink, Redactor()) == text.count("\n") + 1
+        assert sink.getvalue() == expected, size
+
+
+class _Chunked(io.BytesIO):
+    """A stream whose read1 returns at most ``size`` bytes, like a pipe fed slowly."""
+
+    def __init__(self, data: bytes, size: int) -> None:
+        super().__init__(data)
+        self._size = size
+
+    def read1(self, size: int = -1) -> bytes:
+        return super().read1(min(self._size, size if size > 0 else self._size))
+
+
+def test_a_failure_inside_a_block_fails_closed_and_keeps_the_line_count() -> None:
+    class Broken(Redactor):
+        def _redact_extra_bytes(self, block: bytes) -> bytes:
+            raise RuntimeError("boom")
+
+    out = list(Broken().redact_blocks([b"password=a\nb\n", b"c"]))
+    assert out == [b"[REDACTED]\n[REDACTED]\n", b"[REDACTED]"]

@@ -1,4 +1,5 @@
-"""The redactor over Yelp detect-secrets' fixtures (``../shared/corpora/detect-secrets/test_data``).
+"""The redactor over Yelp detect-secrets' fixtures (``tests/corpora/detect-secrets/test_data``,
+Apache-2.0, copied verbatim with its LICENSE).
 
 Every file of the corpus is listed below with exactly the lines redaction changes (line number →
 expected text); every other line must come through byte-identical.  What changes, and why:
@@ -28,12 +29,7 @@ import pytest
 
 from kilo_loop.safety.redact import REDACTED, Redactor
 
-CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
-DATA = CORPORA / "detect-secrets" / "test_data"
-
-pytestmark = pytest.mark.skipif(
-    not DATA.is_dir(), reason=f"detect-secrets corpus not found at {DATA} (see ../shared/corpora/README.md)"
-)
+DATA = Path(__file__).resolve().parents[1] / "corpora" / "detect-secrets" / "test_data"
 
 R = REDACTED
 UNCHANGED: dict[int, str] = {}
@@ -171,7 +167,7 @@ def test_scanner_baseline_only_loses_its_hashed_secrets(redactor: Redactor) -> N
     assert redactor.redact(original) == hashed.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(2)}", original)
 
 
-@pytest.mark.parametrize("name", _corpus_files() if DATA.is_dir() else [])
+@pytest.mark.parametrize("name", _corpus_files())
 def test_streaming_and_idempotence_on_the_corpus(redactor: Redactor, name: str) -> None:
     original = _read(name)
     redacted = redactor.redact(original)

@@ -38,7 +38,6 @@ from kilo_loop.run.events import (
     AgentFailed,
     AnswerReceived,
     CheckpointTaken,
-    ControlChanged,
     Crashed,
     IterationFinished,
     IterationStarted,
@@ -87,7 +86,6 @@ class LoopContext:
     agent_env: dict[str, str] = field(default_factory=dict)
     answer_channel_open: Callable[[], bool] = lambda: False
     rng: random.Random = field(default_factory=random.Random)
-    prompt_extra: str | None = None  # the operator's instructions, unredacted (the state shows them redacted)
     review: ReviewOptions | None = None
 
 
@@ -105,7 +103,6 @@ class Orchestrator:
         self._budget_stop: str | None = None
         self._first_iteration = state.iteration + 1
         self._last_iteration = state.max_iterations
-        ctx.control.on_change(self._on_control)
         self._review_feedback: str | None = None
         self._protected: list[str] = []
         self._stage_start: dict[str, Snapshot] = {}
@@ -169,9 +166,6 @@ class Orchestrator:
             self.ctx.recorder.set_status("running")
         return None
 
-    def _on_control(self, what: str, value: object) -> None:
-        self.ctx.recorder.emit(ControlChanged(message=f"control: {what} = {value}", action=what, value=value))
-
     # -------------------------------------------------------- iteration
     async def _iteration(self, stage: Stage, i: int) -> Stop | None:
         rec = self.ctx.recorder
@@ -221,7 +215,7 @@ class Orchestrator:
                 goal=ctx.goal, stage=stage, iteration=iteration, max_iterations=self._last_iteration,
                 completed=self.stages.completed(state), blocked=set(state.blocked_stages),
                 previous=_previous(state), answers=ctx.answers.answers, files_changed=list(self._run_files),
-                handoff=handoff, prompt_extra=ctx.prompt_extra or state.prompt_extra,
+                handoff=handoff, prompt_extra=ctx.control.prompt_extra or state.prompt_extra,
                 shared_context=shared and not handoff, safety_feedback=state.guard_note or None,
                 verify_feedback=state.verify_feedback or None,
                 unanswered=[q.question for q in state.unanswered], review_feedback=self._review_feedback,
@@ -542,12 +536,12 @@ class Orchestrator:
             reason = f"{reason} (some iterations failed)"
         resume = "" if status == "done" else resume_command(self.ctx.settings, self.state.run_id)
         # Best effort, step by step: a full disk must not leave the run looking alive and unexplained.
+        # (report.md follows the run-finished event: the recorder writes it.)
         steps: list[tuple[str, Callable[[], object]]] = [
             ("status", lambda: rec.set_status(status, reason)),
             ("event", lambda: rec.emit(RunFinished(message=f"run {status}: {reason}",
                                                    level="heading" if status == "done" else "warn",
                                                    status=status, resume=resume))),
-            ("report", rec.write_run_report),
         ]
         for name, step in steps:
             try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -34,10 +34,18 @@ from kilo_loop.run.events import (
     ToolUsed,
 )
 from kilo_loop.run.recorder import RunRecorder
+from kilo_loop.safety.guard import GuardDecision
 
 
 class GuardLike(Protocol):
-    def check_tool_use(self, tool: str, tool_input: Any, cwd: str | None = None) -> Any: ...
+    def check_tool_use(self, tool: str, tool_input: Mapping[str, Any], cwd: str | None = None) -> GuardDecision: ...
+
+
+def checked(decision: object) -> GuardDecision:
+    """A guard answers with a GuardDecision; anything else is a miswired guard, and that denies."""
+    if isinstance(decision, GuardDecision):
+        return decision
+    return GuardDecision("deny", "guard-miswired", f"the guard answered {type(decision).__name__}, not a decision")
 
 
 @dataclass
@@ -145,8 +153,8 @@ class SessionRunner:
     async def _check_guard(self, event: ToolUse, run: Any, outcome: SessionOutcome, cwd: str) -> bool:
         if self._guard is None:
             return False
-        decision = self._guard.check_tool_use(event.tool, event.input, cwd)
-        if getattr(decision, "decision", "allow") != "deny":
+        decision = checked(self._guard.check_tool_use(event.tool, event.input, cwd))
+        if not decision.denied:
             return False
         command = event.input.get("command", event.tool)
         if event.status == "error":

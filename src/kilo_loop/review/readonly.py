@@ -17,7 +17,8 @@ from typing import Any
 from kilo_loop.loop.session import GuardLike
 from kilo_loop.run.layout import LOOP_DIR
 from kilo_loop.safety.guard import GuardDecision
-from kilo_loop.safety.shell_words import OutputRedirect, SimpleCommand, analyze, command_name, parse_git_argv
+from kilo_loop.safety.shell import OutputRedirect, SimpleCommand, analyze, parse_git_argv
+from kilo_loop.safety.shell.model import command_name
 
 RULE = "review-read-only"
 _FILE_TOOLS = frozenset({"write", "edit", "multiedit", "patch", "apply_patch", "notebookedit"})
@@ -72,7 +73,7 @@ class ReadOnlyGuard:
                 target = item.target
                 if target not in _HARMLESS_TARGETS and not self._inside_loop_dir(target, next(iter(item.cwds), cwd)):
                     return _deny(f"output redirected to {target}")
-            elif isinstance(item, SimpleCommand) and item.argv:
+            elif isinstance(item, SimpleCommand) and item.argv and item.remote is None:
                 why = _changing(item.argv)
                 if why:
                     return _deny(why)

@@ -349,3 +349,12 @@ def from_wire(wire: Mapping[str, Any]) -> RunEvent:
     fields = {key: value for key, value in data.items() if key in known}
     extra = {key: value for key, value in data.items() if key not in known}
     return cls(**envelope, **fields, extra=extra)
+
+
+# Types that are state-only records, not log lines: the console, the dashboard's log and the
+# history pages skip them.
+RECORD_ONLY_TYPES: frozenset[str] = frozenset(name for name, cls in EVENT_TYPES.items() if cls.RECORD_ONLY)
+
+
+def is_log_line(wire: Mapping[str, Any]) -> bool:
+    return wire.get("type") not in RECORD_ONLY_TYPES

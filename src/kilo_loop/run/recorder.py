@@ -48,7 +48,7 @@ class RunRecorder:
         self._redact = redact
         self._state_listeners: list[Callable[[RunState], None]] = []
         bus.subscribe(self._fold, first=True)
-        bus.subscribe(self._save_after)
+        bus.subscribe(self._write_after)
 
     def redact(self, value: Any) -> Any:
         return self._redact(value)
@@ -59,10 +59,15 @@ class RunRecorder:
     def _fold(self, event: RunEvent) -> None:
         self.state = reduce(self.state, event)
 
-    def _save_after(self, event: RunEvent) -> None:
+    def _write_after(self, event: RunEvent) -> None:
+        """The files that follow from an event: the iteration's reports, the snapshot, the run report."""
+        if isinstance(event, IterationReported):
+            self._write_iteration_reports(IterationSummary.model_validate(dict(event.summary)))
         durable = _SAVE_AFTER.get(type(event))
         if durable is not None:
             self.save(durable)
+        if isinstance(event, RunFinished):
+            write_text_atomic(self.layout.report, run_report_md(self.state))
 
     def open(self, state: RunState, resumed: bool) -> None:
         """Start (or resume) the run from `state`'s header: the first event of this process."""
@@ -95,17 +100,14 @@ class RunRecorder:
     def record_iteration(
         self, summary: IterationSummary, session_id: str | None = None, stale_iterations: int | None = None
     ) -> None:
-        """The iteration's final report: an event (the state takes it from there), NN-report.json / .md."""
+        """The iteration's final report, as an event: the reducer and the report files take it from there."""
         wire = summary.wire()
         wire["finishedAt"] = wire.get("finishedAt") or now_iso()
-        event = self.emit(IterationReported(summary=wire, session_id=session_id,
-                                            stale_iterations=stale_iterations, iteration=summary.iteration))
-        assert isinstance(event, IterationReported)
-        redacted = IterationSummary.model_validate(dict(event.summary))
-        write_json_atomic(self.layout.iteration_file(summary.iteration, "report.json"), redacted.wire(),
-                          durable=False)
-        write_text_atomic(self.layout.iteration_file(summary.iteration, "report.md"), iteration_report_md(redacted),
-                          durable=False)
+        self.emit(IterationReported(summary=wire, session_id=session_id, stale_iterations=stale_iterations,
+                                    iteration=summary.iteration))
 
-    def write_run_report(self) -> None:
-        write_text_atomic(self.layout.report, run_report_md(self.state))
+    def _write_iteration_reports(self, item: IterationSummary) -> None:
+        # Regenerable records (the event holds the same), so no fsync.
+        write_json_atomic(self.layout.iteration_file(item.iteration, "report.json"), item.wire(), durable=False)
+        write_text_atomic(self.layout.iteration_file(item.iteration, "report.md"), iteration_report_md(item),
+                          durable=False)

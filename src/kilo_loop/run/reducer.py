@@ -214,8 +214,10 @@ def _control(state: RunState, event: ControlChanged) -> Changes:
     action, value = event.action, event.value
     if action == "pause":
         return {"paused": bool(value)}
-    if action == "abort-after-current":
-        return {"abort_requested": bool(value)}
+    if action == "abort-after-current":  # a paused loop wakes up to end the run
+        return {"abort_requested": bool(value), "paused": False}
+    if action == "stop":
+        return {"paused": False}
     if action == "set-shared-context":
         return {"shared_context": bool(value)}
     if action == "set-prompt-extra":

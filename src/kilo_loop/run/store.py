@@ -8,15 +8,16 @@ from typing import Any
 
 import orjson
 
-from kilo_loop.run.events import from_wire
+from kilo_loop.errors import KiloLoopError
+from kilo_loop.run.events import from_wire, is_log_line
 from kilo_loop.run.files import read_json
 from kilo_loop.run.layout import ProjectLayout, RunLayout, valid_run_id
 from kilo_loop.run.reducer import reduce
 from kilo_loop.run.state import RunState
 
 
-class RunNotFound(LookupError):
-    pass
+class RunNotFound(KiloLoopError, LookupError):
+    """No saved run by that id (or no run at all)."""
 
 
 def list_run_dirs(layout: ProjectLayout) -> list[RunLayout]:
@@ -81,6 +82,11 @@ def read_events(path: Path, after_seq: int = 0, limit: int | None = None) -> Ite
             count += 1
             if limit is not None and count >= limit:
                 return
+
+
+def read_log_lines(path: Path, after_seq: int = 0) -> Iterator[dict[str, Any]]:
+    """The events a person reads (state-only records such as `usage` left out)."""
+    return (event for event in read_events(path, after_seq) if is_log_line(event))
 
 
 def last_seq(path: Path) -> int:

@@ -31,6 +31,10 @@ class Kind(Enum):
     BEARER = "bearer"
     BASIC = "basic"
     GENERIC = "generic"  # random-looking value after = or :
+    ARG = "arg"  # group 1 is a password given as a command argument (mysql -pX, sshpass -p X)
+    LINE_ARG = "line_arg"  # like ARG, but only when the match is a line of its own (.netrc, .pgpass)
+    B64_RUN = "b64_run"  # a long base64 run: an AWS secret key, or an encoded env file
+    CSV_HEADER = "csv_header"  # a CSV header naming secret columns; the rows below lose those cells
 
 
 @dataclass(frozen=True)
@@ -40,13 +44,14 @@ class Rule:
     kind: Kind
     check: str = ""  # name of an extra validator for KEEP_PREFIX rules ("" = none)
     scan: str = ""  # candidate pattern for the RE2 pass when the automatic loosening is too loose
+    lane: str = ""  # rules of one lane share an RE2 DFA; "" = the lane of the rule's kind
 
 
 # --- key words --------------------------------------------------------------------------------
 
 _KEY_QUALIFIERS = (
     "api|access|private|secret|encryption|signing|master|app|license|service|account|shared|consumer"
-    "|client|subscription|webhook|deploy|ssh|storage|auth|session|sas|admin"
+    "|client|subscription|webhook|deploy|ssh|storage|auth|session|sas|admin|application"
 )
 _KEY_SUFFIX = "(?:[_.-]?(?:id|value|secret|data|string))?"
 
@@ -61,7 +66,10 @@ KEYWORD_RE = (
     "|[_.-]pass)"
     "|[A-Z0-9]_KEY(?:_(?:ID|VALUE|SECRET|DATA|STRING))?"
 )
-KEY_SEPARATOR_RE = "(?:\\\\?[\"'])?[ \t]*(?::=|=>|===?|!==?|=|:)"
+KEY_SEPARATOR_RE = (
+    "(?:(?:\\\\?[\"'])?[ \t]*(?::=|=>|===?|!==?|=|:)"
+    "|(?:%2[27])?(?:%3[Dd]|%3[Aa])(?:%20)*(?:%2[27])?)"  # percent-encoded: %3D, %22%3A%22
+)
 FLAG_WORD_RE = "(?i:password|passwd|pass|pwd|token|secret|key|auth|credentials?|cookie|passphrase)"
 
 _STRONG_WORDS = frozenset(
@@ -203,12 +211,18 @@ def annotation(data: bytes, pos: int, end: int) -> int | None:
     if not all(_type_like(m.group(1)) for m in _TYPE_MEMBER.finditer(union)):
         return None
     if match.group("default") is not None:
+        if not match.group("default")[:1].isspace() and _lone_name(union):
+            return None  # ``password: Hunter2=``, ``secret: SGVsbG8=``: a value ending in "=", not a default
         return match.end()
     closer = data[match.end():end].lstrip(b" \t")[:1]
     if closer and closer not in (b",", b")", b";", b"}"):
         return None
     structured = b"|" in union or b"[" in union or union.lower() in _BUILTIN_TYPES_B
     return end if structured or closer else None
+
+
+def _lone_name(union: bytes) -> bool:
+    return b"|" not in union and b"[" not in union and union.lower() not in _BUILTIN_TYPES_B
 
 
 def _type_like(name: bytes) -> bool:
@@ -259,10 +273,35 @@ def _char_class(char: str) -> int:
     return 3
 
 
+_HEX_ADDRESS_RE = re.compile(r"0x[0-9a-fA-F]{40}")  # an (EIP-55 checksummed) address is public
+_NAME_PART_RE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+|[^A-Za-z0-9]+")
+
+
+def identifier_like(value: str) -> bool:
+    """``AbstractProxyFactoryBean2Impl``, ``getUserByIdV2Handler``: words of three letters or more
+    (short acronyms and version numbers between them), the way names are written, not keys."""
+    parts = _NAME_PART_RE.findall(value)
+    words = [part for part in parts[1:] if part[-1].islower()]
+    short = sum(1 for word in words if len(word) < 3)
+    if len(words) < 2 or 2 * short > len(words) - short:
+        return False
+    for part in parts:
+        if part[-1].islower() and len(part) < 2 and part is not parts[0]:
+            return False
+        if part.isdigit() and len(part) > 2 or part.isupper() and len(part) > 5:
+            return False
+        if not part[0].isalnum() and part not in ("_", "-", "."):
+            return False
+    return True
+
+
 def looks_random(value: str) -> bool:
     """A 20+ character token mixing upper case, lower case and digits the way generated keys do
-    (many class changes, digits scattered) — not a CamelCase identifier, a UUID or a hex hash."""
-    if len(value) < 20 or _UUID_RE.fullmatch(value):
+    (many class changes, digits scattered) — not a CamelCase identifier, a UUID, a hex hash or
+    a checksummed hex address."""
+    if len(value) < 20 or _UUID_RE.fullmatch(value) or _HEX_ADDRESS_RE.fullmatch(value):
+        return False
+    if identifier_like(value):
         return False
     if not (any(c.isupper() for c in value) and any(c.islower() for c in value)):
         return False
@@ -306,7 +345,37 @@ def discord_token_like(token: str) -> bool:
     return decoded.isdigit()
 
 
-CHECKS = {"openai": openai_key_like, "discord": discord_token_like}
+_AWS_CONTEXT_RE = re.compile(
+    r"aws|amazon|\bs3\b|(?:AKIA|ASIA)[A-Z0-9]{16}|secret|credential", re.IGNORECASE
+)
+
+
+def aws_context(line: str) -> bool:
+    """The line speaks of AWS or of a secret (an access key id, ``aws``, ``secret``)."""
+    return bool(_AWS_CONTEXT_RE.search(line))
+
+
+_CSV_FIELD_RE = re.compile(r"[A-Za-z][A-Za-z0-9 _./()-]{0,48}")
+
+
+def csv_secret_columns(fields: list[str]) -> tuple[int, ...]:
+    """Indexes of secret-named columns when ``fields`` read as a CSV header (2+ short names, at
+    least one naming a secret); () when they do not."""
+    names = [field.strip().strip('"').strip() for field in fields]
+    if len(names) < 2 or not all(_CSV_FIELD_RE.fullmatch(name) for name in names):
+        return ()
+    if any(" " in name for name in names) and not all(name[0].isupper() for name in names):
+        return ()  # "tokens, passwords, and secrets": prose, not a header ("Secret access key" is)
+    return tuple(index for index, name in enumerate(names) if is_secret_key(name.replace(" ", "_")))
+
+
+def datadog_key_like(match: str) -> bool:
+    """32 hex digits (an API key) after "datadog"; 40 (an application key, or a git SHA) only
+    when the text names an application key."""
+    return len(match) - len(match.rstrip("0123456789abcdef")) < 40 or "app" in match.lower()
+
+
+CHECKS = {"openai": openai_key_like, "discord": discord_token_like, "datadog": datadog_key_like}
 
 
 # --- the table --------------------------------------------------------------------------------
@@ -348,6 +417,7 @@ _PREFIXED: tuple[tuple[str, str, str], ...] = (
     ("supabase", "sbp_", "[a-f0-9]{40}\\b"),
     ("notion", "ntn_", "[A-Za-z0-9]{40,}"),
     ("atlassian", "ATATT3", "[A-Za-z0-9_=-]{50,}"),
+    ("vault", "hv[sbr]\\.", "[A-Za-z0-9_-]{24,}"),
     ("jwt", "eyJ", "[A-Za-z0-9_-]{8,}\\.eyJ[A-Za-z0-9_-]{8,}\\.[A-Za-z0-9_-]*"),
     ("openai", "sk-", "[A-Za-z0-9_-]{20,}"),
 )
@@ -372,6 +442,57 @@ _GENERIC_SCAN = (
 )
 
 
+# A password given as a command argument: unquoted up to a blank or shell operator, or quoted.
+_ARG_VALUE = "([^ \t\r\n'\"`|;&<>]+|'[^'\r\n]*'|\"[^\"\r\n]*\")"
+_SHELL_REST = "[^\r\n|;&]*?"
+_ARG_RULES: tuple[Rule, ...] = (
+    # mysql -pSECRET (the password is glued to -p; a bare -p prompts)
+    Rule("mysql_p", "\\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mariadb|mariadb-dump)"
+         f"[ \t](?:{_SHELL_REST}[ \t])?-p{_ARG_VALUE}", Kind.ARG),
+    Rule("sshpass", f"\\bsshpass[ \t](?:{_SHELL_REST}[ \t])?-p[ \t]*{_ARG_VALUE}", Kind.ARG),
+    Rule("registry_login",
+         "\\b(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|helm[ \t]+registry)[ \t]+login\\b"
+         f"{_SHELL_REST}[ \t]-p[ \t]+{_ARG_VALUE}", Kind.ARG),
+    # openssl -passin pass:SECRET, -passout pass:…, -pass pass:…
+    Rule("pass_arg", "-(?i:pass(?:in|out|word|phrase)?)[ \t=]+[\"']?pass:([^ \t\r\n'\"`|;&<>]+)", Kind.ARG),
+    # .netrc: machine host login user password SECRET (one line or several)
+    Rule("netrc", f"\\b(?:machine|default|login|account)[ \t][^\r\n]*?\\bpassword[ \t]+{_ARG_VALUE}", Kind.ARG),
+    Rule("netrc_line", f"\\bpassword[ \t]+{_ARG_VALUE}", Kind.LINE_ARG),
+    # .pgpass: hostname:port:database:username:password, one entry per line
+    Rule("pgpass", "[A-Za-z0-9_.*\\[\\]-]+:(?:[0-9]{1,5}|\\*):[^: \t\r\n]+:[^: \t\r\n]+:([^ \t\r\n]+)",
+         Kind.LINE_ARG),
+    # Datadog API (32 hex) and application (40 hex) keys named in prose or a header
+    Rule("datadog", "(?i:datadog|\\bdd[ _-]?(?:api|app(?:lication)?))[^\r\n]{0,80}?\\b([0-9a-f]{32}(?:[0-9a-f]{8})?)\\b",
+         Kind.ARG, "datadog"),
+)
+
+# Signatures and tokens inside URLs: Azure SAS (sig=), S3 presigned (X-Amz-Signature=, the STS
+# session token) and v2 presigned (Signature=); the value may be percent-encoded.
+_URL_VALUE = "[A-Za-z0-9%+/=_-]{16,}"
+_URL_SIGNATURE_RULES: tuple[Rule, ...] = (
+    Rule("azure_sas", f"((?:[?&;]|&amp;)sig=){_URL_VALUE}", Kind.KEEP_PREFIX),
+    Rule("s3_presigned", f"((?i:x-amz-signature|x-amz-security-token|x-goog-signature)=){_URL_VALUE}",
+         Kind.KEEP_PREFIX),
+    Rule("signature_param", f"([?&](?:Signature|signature)=){_URL_VALUE}", Kind.KEEP_PREFIX),
+)
+
+# A CSV header with a secret-named column: the word, then a delimiter (or the end of the line).
+_CSV_WORD = "(?i:passw(?:or)?d|passphrase|pwd|secret|token|api[ _-]?key|access[ _-]?key|private[ _-]?key|credential)"
+_CSV_NAME = "[A-Za-z0-9 _./()-]{0,40}"
+CSV_HEADER_RE = (
+    f"{_CSV_WORD}{_CSV_NAME}\"?[ \t]*[,;\t]"
+    f"|[,;\t][ \t]*\"?{_CSV_NAME}?{_CSV_WORD}{_CSV_NAME}\"?[ \t]*(?:[,;\t]|\r?\n)"
+)
+# 40+ base64 characters with an upper-case letter (an AWS secret access key, a base64-encoded
+# env file; not a hex SHA): tiered by where the first upper-case letter sits, so every such run
+# is found at its start without a counter that spans the whole run.
+_B64_LOWER = "[a-z0-9+/]"
+_B64_ANY = "[A-Za-z0-9+/]"
+B64_RUN_RE = "|".join(
+    f"{_B64_LOWER}{{{low},{low + 1}}}[A-Z]{_B64_ANY}{{{38 - low}}}" for low in range(0, 38, 2)
+) + f"|{_B64_LOWER}{{38}}{_B64_LOWER}*[A-Z]"
+
+
 def _prefixed_rule(name: str, prefix: str, body: str) -> Rule:
     scan = f"{prefix}{body}".replace(_B, "") if name == "twilio" else ""
     return Rule(name, f"{_B}({prefix}){body}", Kind.KEEP_PREFIX, name if name in CHECKS else "", scan)
@@ -385,11 +506,15 @@ RULES: tuple[Rule, ...] = (
     Rule("discord_webhook",
          "(https://(?:ptb\\.|canary\\.)?discord(?:app)?\\.com/api/webhooks/[0-9]{5,}/)[A-Za-z0-9_-]{20,}",
          Kind.KEEP_PREFIX),
+    *_URL_SIGNATURE_RULES,
+    *(rule for rule in _ARG_RULES if rule.kind is Kind.ARG and rule.name != "datadog"),
     Rule("keyword", f"({KEYWORD_RE})({KEY_SEPARATOR_RE})", Kind.KEYWORD),
     # No \\B before "--"/"-u": a redaction just before them must not change whether they match.
-    Rule("flag", f"(--(?:[A-Za-z0-9_]+-)*{FLAG_WORD_RE})[ \t]+", Kind.FLAG),
+    Rule("flag", f"(--(?:[A-Za-z0-9_]+-)*{FLAG_WORD_RE})(?:[ \t]+|%20)", Kind.FLAG),
+    # after the keyword rule, which reads "password: x" and "DD_API_KEY=x" better
+    *(rule for rule in _ARG_RULES if rule.kind is Kind.LINE_ARG or rule.name == "datadog"),
     Rule("curl_user", "(?:--user|-u)[ \t]+[\"']?([^ \t\r\n:\"'\\\\]+):([^ \t\r\n\"'\\\\]+)", Kind.CURL_USER),
-    Rule("bearer", "\\b((?i:bearer)[ \t]+)([A-Za-z0-9._~+/=-]{8,})", Kind.BEARER),
+    Rule("bearer", "\\b((?i:bearer)(?:[ \t]+|%20))([A-Za-z0-9._~+/=-]{8,})", Kind.BEARER),
     Rule("basic", "\\b((?i:basic)[ \t]+)([A-Za-z0-9+/]{8,}={0,2})", Kind.BASIC),
     Rule("discord_token", "\\b()[MNO][A-Za-z0-9_-]{23,27}\\.[A-Za-z0-9_-]{6}\\.[A-Za-z0-9_-]{27,40}\\b",
          Kind.KEEP_PREFIX, "discord"),
@@ -399,6 +524,8 @@ RULES: tuple[Rule, ...] = (
     # paths out of the candidates before Python ever sees them.
     Rule("generic", f"[=:][ \t]*(?:\\\\?[\"'])?((?:{_GENERIC_VALUE})={{0,2}})", Kind.GENERIC,
          scan=f"[=:][ \t]*(?:\\\\?[\"'])?(?:{_GENERIC_SCAN})"),
+    Rule("csv_header", CSV_HEADER_RE, Kind.CSV_HEADER),
+    Rule("b64_run", B64_RUN_RE, Kind.B64_RUN, scan=B64_RUN_RE, lane="b64"),
 )
 
 
@@ -421,3 +548,19 @@ def _loosen(pattern: str) -> str:
 def scan_pattern(rules: tuple[Rule, ...] = RULES) -> str:
     """The candidate-finding alternation (no captures needed)."""
     return "|".join(f"(?:{rule.scan or _loosen(rule.pattern)})" for rule in rules)
+
+
+# Fixed token shapes, assignments, command arguments: each family in its own RE2 DFA keeps the
+# number of states (and the time a cold process spends building them) down.
+_KIND_LANES = {
+    Kind.PEM: "tokens", Kind.USERINFO: "tokens", Kind.KEEP_PREFIX: "tokens", Kind.BEARER: "tokens",
+    Kind.BASIC: "tokens", Kind.CURL_USER: "tokens", Kind.ARG: "arguments", Kind.LINE_ARG: "arguments",
+}
+
+
+def scan_lanes(rules: tuple[Rule, ...] = RULES) -> list[str]:
+    """One candidate alternation per lane, in order of first appearance."""
+    lanes: dict[str, list[Rule]] = {}
+    for rule in rules:
+        lanes.setdefault(rule.lane or _KIND_LANES.get(rule.kind, "assignments"), []).append(rule)
+    return [scan_pattern(tuple(members)) for members in lanes.values()]

@@ -1,0 +1,241 @@
+"""Rule handlers for secrets with structure around them: PEM private keys (also behind a log
+prefix or in string literals), passwords given as command arguments and .netrc/.pgpass lines,
+runs of base64 (a lone AWS secret key, an encoded env file) and CSV tables with secret columns.
+"""
+
+from __future__ import annotations
+
+import binascii
+import re
+
+from kilo_loop.safety import secret_patterns as sp
+from kilo_loop.safety.redact_values import (
+    _HSPACE,
+    _MARK,
+    _PEM_BODY,
+    _PEM_END,
+    _PEM_HEADER,
+    _SKIP,
+    Edit,
+    Outcome,
+    Spans,
+    _content_end,
+    _indent,
+    _line_end,
+    _line_start,
+    _mark,
+    _text,
+    _value_edit,
+    rescan,
+)
+from kilo_loop.safety.secret_patterns import Rule
+
+
+def _pem(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
+    """Keep the BEGIN/END lines; the rest of the BEGIN line and each body line become [REDACTED].
+    The body ends at the END marker or at the first line that cannot belong to a key.  A log
+    prefix before the BEGIN marker (``api-1  | ``) is looked for, and kept, on the body lines."""
+    marker_start, marker_end = spans[g]
+    eol = _line_end(data, marker_end)
+    same_line = _PEM_END.search(data, marker_end, eol)
+    if same_line:
+        return Outcome(_blank_or_mark(data, marker_end, same_line.start()), same_line.end())
+    edits = list(_blank_or_mark(data, marker_end, _content_end(data, marker_end, eol)))
+    return _pem_body(data, eol + 1, edits, _log_prefix(data, marker_start))
+
+
+# A log line's prefix: ``api-1  | `` (docker compose), ``[pod/api/app] `` (kubectl --prefix), a
+# timestamp, or a timestamp and one of those.
+_TIMESTAMP = rb"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.,]+(?:Z|[+-][0-9:]+)?[ \t]+"
+_LOG_PREFIX = re.compile(
+    rb"(?:" + _TIMESTAMP + rb")?(?:[^\r\n|]{1,60}\|[ \t]*|\[[^\]\r\n]{1,60}\][ \t]*)|" + _TIMESTAMP
+)
+
+
+def _log_prefix(data: bytes, marker_start: int) -> bytes:
+    """The log prefix before a BEGIN marker, or b"" (nothing, or not a log prefix)."""
+    line_start = _line_start(data, marker_start)
+    if line_start < 0 or line_start == marker_start:
+        return b""
+    prefix = data[line_start:marker_start]
+    return prefix if _LOG_PREFIX.fullmatch(prefix) else b""
+
+
+def _pem_body(data: bytes, line: int, edits: list[Edit], prefix: bytes) -> Outcome:
+    """Body lines from ``line`` on become [REDACTED], up to the END marker or a line that cannot be
+    key material; at the end of the data the block stays open for the next line.  When the BEGIN
+    line had a log prefix, each body line's own prefix (its timestamp may differ) stays."""
+    while line < len(data):
+        end = _line_end(data, line)
+        own = _LOG_PREFIX.match(data, line, end) if prefix else None
+        body = own.end() if own else line
+        closing = _PEM_END.search(data, body, end)
+        if closing:
+            edits.extend(_blank_or_mark(data, body + _indent(data, body, end), closing.start()))
+            return Outcome(tuple(edits), closing.end())
+        if not _PEM_BODY.fullmatch(data, body, end):
+            return Outcome(tuple(edits), line)
+        edits.extend(_blank_or_mark(data, body + _indent(data, body, end), _content_end(data, body, end)))
+        line = end + 1
+    return Outcome(tuple(edits), len(data), prefix + _PEM_HEADER)
+
+
+def _blank_or_mark(data: bytes, start: int, end: int) -> tuple[Edit, ...]:
+    if not data[start:end].strip(b" \t\"'+,") or data[start:end] == _MARK:
+        return _SKIP
+    return _mark(start, end)
+
+
+def _arg(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
+    """A password given as a command argument (``mysql -pX``, ``sshpass -p X``, ``password X``)."""
+    start, end = spans[g + 1]
+    if rule.check and not sp.CHECKS[rule.check](_text(data[spans[g][0]:end])):
+        return Outcome(_SKIP, spans[g][0] + 1)
+    if data[start:start + 1] in (b"'", b'"'):
+        start, end = start + 1, end - 1
+    return Outcome(_value_edit(data, start, end, "password"), spans[g + 1][1])
+
+
+def _line_arg(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
+    """Like ``_arg``, when the match is all its line holds (a .netrc or .pgpass entry)."""
+    match_start, value_end = spans[g]
+    line_start = _line_start(data, match_start)
+    eol = _line_end(data, value_end)
+    alone = line_start >= 0 and not data[line_start:match_start].strip() and not data[value_end:eol].strip()
+    if not alone or (rule.name == "pgpass" and _ipv6_like(data[match_start:value_end])):
+        return Outcome(_SKIP, match_start + 1)
+    return _arg(data, spans, g, rule, floor)
+
+
+_IPV6_HEAD = re.compile(rb"(?:[0-9A-Fa-f]{1,4}:){4}")
+
+
+def _ipv6_like(entry: bytes) -> bool:
+    return bool(_IPV6_HEAD.match(entry))
+
+
+_B64_CHARS = re.compile(rb"[A-Za-z0-9+/]*")
+_ENV_LINE = re.compile(rb"(?:^|\n)(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_.-]*[ \t]*[=:]")
+_KEY_VALUE = re.compile(rb"[A-Za-z_][A-Za-z0-9_.-]*[\"']?[ \t]*[=:]")
+_WRAP_WIDTHS = range(60, 80)  # ``base64`` wraps at 76, ``openssl base64`` at 64
+
+
+def _b64_run(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
+    """A run of 40+ base64 characters: an AWS secret access key (exactly 40, random-looking,
+    alone on its line or on a line about AWS), or base64 that decodes to text holding a secret
+    (an encoded env file).  A wrapped blob's following lines go with it."""
+    start = spans[g][0]
+    end = _B64_CHARS.match(data, start).end()  # type: ignore[union-attr]
+    if end - start < 40 or start > 0 and data[start - 1] in _B64_SET:
+        return Outcome(_SKIP, end)  # too short, or the middle of a longer word
+    if end - start == 40 and _aws_secret(data, start, end):
+        return Outcome(_mark(start, end), end)
+    padding = data[end:end + 2]
+    padded = end + len(padding) - len(padding.lstrip(b"="))
+    decoded = _decoded_text(data[start:padded])
+    if decoded is None or not _KEY_VALUE.search(decoded):
+        return Outcome(_SKIP, end)
+    line_start, eol = _line_start(data, start), _line_end(data, padded)
+    whole_line = line_start >= 0 and not data[line_start:start].strip() and not data[padded:eol].strip()
+    if whole_line and padded - start in _WRAP_WIDTHS and _ENV_LINE.search(decoded):
+        # one line of a wrapped env file: a value may run on into the next line, so the blob goes whole
+        return _pem_body(data, eol + 1, list(_mark(start, padded)), b"")
+    if rescan(decoded) is None:
+        return Outcome(_SKIP, end)
+    return Outcome(_mark(start, padded), padded)
+
+
+_B64_SET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+
+def _aws_secret(data: bytes, start: int, end: int) -> bool:
+    value = _text(data[start:end])
+    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    if not mixed or not any(c.isdigit() or c in "+/" for c in value) or sp.identifier_like(value):
+        return False
+    line_start = max(_line_start(data, start), 0)
+    eol = _line_end(data, end)
+    alone = not data[line_start:start].strip(b" \t\"'") and not data[end:eol].strip(b" \t\"',;\r")
+    return alone or sp.aws_context(_text(data[line_start:eol]))
+
+
+def _decoded_text(run: bytes) -> bytes | None:
+    """The run decoded, when it is base64 of printable UTF-8 text."""
+    usable = len(run) - len(run) % 4
+    try:
+        decoded = binascii.a2b_base64(run[:usable])
+        text = decoded.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    return decoded if text.replace("\n", "").replace("\r", "").replace("\t", "").isprintable() else None
+
+
+def _csv_header(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
+    """A CSV header naming secret columns (``user,password,host``): in the rows below it with
+    as many cells, those cells are redacted (the rest of each row is scanned as usual)."""
+    match_start = spans[g][0]
+    line_start = _line_start(data, match_start)
+    eol = _line_end(data, match_start)
+    content = _content_end(data, line_start, eol)
+    delimiter = _csv_delimiter(data[line_start:content]) if line_start >= 0 else b""
+    header = _csv_cells(data, line_start, content, delimiter) if delimiter else []
+    columns = sp.csv_secret_columns([_text(data[a:b]) for a, b in header])
+    if not columns:
+        return Outcome(_SKIP, match_start + 1)
+    names = [_text(data[a:b]) for a, b in header]
+    edits: list[Edit] = []
+    line = eol + 1
+    while line < len(data):
+        end = _line_end(data, line)
+        row_end = _content_end(data, line, end)
+        cells = _csv_cells(data, line, row_end, delimiter)
+        if row_end == line or len(cells) != len(header):
+            return Outcome(tuple(edits), line)
+        edits.extend(_csv_row(data, line, row_end, [(cells[i], names[i]) for i in columns]))
+        line = end + 1
+    return Outcome(tuple(edits), len(data), data[line_start:content] + b"\n")
+
+
+def _csv_delimiter(line: bytes) -> bytes:
+    counts = {delimiter: line.count(delimiter) for delimiter in (b",", b";", b"\t")}
+    best = max(counts, key=lambda delimiter: counts[delimiter])
+    return best if counts[best] else b""
+
+
+def _csv_cells(data: bytes, start: int, end: int, delimiter: bytes) -> list[tuple[int, int]]:
+    """Content spans of the cells of one CSV line (quotes stripped); [] when it does not parse."""
+    cells: list[tuple[int, int]] = []
+    pos = start
+    while True:
+        if data.startswith(b'"', pos):
+            close = pos + 1
+            while (close := data.find(b'"', close, end)) >= 0 and data.startswith(b'""', close):
+                close += 2
+            if close < 0:
+                return []
+            cells.append((pos + 1, close))
+            pos = _HSPACE.match(data, close + 1, end).end()  # type: ignore[union-attr]
+        else:
+            found = data.find(delimiter, pos, end)
+            cells.append((pos, end if found < 0 else found))
+            pos = end if found < 0 else found
+        if pos >= end:
+            return cells
+        if not data.startswith(delimiter, pos):
+            return []
+        pos += 1
+        if pos == end:
+            cells.append((end, end))
+            return cells
+
+
+def _csv_row(data: bytes, start: int, end: int, secret_cells: list[tuple[tuple[int, int], str]]) -> tuple[Edit, ...]:
+    pieces, last = [], start
+    for (cell_start, cell_end), name in secret_cells:
+        for edit_start, edit_end, text in _value_edit(data, cell_start, cell_end, name):
+            pieces += [data[last:edit_start], text]
+            last = edit_end
+    row = b"".join(pieces) + data[last:end]
+    rescanned = rescan(row)
+    row = rescanned if rescanned is not None else row
+    return () if row == data[start:end] else ((start, end, row),)
