@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.test_dashboard_browser import browser, page  # noqa: F401 — shared fixtures
+from tests.browser.test_dashboard_browser import page  # noqa: F401 — shared fixture (browser: conftest)
 from tests.integration.loop_harness import FakeKilo, init_repo
 from tests.integration.test_review_loop import implement, review, wave
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter
 from pydantic import Field
 from starlette.responses import Response
 
+from kilo_loop.loop.commands import CommandRefused, SubmitAnswers
 from kilo_loop.loop.control import AnswerItem
 from kilo_loop.review.gate import GateReplyError, reply_from_marks
 from kilo_loop.web.context import ApiError, DashboardContext, json_response
@@ -29,7 +30,7 @@ def review_router(ctx: DashboardContext) -> APIRouter:
     @router.post("/gate", summary="Answer the review gate: mark findings Mitigate now / Defer, ask for a change")
     async def post_gate(body: GateRequest) -> Response:
         live = ctx.live_run()
-        state = live.handle.state
+        state = live.state
         gate, pending = state.review_gate, state.pending_questions
         if gate is None or not pending or live.answered is pending:
             raise ApiError(409, "no review gate is waiting for an answer")
@@ -37,8 +38,12 @@ def review_router(ctx: DashboardContext) -> APIRouter:
             reply = reply_from_marks([str(row["id"]) for row in gate.rows], dict(body.marks), body.change_request)
         except GateReplyError as exc:
             raise ApiError(400, str(exc)) from exc
-        live.handle.control.submit_answers([AnswerItem(gate.question, reply, "dashboard")])
-        live.answered = pending
+        live.answered = pending  # a double click sends nothing twice
+        try:
+            await live.ask(SubmitAnswers((AnswerItem(gate.question, reply, "dashboard"),)))
+        except CommandRefused as exc:
+            live.answered = None
+            raise ApiError(exc.status, exc.message) from exc
         mitigate = sum(1 for mark in body.marks.values() if mark == "mitigate")
         return json_response({"ok": True, "mitigate": mitigate, "reply": reply})
 
