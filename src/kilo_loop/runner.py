@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -19,12 +20,13 @@ import json5
 from kilo_loop.agent.cli_backend import CliBackend, detect_runtime
 from kilo_loop.agent.protocol import AgentBackend
 from kilo_loop.agent.registry import BackendLoadError, load_backend
+from kilo_loop.agent.serve import ServeBackend
 from kilo_loop.agent.simulator import DryRunBackend
 from kilo_loop.errors import UsageError
 from kilo_loop.git import NotAGitRepo, git_root
 from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
-from kilo_loop.goal.sync import mark_markdown_stage_done
+from kilo_loop.goal.sync import mark_stage_done
 from kilo_loop.loop.commands import (
     Command,
     CommandHandler,
@@ -35,12 +37,12 @@ from kilo_loop.loop.commands import (
     stop_serving,
 )
 from kilo_loop.loop.control import RunControl
-from kilo_loop.loop.hitl import AnswerBook
+from kilo_loop.loop.hitl import AnswerBook, effective_answer_timeout, hitl_refusal
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
 from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
 from kilo_loop.review.options import review_options
 from kilo_loop.run.bus import EventBus
-from kilo_loop.run.events import RunEvent, RunStarted, StatusChanged, now_iso
+from kilo_loop.run.events import AgentServerStarted, RunEvent, RunStarted, StatusChanged, now_iso
 from kilo_loop.run.layout import ProjectLayout, RunLayout
 from kilo_loop.run.notices import notice_subscriber
 from kilo_loop.run.recorder import RunRecorder
@@ -112,7 +114,10 @@ def make_backend(settings: Settings) -> tuple[AgentBackend, str]:
         return custom, custom.name
     binary = find_agent_binary(settings)
     runtime = detect_runtime(binary, settings.runtime)
-    return CliBackend(binary, runtime), runtime.name
+    run_backend = CliBackend(binary, runtime)
+    if settings.transport == "serve":
+        return ServeBackend(binary, runtime.name, run_backend), runtime.name
+    return run_backend, runtime.name
 
 
 def default_agent(settings: Settings, runtime: str) -> str | None:
@@ -254,10 +259,13 @@ class RunPlan:
         return RunHandle(self.settings, self.project, self.goal, self.backend, self.runtime, self.prepared)
 
 
-def plan_run(settings: Settings, project: Path) -> RunPlan:
+def plan_run(settings: Settings, project: Path, check_hitl: bool = True) -> RunPlan:
     """The one run preparation, for the command line and the dashboard's launcher alike: the goal
     (a finished one only with `force`, reopened), the backend and the run directory (new or resumed).
     Raises SetupError (AllStagesDone, a bad goal, a missing agent CLI…) before anything is written."""
+    refusal = hitl_refusal(settings.hitl, _stdin_is_tty(), settings.dashboard) if check_hitl else None
+    if refusal:
+        raise SetupError(refusal)
     goal = resolve_goal(settings, project)
     if goal.all_done() and not settings.resume:
         if not settings.force:
@@ -282,7 +290,7 @@ class SafetyHooks:
 
     def sync_markdown(self, goal: Goal, stage: Stage) -> bool:
         try:
-            return goal.source is not None and mark_markdown_stage_done(goal.source, stage, True)
+            return mark_stage_done(goal, stage, True)
         except GoalError:
             return False  # the plan was moved or made read-only mid-run; the caller warns
 
@@ -358,6 +366,13 @@ def _install_signal_handlers(
         signal.signal(signal.SIGINT, _force_exit(before_exit))
 
     return remove
+
+
+def _stdin_is_tty() -> bool:
+    try:
+        return os.isatty(sys.stdin.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 class RunHandle:
@@ -445,10 +460,14 @@ class RunHandle:
             self.bus.subscribe(notice_subscriber(lambda: self.recorder.state, notifier.notify))
         recorder.emit(RunStarted(message=f"run {self.run_id} {'resumed' if self.resumed else 'started'}: "
                       f"{self.goal.title} ({len(self.goal.stages)} stage(s), runtime {self.runtime})"))
+        if isinstance(self._backend, ServeBackend):
+            await self._open_server(self._backend, guard, agent_env)
         ctx = LoopContext(
             settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
             recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
-            agent_env=agent_env, answer_channel_open=self.answer_channel_open, review=review_options(settings),
+            agent_env=agent_env, answer_channel_open=self.answer_channel_open,
+            answer_timeout=effective_answer_timeout(settings.answer_timeout, settings.dry_run, _stdin_is_tty()),
+            review=review_options(settings),
         )
         self.control.prompt_extra = self.prompt_extra
         handler = CommandHandler(self.control, recorder, self._revert, self._checkpoints_of)
@@ -459,12 +478,27 @@ class RunHandle:
             await Orchestrator(ctx).run()
         finally:
             self._over = True
+            if isinstance(self._backend, ServeBackend):
+                await self._backend.aclose()
             await stop_serving(serving)
             handler.refuse_pending(self.commands, f"run {self.run_id} has ended")
             if notifier is not None:
                 await notifier.aclose(10.0)
             self.bus.close()
         return self.state
+
+    async def _open_server(self, backend: ServeBackend, guard: Guard | None, agent_env: dict[str, str]) -> None:
+        up = await backend.open(project=self.project, env=agent_env, guard=guard, run_dir=self.layout.dir,
+                                warn=self.recorder.warn)
+        if up:
+            self.recorder.emit(AgentServerStarted(
+                message=f"agent server up ({backend.name} serve on 127.0.0.1): every permission is decided by "
+                        "the loop before the tool runs", runtime=backend.name))
+
+    def kill_agent_now(self) -> None:
+        """A force exit cannot await: no agent server may outlive the loop."""
+        if isinstance(self._backend, ServeBackend):
+            self._backend.kill_now()
 
 
 def attach_terminal(handle: RunHandle, say: Callable[[str], None]) -> Callable[[], None]:
@@ -477,8 +511,12 @@ def attach_terminal(handle: RunHandle, say: Callable[[str], None]) -> Callable[[
         if isinstance(event, StatusChanged) and event.status == "waiting-answer":
             terminal.flush_early_answers()  # every question of the round is pending now
 
+    def before_exit() -> None:
+        handle.kill_agent_now()
+        terminal.stop()
+
     handle.bus.subscribe(on_event)
-    remove_signals = _install_signal_handlers(lambda: handle.send(StopNow()), say, terminal.stop)
+    remove_signals = _install_signal_handlers(lambda: handle.send(StopNow()), say, before_exit)
 
     def detach() -> None:
         remove_signals()

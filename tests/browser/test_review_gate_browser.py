@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -20,9 +19,9 @@ from playwright.sync_api import Page, expect
 from tests.browser.test_dashboard_browser import page  # noqa: F401 — shared fixture (browser: conftest)
 from tests.integration.loop_harness import FakeKilo, init_repo
 from tests.integration.test_review_loop import implement, review, wave
+from tests.web.support import dashboard_link
 
 pytestmark = pytest.mark.browser
-_URL = re.compile(r"Dashboard (http://\S+)")
 LEAK = {"severity": "medium", "file": "feature.txt", "line": 1, "title": "token printed", "detail": "mask it"}
 NIT = {"severity": "low", "file": "other.txt", "line": 2, "title": "naming"}
 
@@ -41,14 +40,13 @@ def gated_run(tmp_path: Path) -> Iterator[tuple[str, Path, FakeKilo, subprocess.
             [sys.executable, "-m", "kilo_loop", "-C", str(project), "--no-confirm", "--goal", "plan.md",
              "--review-wave", "-p", "0", "-n", "3", "--keep-open"],
             cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT)
-    url = ""
+    link = None
     deadline = time.monotonic() + 60
-    while not url and time.monotonic() < deadline and process.poll() is None:
-        found = _URL.search(log.read_text(errors="replace"))
-        url = found.group(1).rstrip("/") if found else ""
+    while link is None and time.monotonic() < deadline and process.poll() is None:
+        link = dashboard_link(log.read_text(errors="replace"))
         time.sleep(0.1)
-    assert url, log.read_text(errors="replace")
-    yield url, project, fake, process
+    assert link is not None, log.read_text(errors="replace")
+    yield f"{link[0]}/?token={link[1]}", project, fake, process
     if process.poll() is None:
         process.send_signal(signal.SIGINT)
         try:
@@ -62,7 +60,7 @@ def test_mark_rows_submit_and_the_fix_pass_starts(
     gated_run: tuple[str, Path, FakeKilo, subprocess.Popen[bytes]], page: Page  # noqa: F811
 ) -> None:
     url, project, fake, _ = gated_run
-    page.goto(url + "/")
+    page.goto(url)
     modal = page.locator("#review-gate-modal")
     expect(modal).to_be_visible(timeout=60_000)
     rows = page.locator("#review-gate-rows fieldset")

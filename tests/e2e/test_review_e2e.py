@@ -14,7 +14,6 @@ The reviewer sessions are told apart from the implementer's by their prompt's fi
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import time
 from pathlib import Path
@@ -22,6 +21,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from tests.web.support import dashboard_link
 
 from .conftest import LOOP_DIR, Loop, LoopRun, iteration_marker, write, write_progress
 from .fake_provider import FakeProvider, calls, hold, say
@@ -78,7 +79,9 @@ def test_kilo_review_blocks_once_then_passes(loop: Loop, fake_provider: FakeProv
     assert state["totals"]["tokens"] == sum(i["tokens"] for i in state["iterations"]) + reviewer_tokens
 
 
-def _start_with_dashboard(loop: Loop, project: Path, log: Path, *args: str) -> tuple[subprocess.Popen[bytes], str]:
+def _start_with_dashboard(loop: Loop, project: Path, log: Path, *args: str) -> tuple[subprocess.Popen[bytes],
+                                                                                     httpx.Client]:
+    """The loop with its dashboard on a free port; a client that carries the dashboard's token."""
     env = loop.environment("kilo")
     command = [*Loop.command(project, args)]
     command.remove("--no-dashboard")
@@ -87,18 +90,19 @@ def _start_with_dashboard(loop: Loop, project: Path, log: Path, *args: str) -> t
                                    stdout=sink, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        found = re.search(r"Dashboard (http://\S+)", log.read_text(errors="replace"))
-        if found:
-            return process, found.group(1).rstrip("/")
+        link = dashboard_link(log.read_text(errors="replace"))
+        if link:
+            return process, httpx.Client(base_url=link[0], headers={"Authorization": f"Bearer {link[1]}"},
+                                         timeout=10)
         time.sleep(0.1)
     process.kill()
     raise AssertionError(log.read_text(errors="replace"))
 
 
-def _wait_for_gate(url: str, process: subprocess.Popen[bytes], log: Path) -> dict[str, Any]:
+def _wait_for_gate(client: httpx.Client, process: subprocess.Popen[bytes], log: Path) -> dict[str, Any]:
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None:
-        state = httpx.get(url + "/api/state", timeout=10).json()
+        state = client.get("/api/state").json()
         if state.get("reviewGate") and state.get("pendingQuestions"):
             return dict(state["reviewGate"])
         time.sleep(0.5)
@@ -122,18 +126,19 @@ def test_kilo_review_wave_parallel_sessions_and_a_gate_answered_from_the_dashboa
                                 marker=f"# {role.capitalize()} reviewer — goal:")
 
     log = tmp_path / "loop.log"
-    process, url = _start_with_dashboard(loop, project, log, "--goal", "plan.md", "--review-wave", "-n", "3")
+    process, client = _start_with_dashboard(loop, project, log, "--goal", "plan.md", "--review-wave", "-n", "3")
     try:
-        gate = _wait_for_gate(url, process, log)
+        gate = _wait_for_gate(client, process, log)
         (row,) = gate["rows"]
         assert row["role"] == "security" and "TOKEN-LEAK" in row["title"]
-        refused = httpx.post(url + "/api/review/gate", json={"marks": {"nope": "mitigate"}}, timeout=10)
+        refused = client.post("/api/review/gate", json={"marks": {"nope": "mitigate"}})
         assert refused.status_code == 400 and "unknown finding" in refused.json()["error"]
-        answered = httpx.post(url + "/api/review/gate", timeout=10,
-                              json={"marks": {row["id"]: "mitigate"}, "changeRequest": "print no token"})
+        answered = client.post("/api/review/gate",
+                               json={"marks": {row["id"]: "mitigate"}, "changeRequest": "print no token"})
         assert answered.status_code == 200, answered.text
         assert process.wait(300) == 0, log.read_text(errors="replace")[-6000:]
     finally:
+        client.close()
         if process.poll() is None:
             process.kill()
             process.wait(10)

@@ -15,10 +15,12 @@ import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from kilo_loop.agent.protocol import AgentBackend, AgentRequest, StepFinished
+from kilo_loop.agent.protocol import AgentBackend, AgentQuestion, AgentRequest, StepFinished
+from kilo_loop.durations import format_duration
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.loop import stop_policy
 from kilo_loop.loop.control import RunControl
@@ -26,7 +28,7 @@ from kilo_loop.loop.handoff import HandoffStore
 from kilo_loop.loop.hitl import AnswerBook, collect_answers
 from kilo_loop.loop.progress import Progress, completion_percent, first_open_stage_title, read_progress
 from kilo_loop.loop.prompt import PromptInput, build_prompt
-from kilo_loop.loop.retry import backoff_delay_ms, transient_reason
+from kilo_loop.loop.retry import QuotaLimit, backoff_delay_ms, quota_limit, transient_reason
 from kilo_loop.loop.session import GuardLike, SessionOutcome, SessionRunner
 from kilo_loop.loop.stages import StageBook
 from kilo_loop.loop.workspace import Snapshot, changed_between, snapshot_worktree
@@ -42,6 +44,8 @@ from kilo_loop.run.events import (
     IterationFinished,
     IterationStarted,
     QuestionAsked,
+    QuestionUnanswered,
+    QuotaWait,
     RunFinished,
     StageBlocked,
     StageDone,
@@ -53,11 +57,12 @@ from kilo_loop.run.events import (
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.report import iteration_line
-from kilo_loop.run.state import IterationSummary, Question, ReviewRoundSummary, RunState, VerifyResult
+from kilo_loop.run.state import Answer, IterationSummary, Question, ReviewRoundSummary, RunState, VerifyResult
 from kilo_loop.run.status import RunStatus
 from kilo_loop.settings import Settings
 
 Stop = tuple[RunStatus, str]
+QUOTA_COUNTDOWN_S = 300.0  # a countdown line this often while waiting for a usage-limit reset
 ALWAYS_QUESTION = "Any instructions or corrections for the next iteration? (empty to continue)"
 _DONE_OUTCOMES = ("ok", "failed", "timeout", "stopped")
 
@@ -86,6 +91,7 @@ class LoopContext:
     agent_env: dict[str, str] = field(default_factory=dict)
     answer_channel_open: Callable[[], bool] = lambda: False
     rng: random.Random = field(default_factory=random.Random)
+    answer_timeout: float | None = None  # seconds a question waits; None: until answered
     review: ReviewOptions | None = None
 
 
@@ -101,6 +107,7 @@ class Orchestrator:
         self._run_files: dict[str, None] = dict.fromkeys(f for item in state.iterations for f in item.files_changed)
         self._last_snapshot: Snapshot | None = None
         self._budget_stop: str | None = None
+        self._quota_stop: str | None = None
         self._first_iteration = state.iteration + 1
         self._last_iteration = state.max_iterations
         self._review_feedback: str | None = None
@@ -233,10 +240,17 @@ class Orchestrator:
     # ---------------------------------------------------------- session
     async def _run_session(self, request: AgentRequest, summary: IterationSummary) -> SessionOutcome:
         ctx, rec, s = self.ctx, self.ctx.recorder, self.ctx.settings
-        runner = SessionRunner(ctx.backend, rec, ctx.control, ctx.guard, lambda step: self._on_step(step, summary))
+        runner = SessionRunner(ctx.backend, rec, ctx.control, ctx.guard, lambda step: self._on_step(step, summary),
+                               on_question=self._answer_agent, guard_stop=s.guard_stop)
         attempt = 0
         while True:
             outcome = await runner.run(request)
+            quota = quota_limit(outcome.result, datetime.now(UTC)) if not outcome.guard_rule else None
+            if quota is not None and not ctx.control.stop_requested:
+                if not await self._wait_for_quota(quota):
+                    break
+                request = replace(request, session_id=outcome.result.session_id or request.session_id)
+                continue
             reason = transient_reason(outcome.result) if s.retry and not outcome.guard_rule else None
             if reason is None or attempt >= s.max_retries or ctx.control.stop_requested or self._budget_stop:
                 break
@@ -252,6 +266,29 @@ class Orchestrator:
             request = replace(request, session_id=outcome.result.session_id or request.session_id)
             rec.set_status("running")
         return outcome
+
+    async def _wait_for_quota(self, quota: QuotaLimit) -> bool:
+        """Wait for a usage limit's reset (status waiting-quota, a countdown); False when the run must
+        stop instead (the reset is beyond --max-quota-wait, or the operator stopped it)."""
+        rec, limit = self.ctx.recorder, self.ctx.settings.max_quota_wait
+        left = quota.seconds_left(datetime.now(UTC))
+        until = quota.until.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        if limit is not None and left > limit:
+            self._quota_stop = (f"usage limit resets at {until} (in {format_duration(left)}), beyond "
+                                f"--max-quota-wait {format_duration(limit)}: {quota.reason}")
+            return False
+        rec.set_status("waiting-quota")
+        rec.emit(QuotaWait(message=f"usage limit reached: waiting {format_duration(left)} until {until}, then "
+                                   f"going on ({quota.reason})", until=until, seconds=round(left, 1),
+                           reason=quota.reason))
+        while left > 0:
+            if await self._sleep_or_stop(min(left, QUOTA_COUNTDOWN_S)):
+                return False
+            left = quota.seconds_left(datetime.now(UTC))
+            if left > 0:
+                rec.warn(f"usage limit: {format_duration(left)} left until {until}")
+        rec.set_status("running")
+        return True
 
     async def _sleep_or_stop(self, seconds: float) -> bool:
         try:
@@ -290,6 +327,8 @@ class Orchestrator:
         session_id = self._next_session_id(outcome)
         if outcome.guard_rule:
             return self._guard_hit(stage, summary, outcome)
+        if outcome.rejections:  # refused before they ran (serve): the session went on
+            summary.guard_hits, summary.guard_reason = len(outcome.rejections), outcome.rejections[-1].reason
         progress = read_progress(self.layout.progress, result.text)
         for warning in progress.warnings:
             rec.warn(warning)
@@ -318,6 +357,10 @@ class Orchestrator:
         rec.emit(IterationFinished(message=iteration_line(summary), outcome=summary.outcome, percent=percent))
         if summary.verify is not None or advanced:
             self._last_snapshot = None  # verify output and the ticked goal are not the agent's changes
+        if summary.guard_hits:
+            why = stop_policy.guard_reason(self.limits, self.state.consecutive_guard_blocks, summary.guard_reason)
+            if why:
+                return "stopped-guard", why
         return await self._after_report(summary)
 
     def _next_session_id(self, outcome: SessionOutcome) -> str | None:
@@ -430,7 +473,7 @@ class Orchestrator:
         self.ctx.recorder.emit(StageDone(message=f"stage done: {stage.title}", stage_id=stage.id))
         # A dry run changes no file but the loop's own, so the goal file is left as it is.
         s = self.ctx.settings
-        syncs = s.sync_goal and self.ctx.goal.kind == "markdown" and not s.dry_run
+        syncs = s.sync_goal and self.ctx.goal.kind != "text" and not s.dry_run
         if syncs and not self.ctx.hooks.sync_markdown(self.ctx.goal, stage):
             self.ctx.recorder.warn(f"could not tick '{stage.title}' in {self.ctx.goal.source}")
 
@@ -471,9 +514,10 @@ class Orchestrator:
         return ("stopped-guard", why) if why else None
 
     async def _after_report(self, summary: IterationSummary) -> Stop | None:
-        if self._budget_stop:
+        budget = self._budget_stop or self._quota_stop
+        if budget:
             self._report_unasked(summary)
-            return "stopped-budget", self._budget_stop
+            return "stopped-budget", budget
         if self._no_iteration_follows():
             self._report_unasked(summary)
             return None
@@ -511,21 +555,56 @@ class Orchestrator:
         if not ctx.answer_channel_open():
             rec.warn("the agent asked a question but no answer channel is open (no terminal, no dashboard); "
                      "continuing without an answer")
+            self._unanswered(questions, "no answer channel is open")
             return None
+        self._last_snapshot = None  # the operator may edit files while deciding
+        answers = await self._put_questions(questions, summary.iteration)
+        if answers is None:
+            return "aborted", "stopped while waiting for an answer"
+        rec.set_status("running")
+        return None
+
+    async def _put_questions(self, questions: list[Question], iteration: int) -> list[Answer] | None:
+        """Ask the operator and wait; the answers are recorded. None when the run was stopped; an empty
+        list when --answer-timeout passed (the questions are recorded as unanswered)."""
+        ctx, rec = self.ctx, self.ctx.recorder
         ctx.control.begin_question_round()
         for q in questions:
             options = "".join(f"\n    {n}. {o}" for n, o in enumerate(q.options, 1))
             rec.emit(QuestionAsked(message=f"? {q.question}{options}", question=q.question, options=q.options))
         rec.set_status("waiting-answer")
-        self._last_snapshot = None  # the operator may edit files while deciding
-        answers = await collect_answers(ctx.control, questions, summary.iteration)
+        try:
+            answers = await collect_answers(ctx.control, questions, iteration, ctx.answer_timeout)
+        except TimeoutError:
+            self._unanswered(questions, f"no answer within {format_duration(ctx.answer_timeout or 0)}")
+            return []
         if answers is None:
-            return "aborted", "stopped while waiting for an answer"
+            return None
         ctx.answers.add(answers)
         for a in answers:
             rec.emit(AnswerReceived(message=f"answer: {a.question} → {a.answer}", source=a.source))
-        rec.set_status("running")
-        return None
+        return answers
+
+    async def _answer_agent(self, asked: AgentQuestion) -> list[str] | None:
+        """The agent's own question tool, mid-session (serve): routed to the loop's HITL channel."""
+        questions = [Question(question=q.question, options=list(q.options)) for q in asked.questions]
+        text = "; ".join(q.question for q in questions)
+        if self.ctx.settings.hitl == "off" or not self.ctx.answer_channel_open():
+            self.ctx.recorder.warn(f"the agent asked (no answer channel, or --hitl off; it goes on without): {text}")
+            return None
+        answers = await self._put_questions(questions, self.state.iteration)
+        self.ctx.recorder.set_status("running")
+        if not answers:
+            return None
+        by_question = {a.question: a.answer for a in answers}
+        return [by_question.get(q.question, "") for q in questions]
+
+    def _unanswered(self, questions: list[Question], why: str) -> None:
+        """Recorded in the state; the next prompt tells the agent nobody answered."""
+        for q in questions:
+            if q.question != ALWAYS_QUESTION:
+                self.ctx.recorder.emit(QuestionUnanswered(message=f"unanswered ({why}): {q.question}",
+                                                          question=q.question))
 
     # ------------------------------------------------------------ finish
     def _finish(self, status: RunStatus, reason: str) -> None:

@@ -35,6 +35,7 @@ from kilo_loop.run.events import (
     Warned,
 )
 from kilo_loop.run.state import (
+    ITERATIONS_KEPT,
     LOG_TAIL_LINES,
     IterationSummary,
     Question,
@@ -125,7 +126,8 @@ def _iteration_started(state: RunState, event: IterationStarted) -> Changes:
                                started_at=event.ts)
     items = state.iterations
     items = [*items[:-1], summary] if items and items[-1].iteration == number else [*items, summary]
-    return {"iteration": number, "current_stage_id": event.stage_id, "iterations": items,
+    return {"iteration": number, "current_stage_id": event.stage_id, "iterations": items[-ITERATIONS_KEPT:],
+            "iterations_total": max(state.iterations_total, number, len(items)),
             "stages": _stages(state, event.stage_id, "in_progress")}
 
 
@@ -148,9 +150,13 @@ def _reported(state: RunState, event: IterationReported) -> Changes:
     items = state.iterations
     at = next((i for i in range(len(items) - 1, -1, -1) if items[i].iteration == summary.iteration), None)
     items = [*items, summary] if at is None else [*items[:at], summary, *items[at + 1:]]
-    changes: Changes = {"iterations": items, "retry": RetryState()}
+    changes: Changes = {"iterations": items[-ITERATIONS_KEPT:], "retry": RetryState(),
+                        "iterations_total": max(state.iterations_total, summary.iteration, len(items))}
     if summary.outcome not in (*_UNFINISHED, "guard"):
-        changes.update(consecutive_guard_blocks=0, guard_note="")
+        if summary.guard_hits:  # calls refused before they ran (serve): one hit for the whole iteration
+            changes["consecutive_guard_blocks"] = state.consecutive_guard_blocks + 1
+        else:
+            changes.update(consecutive_guard_blocks=0, guard_note="")
     if event.session_id is not None:
         changes["session_id"] = event.session_id or None
     if event.stale_iterations is not None:
@@ -190,8 +196,9 @@ def _verify(state: RunState, event: VerifyFinished) -> Changes:
 
 
 def _guard(state: RunState, event: GuardBlocked) -> Changes:
-    changes: Changes = {"guard_blocks": state.guard_blocks + 1,
-                        "consecutive_guard_blocks": state.consecutive_guard_blocks + 1}
+    changes: Changes = {"guard_blocks": state.guard_blocks + 1}
+    if not event.before_execution:
+        changes["consecutive_guard_blocks"] = state.consecutive_guard_blocks + 1
     if event.note is not None:
         changes["guard_note"] = event.note
     return changes
