@@ -169,10 +169,13 @@ def test_resume_continues_an_interrupted_review_loop(project: Path, fake: FakeKi
                "--goal", str(goal), "--review", "--run-id", "rv", "-n", "4"]
     loop = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(fake.log.read_text().splitlines() if fake.log.exists() else []) < 3:
+    def in_second_iteration() -> bool:  # round 1 judged (ledger written), the fix session running
+        calls = fake.log.read_text().splitlines() if fake.log.exists() else []
+        return len(calls) >= 3 and "## Loop State" in loops_md(project)
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not in_second_iteration():
         time.sleep(0.2)
-    time.sleep(1.0)
     os.killpg(loop.pid, signal.SIGKILL)
     loop.wait()
     assert "## Loop State" in loops_md(project) and "- run: rv" in loops_md(project)

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kilo_loop.git import GitError
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.review import ledger
 from kilo_loop.review.budget import ReviewLoop, Size, decide, resolve_budget
@@ -112,7 +113,7 @@ class ReviewController:
         state = state or self._stages.setdefault(stage.id, _StageReview())
         try:
             state.base_tree = await asyncio.to_thread(tree_of_worktree, self.host.project)
-        except RuntimeError as exc:
+        except GitError as exc:
             self._log.warning(f"review: cannot record the tree before stage '{stage.title}': {exc}")
         if verify_command:
             verdict = await self.host.verify(verify_command)
@@ -267,7 +268,7 @@ class ReviewController:
         if state.base_tree:
             try:
                 diff, _ = await asyncio.to_thread(diff_since, self.host.project, state.base_tree)
-            except RuntimeError as exc:
+            except GitError as exc:
                 self._log.warning(f"review: cannot compute the diff since the stage began: {exc}")
         specs = [spec for spec in self.options.roles if spec.role in roles]
         round_no = (state.loop.round + 1) if state.loop is not None else 1

@@ -7,37 +7,27 @@ The loop's own folder is left out.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import tempfile
 from pathlib import Path
 
+from kilo_loop.git import git_output
 from kilo_loop.run.layout import LOOP_DIR
-
-_EXCLUDE = f":(exclude){LOOP_DIR}"
-_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_EXTERNAL_DIFF")
-
-
-def _git(project: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    base = {k: v for k, v in os.environ.items() if k not in _ENV_DROP}
-    done = subprocess.run(["git", *args], cwd=project, capture_output=True, text=True, errors="replace",
-                          env={**base, "GIT_OPTIONAL_LOCKS": "0", **(env or {})}, stdin=subprocess.DEVNULL,
-                          check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"git {args[0]} failed: {done.stderr.strip()[:400]}")
-    return done.stdout
 
 
 def tree_of_worktree(project: Path) -> str:
-    """The id of a tree object holding every tracked and untracked (not ignored) file as it is now."""
+    """The id of a tree object holding every tracked and untracked (not ignored) file as it is now.
+    GitError when git cannot do it."""
     with tempfile.TemporaryDirectory(prefix="kilo-loop-review-") as scratch:
         env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
-        _git(project, "add", "-A", "--", ".", _EXCLUDE, env=env)
-        return _git(project, "write-tree", env=env).strip()
+        git_output(project, "add", "-A", "--", ".", env=env)
+        git_output(project, "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", LOOP_DIR, env=env)
+        return git_output(project, "write-tree", env=env).decode().strip()
 
 
 def diff_since(project: Path, tree: str) -> tuple[str, list[str]]:
     """The diff from `tree` to the work tree as it is now, and the paths it touches."""
     now = tree_of_worktree(project)
     args = ("--no-color", "--no-ext-diff", "--no-textconv", tree, now)
-    return _git(project, "diff", *args), _git(project, "diff", "--name-only", *args).split()
+    diff = git_output(project, "diff", *args).decode(errors="replace")
+    names = git_output(project, "diff", "--name-only", "-z", *args).decode(errors="replace")
+    return diff, [name for name in names.split("\0") if name]
