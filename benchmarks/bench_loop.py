@@ -39,7 +39,7 @@ from pathlib import Path
 
 import orjson
 
-from kilo_loop.agent.ndjson import NdjsonEventParser
+from kilo_loop.agent.kilo.stream import NdjsonEventParser
 from kilo_loop.agent.protocol import GarbageLine
 
 CHUNK = 64 * 1024

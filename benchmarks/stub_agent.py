@@ -23,6 +23,7 @@ from pathlib import Path
 
 import orjson
 
+from kilo_loop.agent.prompt_lines import ITERATION_LINE, STAGE_LINE
 from kilo_loop.agent.protocol import (
     AgentEvent,
     AgentRequest,
@@ -32,7 +33,6 @@ from kilo_loop.agent.protocol import (
     TokenUsage,
     ToolUse,
 )
-from kilo_loop.loop.prompt import ITERATION_LINE, STAGE_LINE
 from kilo_loop.run.layout import ProjectLayout
 
 _TOKENS = TokenUsage(total=1_200, input=1_000, output=200)

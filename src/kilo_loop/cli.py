@@ -77,7 +77,7 @@ class LazyGroup(click.Group):
         command = super().get_command(ctx, name)
         return command.get_short_help_str(limit) if command else ""
 
-_HELP = """Run a headless coding agent (kilo run / opencode run) against a git repository,
+_HELP = """Run a headless coding agent (kilo, opencode, Claude Code, Codex, Gemini CLI, Cursor) against a git repository,
 iteration after iteration, until a goal's stages are done — verified, guarded,
 checkpointed and within budget.
 
@@ -104,6 +104,7 @@ def _options(func: Any) -> Any:
         # Execution
         click.option("-C", "--project", type=click.Path(path_type=Path), help="repository the agent works in (default cwd)"),
         click.option("-a", "--agent", help="agent name (default: the CLI's own default agent)"),
+        click.option("--mode", "mode", hidden=True, help="compatibility alias for --agent"),
         click.option("-m", "--model", help="model override (provider/model)"),
         click.option("--variant", help="reasoning variant (e.g. high, max)"),
         click.option("--thinking", is_flag=True, default=None, help="capture reasoning parts"),
@@ -114,7 +115,10 @@ def _options(func: Any) -> Any:
         click.option("--hitl", type=click.Choice(["always", "on-question", "off"]), help="human in the loop"),
         click.option("--answer-timeout", help="go on without an answer after this long, e.g. 90s, 10m "
                      "(default: wait; a dry run on a non-terminal: 20s)"),
-        click.option("--runtime", type=click.Choice(["auto", "kilo", "opencode"]), help="agent CLI (auto: from the binary name)"),
+        click.option("--runtime", type=click.Choice(["auto", "kilo", "opencode", "claude", "codex", "cursor", "gemini"]),
+                     help="agent CLI (auto: from the binary name in KILO_BIN, or the *_BIN set)"),
+        click.option("--isolate-home", is_flag=True, default=None,
+                     help="run the agent with HOME/XDG_* in the run directory (mode 0700)"),
         click.option("--transport", type=click.Choice(["serve", "run"]),
                      help="serve: one warm agent server, guard before execution (default); run: `<cli> run` per turn"),
         click.option("--max-iteration-minutes", type=float, help="per-iteration hard timeout (default 30)"),
@@ -182,6 +186,8 @@ def _given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
         values[name] = value
     if "session_mode" in values:
         values.setdefault("shared_context", values.pop("session_mode") == "continue")
+    if "mode" in values:
+        values.setdefault("agent", values.pop("mode"))
     if "no_confirm" in values:
         values["confirm"] = not values.pop("no_confirm")
     for parent_only in ("list_goals", "parallel", "merge"):

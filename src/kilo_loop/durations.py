@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(d|h|m|s|ms)?", re.IGNORECASE)
+_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|d|h|m|s)?", re.IGNORECASE)
 _UNITS = {"d": 86_400.0, "h": 3_600.0, "m": 60.0, "s": 1.0, "ms": 0.001, None: 1.0}
 
 

@@ -4,25 +4,21 @@ the event bus and its subscribers, then drive the orchestrator on one event loop
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import shutil
 import signal
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-import json5
-
-from kilo_loop.agent.cli_backend import CliBackend, detect_runtime
-from kilo_loop.agent.protocol import AgentBackend
-from kilo_loop.agent.registry import BackendLoadError, load_backend
+from kilo_loop.agent.protocol import AgentBackend, AgentPolicy, prepare_backend
+from kilo_loop.agent.registry import BackendLoadError, auto_runtime, create_backend, find_binary, load_backend
+from kilo_loop.agent.router import RuntimeRouter
 from kilo_loop.agent.serve import ServeBackend
 from kilo_loop.agent.simulator import DryRunBackend
 from kilo_loop.errors import UsageError
+from kilo_loop.fleet.child import INBOX_ENV
 from kilo_loop.git import NotAGitRepo, git_root
 from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
@@ -56,7 +52,6 @@ from kilo_loop.safety.checkpoint import (
     revert_to_checkpoint,
 )
 from kilo_loop.safety.guard import Guard
-from kilo_loop.safety.guard_config import inline_config_env
 from kilo_loop.safety.redact import Redactor
 from kilo_loop.safety.verify import run_verify
 from kilo_loop.settings import Settings
@@ -89,35 +84,47 @@ def resolve_goal(settings: Settings, project: Path) -> Goal:
     return load_goal(path.resolve())
 
 
-def find_agent_binary(settings: Settings) -> str:
-    requested = settings.kilo_bin or os.environ.get("KILO_BIN")
-    candidates = [requested] if requested else (["opencode"] if settings.runtime == "opencode" else ["kilo", "kilocode"])
-    for candidate in candidates:
-        found = shutil.which(candidate) if candidate else None
-        if found:
-            return found
-    names = " or ".join(c for c in candidates if c)
-    raise SetupError(
-        f"agent CLI not found: {names}. Install it (npm install -g @kilocode/cli, or opencode-ai) "
-        "or point KILO_BIN at the binary; --dry-run needs no CLI"
-    )
+def run_runtime(settings: Settings) -> str:
+    """The run's runtime: --runtime, or (auto) the one the binary's name or a *_BIN variable says."""
+    if settings.runtime != "auto":
+        return settings.runtime
+    return auto_runtime(settings.kilo_bin, os.environ)
 
 
-def make_backend(settings: Settings) -> tuple[AgentBackend, str]:
+def _cli_backend(runtime: str, settings: Settings, explicit: bool) -> AgentBackend:
+    try:
+        binary = find_binary(runtime, settings.kilo_bin if explicit else None, os.environ)
+        return create_backend(runtime, binary)
+    except BackendLoadError as exc:
+        raise SetupError(str(exc)) from exc
+
+
+def make_backend(settings: Settings, goal: Goal | None = None) -> tuple[AgentBackend, str]:
+    """The run's backend and runtime name; stages naming another runtime get theirs through a router."""
     if settings.dry_run:
         return DryRunBackend(ask_questions=settings.hitl != "off"), "dry-run"
     if settings.backend:
         try:
-            custom = load_backend(settings.backend)
+            custom = load_backend(settings.backend, settings)
         except BackendLoadError as exc:
             raise SetupError(str(exc)) from exc
         return custom, custom.name
-    binary = find_agent_binary(settings)
-    runtime = detect_runtime(binary, settings.runtime)
-    run_backend = CliBackend(binary, runtime)
-    if settings.transport == "serve":
-        return ServeBackend(binary, runtime.name, run_backend), runtime.name
-    return run_backend, runtime.name
+    runtime = run_runtime(settings)
+    backend = _with_transport(_cli_backend(runtime, settings, explicit=True), runtime, settings)
+    stage_runtimes = sorted({s.runtime for s in (goal.stages if goal else []) if s.runtime and s.runtime != runtime})
+    if not stage_runtimes:
+        return backend, runtime
+    others = {name: _with_transport(_cli_backend(name, settings, explicit=False), name, settings)
+              for name in stage_runtimes}
+    return RuntimeRouter(backend, others), runtime
+
+
+def _with_transport(backend: AgentBackend, runtime: str, settings: Settings) -> AgentBackend:
+    """kilo/opencode under `--transport serve` (the default): one warm server, `run` as its fallback."""
+    binary = getattr(backend, "binary", None)
+    if settings.transport == "serve" and runtime in ("kilo", "opencode") and isinstance(binary, str):
+        return ServeBackend(binary, runtime, backend)
+    return backend
 
 
 def default_agent(settings: Settings, runtime: str) -> str | None:
@@ -263,7 +270,9 @@ def plan_run(settings: Settings, project: Path, check_hitl: bool = True) -> RunP
     """The one run preparation, for the command line and the dashboard's launcher alike: the goal
     (a finished one only with `force`, reopened), the backend and the run directory (new or resumed).
     Raises SetupError (AllStagesDone, a bad goal, a missing agent CLI…) before anything is written."""
-    refusal = hitl_refusal(settings.hitl, _stdin_is_tty(), settings.dashboard) if check_hitl else None
+    # A plan steered through its inbox (--parallel, a fleet worker) has the many-runs dashboard to answer.
+    answerable = settings.dashboard or bool(os.environ.get(INBOX_ENV))
+    refusal = hitl_refusal(settings.hitl, _stdin_is_tty(), answerable) if check_hitl else None
     if refusal:
         raise SetupError(refusal)
     goal = resolve_goal(settings, project)
@@ -271,7 +280,7 @@ def plan_run(settings: Settings, project: Path, check_hitl: bool = True) -> RunP
         if not settings.force:
             raise AllStagesDone(goal)
         goal = reopen_all(goal)
-    backend, runtime = make_backend(settings)
+    backend, runtime = make_backend(settings, goal)
     prepared = prepare_run(settings, goal, project, runtime)
     return RunPlan(settings, project, goal, backend, runtime, prepared)
 
@@ -297,40 +306,12 @@ class SafetyHooks:
 
 
 # ------------------------------------------------------------------ execution
-_CLI_RUNTIMES: dict[str, Literal["kilo", "opencode"]] = {"kilo": "kilo", "opencode": "opencode"}
-
-
-def _kilo_snapshots_off(runtime: str, env: dict[str, str], environ: Mapping[str, str]) -> dict[str, str]:
-    """Turn off kilo's own snapshots in the child's inline config (unless the user set them).
-
-    The loop checkpoints every iteration itself, and a kilo killed mid-session (guard hit, Stop,
-    budget, timeout) leaves a snapshot lock behind that stalls the next session for about 2 minutes.
-    """
-    if runtime != "kilo":
-        return env
-    raw = env.get("KILO_CONFIG_CONTENT", environ.get("KILO_CONFIG_CONTENT", ""))
-    try:
-        config = json5.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return env  # the user's own broken config is passed on as it is
-    if not isinstance(config, dict) or "snapshot" in config:
-        return env
-    return {**env, "KILO_CONFIG_CONTENT": json.dumps({**config, "snapshot": False})}
-
-
-def _guard_parts(
-    settings: Settings, project: Path, runtime: str, warn: Callable[[str], None]
-) -> tuple[Guard | None, dict[str, str]]:
-    if not settings.guard:
-        return None, {}
-    guard = Guard(settings.guard_deny, settings.guard_allow, packs=settings.guard_packs)
-    name = _CLI_RUNTIMES.get(runtime)
-    if name is None:  # dry run or a custom backend: no CLI config to inject into
-        return guard, {}
-    config = inline_config_env(name, project, os.environ)
-    if config.note:
-        warn(config.note)
-    return guard, dict(config.env)
+def agent_policy(settings: Settings, project: Path, run_dir: Path) -> AgentPolicy:
+    """What the loop decided, for the backend to turn into its CLI's flags, env and config."""
+    return AgentPolicy(project=project, guard=settings.guard, guard_deny=tuple(settings.guard_deny),
+                       guard_allow=tuple(settings.guard_allow), guard_packs=dict(settings.guard_packs),
+                       run_dir=run_dir,
+                       isolate_home=settings.isolate_home, environ=dict(os.environ))
 
 
 def _force_exit(before_exit: Callable[[], None]) -> Callable[..., None]:
@@ -452,8 +433,10 @@ class RunHandle:
         recorder.open(start, self.resumed)
         for warning in warnings:
             recorder.warn(warning)
-        guard, agent_env = _guard_parts(settings, self.project, self.runtime, recorder.warn)
-        agent_env = _kilo_snapshots_off(self.runtime, agent_env, os.environ)
+        guard = Guard(settings.guard_deny, settings.guard_allow, packs=settings.guard_packs) if settings.guard else None
+        prepared = prepare_backend(self._backend, agent_policy(settings, self.project, self.layout.dir))
+        for note in prepared.notes:
+            recorder.warn(note)
         # Events reach the notifier redacted already (the bus did it), so it passes text on as it is.
         notifier = Notifier(settings.notify, lambda text: text, recorder.warn) if settings.notify else None
         if notifier is not None:
@@ -461,11 +444,11 @@ class RunHandle:
         recorder.emit(RunStarted(message=f"run {self.run_id} {'resumed' if self.resumed else 'started'}: "
                       f"{self.goal.title} ({len(self.goal.stages)} stage(s), runtime {self.runtime})"))
         if isinstance(self._backend, ServeBackend):
-            await self._open_server(self._backend, guard, agent_env)
+            await self._open_server(self._backend, guard, prepared.env)
         ctx = LoopContext(
             settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
             recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
-            agent_env=agent_env, answer_channel_open=self.answer_channel_open,
+            answer_channel_open=self.answer_channel_open,
             answer_timeout=effective_answer_timeout(settings.answer_timeout, settings.dry_run, _stdin_is_tty()),
             review=review_options(settings),
         )

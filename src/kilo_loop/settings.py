@@ -24,7 +24,7 @@ from kilo_loop.errors import ConfigError
 from kilo_loop.run.files import read_json
 
 HitlMode = Literal["always", "on-question", "off"]
-RuntimeMode = Literal["auto", "kilo", "opencode"]
+RuntimeMode = Literal["auto", "kilo", "opencode", "claude", "codex", "cursor", "gemini"]
 Transport = Literal["serve", "run"]
 CONFIG_RELATIVE = Path(".kilocode-loop") / "config.json"
 
@@ -54,6 +54,7 @@ class Settings(BaseSettings):
     hitl: HitlMode = "on-question"
     runtime: RuntimeMode = "auto"
     kilo_bin: str | None = None
+    isolate_home: bool = False  # the agent's HOME/XDG_* under the run directory
     # serve: one warm `<cli> serve` per run, the loop answering every permission; run: `<cli> run` each turn
     transport: Transport = "serve"
     backend: str | None = None  # module:attr of a custom AgentBackend (KILO_LOOP_BACKEND)
@@ -183,6 +184,7 @@ _CONFIG_ALIASES = {
     "context_warn_threshold": "context_warn_tokens",
     "context_tokens_threshold": "context_warn_tokens",
     "max_cost_usd": "max_cost",
+    "mode": "agent",  # seed 001's compatibility alias for the agent
 }
 
 # Unknown keys met while building a Settings (reported by load_settings once it is built).

@@ -28,6 +28,8 @@ from .fake_provider import Calls, FakeProvider, RecordedRequest, Runtime, call, 
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOLS_BIN = REPO_ROOT / ".tools" / "node_modules" / ".bin"
+# Where `TOOLS_DIR=.tools-extra scripts/install-agent-clis.sh` puts CLIs next to a shared .tools.
+EXTRA_TOOLS_BIN = REPO_ROOT / ".tools-extra" / "node_modules" / ".bin"
 INSTALL_HINT = "run scripts/install-agent-clis.sh"
 AUTO_FLAGS: dict[Runtime, str] = {"kilo": "--auto", "opencode": "--dangerously-skip-permissions"}
 RUN_TIMEOUT_S = 180.0
@@ -59,6 +61,14 @@ def find_agent_bins(bin_dir: Path = TOOLS_BIN) -> AgentBins:
     if missing:
         raise FileNotFoundError(f"{', '.join(missing)} not found in {bin_dir}: {INSTALL_HINT}")
     return AgentBins(kilo=bin_dir / "kilo", opencode=bin_dir / "opencode")
+
+
+def find_cli(name: str) -> Path:
+    """A pinned CLI from .tools (or .tools-extra); fails, never skips, when it is missing."""
+    for bin_dir in (TOOLS_BIN, EXTRA_TOOLS_BIN):
+        if os.access(bin_dir / name, os.X_OK):
+            return bin_dir / name
+    pytest.fail(f"{name} not found in {TOOLS_BIN} or {EXTRA_TOOLS_BIN}: {INSTALL_HINT}", pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -23,11 +23,11 @@ from tests.integration.test_loop import write_goal
 def test_no_wait_for_an_answer_when_no_iteration_follows(project: Path, fake: FakeKilo) -> None:
     goal = write_goal(project, "# One\n- [ ] Only\n")
     env = fake.env([done_iteration("stage-1", "a")])
-    command = [sys.executable, "-m", "kilo_loop", "-C", str(project), "--no-confirm", "--no-dashboard",
+    command = [sys.executable, "-m", "kilo_loop", "-C", str(project), "--no-confirm", "-p", "0",
                "--goal", str(goal), "--hitl", "always", "-n", "1"]
     proc = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        out, _ = proc.communicate(timeout=60)  # stdin stays open: an answer channel exists
+        out, _ = proc.communicate(timeout=60)  # the dashboard is up: an answer channel exists
     finally:
         proc.kill()
     assert proc.returncode == 0, out

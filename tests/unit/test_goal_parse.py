@@ -229,7 +229,7 @@ FULL_JSON = """{
   "verify": "make check",
   "stages": [
     {"id": "s1", "title": "Remove legacy libs", "details": "d", "done": true, "verify": "pnpm test",
-     "acceptance": "green", "model": "provider/fast", "agent": "code", "variant": "high"},
+     "acceptance": "green", "model": "provider/fast", "agent": "code", "variant": "high", "runtime": "claude"},
     {"title": "No id here"}
   ]
 }"""
@@ -242,7 +242,7 @@ def test_json_goal_with_every_field() -> None:
     first, second = goal.stages
     assert first.model_dump(exclude={"line", "protect", "size", "auto_fix"}) == {
         "id": "s1", "title": "Remove legacy libs", "details": "d", "done": True, "verify": "pnpm test",
-        "acceptance": "green", "model": "provider/fast", "agent": "code", "variant": "high",
+        "acceptance": "green", "model": "provider/fast", "agent": "code", "variant": "high", "runtime": "claude",
     }
     assert (second.id, second.done, second.verify) == ("stage-2", False, None)
 
@@ -408,3 +408,31 @@ def test_goal_from_text_long_and_multiline() -> None:
 def test_goal_from_text_empty() -> None:
     with pytest.raises(GoalError, match="empty"):
         goal_from_text(" \n\t ")
+
+
+def test_stage_runtime_and_the_mode_alias_in_markdown() -> None:
+    goal = parse_markdown_goal("# G\n- [ ] Port it :: runtime: claude :: mode: build\n- [ ] Plain\n", Path("g.md"))
+    first, second = goal.stages
+    assert (first.runtime, first.agent) == ("claude", "build")
+    assert second.runtime is None
+
+
+def test_unknown_stage_runtime_is_a_clear_error() -> None:
+    with pytest.raises(GoalError, match="unknown runtime 'claud'.*claude"):
+        parse_markdown_goal("# G\n- [ ] x :: runtime: claud\n", Path("g.md"))
+    with pytest.raises(GoalError, match="stage 1: unknown runtime 'vim'"):
+        parse_json_goal('{"title": "t", "stages": [{"title": "x", "runtime": "vim"}]}', Path("g.json"))
+
+
+def test_json_mode_is_an_alias_of_agent_but_not_both() -> None:
+    goal = parse_json_goal('{"title": "t", "stages": [{"title": "x", "mode": "plan"}]}', Path("g.json"))
+    assert goal.stages[0].agent == "plan"
+    with pytest.raises(GoalError, match='"agent" or its alias "mode"'):
+        parse_json_goal('{"title": "t", "stages": [{"title": "x", "mode": "a", "agent": "b"}]}', Path("g.json"))
+
+
+def test_stage_runtimes_match_the_agent_registry() -> None:
+    from kilo_loop.agent.registry import RUNTIMES
+    from kilo_loop.goal.parse import STAGE_RUNTIMES
+
+    assert set(STAGE_RUNTIMES) == set(RUNTIMES)

@@ -6,7 +6,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kilo_loop.agent.ndjson import NdjsonEventParser
+from kilo_loop.agent.kilo.stream import NdjsonEventParser
 from kilo_loop.agent.protocol import AgentError, GarbageLine, SessionStarted, StepFinished, Text, ToolUse
 
 

@@ -88,7 +88,7 @@ def test_percent_and_next_stage_from_goal() -> None:
 
 
 def test_prompt_lines_agents_read_back() -> None:
-    from kilo_loop.loop.prompt import ITERATION_LINE, STAGE_LINE
+    from kilo_loop.agent.prompt_lines import ITERATION_LINE, STAGE_LINE
 
     text = prompt()
     stage = STAGE_LINE.search(text)

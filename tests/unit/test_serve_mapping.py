@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kilo_loop.agent.ndjson import NdjsonEventParser
+from kilo_loop.agent.kilo.stream import NdjsonEventParser
 from kilo_loop.agent.protocol import AgentError, StepFinished, Text, TokenUsage, ToolUse
 from kilo_loop.agent.serve.mapping import PermissionAsk, QuestionAsk, TurnBusy, TurnIdle, TurnMapper
 from kilo_loop.agent.serve.sse import BadFrame, SseDecoder

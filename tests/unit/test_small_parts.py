@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from kilo_loop.agent.cli_backend import KILO, OPENCODE, build_command, child_environment, detect_runtime
+from kilo_loop.agent.kilo.runtime import KILO, OPENCODE, build_command, detect_runtime
 from kilo_loop.agent.protocol import AgentRequest, AgentResult
+from kilo_loop.agent.subprocess_run import child_environment
 from kilo_loop.loop.commands import Pause, SetSharedContext, command_for
 from kilo_loop.loop.control import AnswerItem, ControlError, RunControl
 from kilo_loop.loop.hitl import match_answers, resolve_option
@@ -98,25 +99,3 @@ def test_settings_errors_name_file_and_key(tmp_path: Path, body: str, needle: st
     with pytest.raises(ConfigError) as err:
         load_settings({}, tmp_path)
     assert str(config) in str(err.value) and needle in str(err.value)
-
-
-def test_cli_warnings_are_picked_from_stderr() -> None:
-    from kilo_loop.loop.orchestrator import cli_warnings
-
-    stderr = 'some log\n! agent "code-design" not found. Falling back to default agent\nWarning: slow disk\n'
-    assert cli_warnings(stderr) == ['agent "code-design" not found. Falling back to default agent',
-                                    "Warning: slow disk"]
-
-
-def test_kilo_snapshots_are_turned_off_unless_the_user_chose() -> None:
-    import json
-
-    from kilo_loop.runner import _kilo_snapshots_off
-
-    merged = _kilo_snapshots_off("kilo", {"KILO_CONFIG_CONTENT": '{"permission": {"bash": {"*": "allow"}}}'}, {})
-    assert json.loads(merged["KILO_CONFIG_CONTENT"]) == {"permission": {"bash": {"*": "allow"}}, "snapshot": False}
-    user = {"KILO_CONFIG_CONTENT": '{"snapshot": true}'}
-    assert _kilo_snapshots_off("kilo", {}, user) == {}
-    assert json.loads(_kilo_snapshots_off("kilo", {}, {})["KILO_CONFIG_CONTENT"]) == {"snapshot": False}
-    assert _kilo_snapshots_off("opencode", {}, {}) == {}
-    assert _kilo_snapshots_off("kilo", {}, {"KILO_CONFIG_CONTENT": "{broken"}) == {}

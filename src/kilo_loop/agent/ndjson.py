@@ -1,128 +1,50 @@
-"""Turn the `<cli> run --format json` NDJSON stream into normalized AgentEvents.
+"""Newline-delimited JSON streams, fed in arbitrary byte chunks, mapped to AgentEvents.
 
-The stream is fed in arbitrary byte chunks as it arrives; complete lines are
-parsed at once, a torn last line is parsed at `finish()`. Lines that are not
-JSON objects become `GarbageLine` events (logged and skipped by the loop).
-Older CLI releases printed every event twice, so events are de-duplicated by
-their part id (and, for tool calls, their status).
+Every CLI backend prints one JSON object a line; only the mapping from a decoded
+object to `AgentEvent`s differs, so each backend passes its own `EventMapper`.
+Complete lines are parsed at once, a torn last line at `finish()`. Lines that are
+not JSON objects become `GarbageLine` events (logged and skipped by the loop).
+The small field readers here (`as_dict`, `as_int`, `as_str`) are shared by the mappers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import orjson
 
-from kilo_loop.agent.protocol import (
-    AgentError,
-    AgentEvent,
-    GarbageLine,
-    Reasoning,
-    SessionStarted,
-    StepFinished,
-    Text,
-    TokenUsage,
-    ToolUse,
-)
+from kilo_loop.agent.protocol import AgentEvent, GarbageLine
 
 _GARBAGE_PREVIEW = 200
 
+EventMapper = Callable[[dict[str, Any]], Iterable[AgentEvent]]
 
-def _as_dict(value: Any) -> dict[str, Any]:
+
+def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _as_int(value: Any) -> int:
+def as_int(value: Any) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
-def _as_str(value: Any) -> str:
+def as_float(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def as_str(value: Any) -> str:
     if isinstance(value, str):
         return value
     return "" if value is None else orjson.dumps(value).decode()
 
 
-def parse_tokens(raw: Any) -> TokenUsage:
-    tokens = _as_dict(raw)
-    cache = _as_dict(tokens.get("cache"))
-    total = _as_int(tokens.get("total"))
-    usage = TokenUsage(
-        total=total,
-        input=_as_int(tokens.get("input")),
-        output=_as_int(tokens.get("output")),
-        reasoning=_as_int(tokens.get("reasoning")),
-        cache_read=_as_int(cache.get("read")),
-        cache_write=_as_int(cache.get("write")),
-    )
-    if not total:
-        summed = usage.input + usage.output + usage.reasoning + usage.cache_read + usage.cache_write
-        usage = TokenUsage(summed, usage.input, usage.output, usage.reasoning, usage.cache_read, usage.cache_write)
-    return usage
-
-
-def _error_event(raw: dict[str, Any]) -> AgentError:
-    error = raw.get("error")
-    if not isinstance(error, dict):
-        part = _as_dict(raw.get("part"))
-        error = part.get("error", error)
-    if not isinstance(error, dict):
-        return AgentError(name="Error", message=_as_str(error) or "unknown error")
-    data = _as_dict(error.get("data"))
-    message = _as_str(data.get("message") or error.get("message")) or _as_str(error)
-    status = data.get("statusCode")
-    if isinstance(status, int) and str(status) not in message:
-        message = f"HTTP {status}: {message}"
-    retryable = data.get("isRetryable")
-    return AgentError(
-        name=_as_str(error.get("name")) or "Error",
-        message=message,
-        retryable=retryable if isinstance(retryable, bool) else None,
-    )
-
-
-def _tool_event(part: dict[str, Any]) -> ToolUse:
-    state = _as_dict(part.get("state"))
-    tool_input = state.get("input")
-    return ToolUse(
-        tool=_as_str(part.get("tool")) or "tool",
-        input=tool_input if isinstance(tool_input, dict) else {},
-        status=_as_str(state.get("status")) or "completed",
-        output=_as_str(state.get("output")),
-        error=_as_str(state.get("error")),
-        call_id=_as_str(part.get("callID")),
-    )
-
-
-def event_from_object(raw: dict[str, Any]) -> AgentEvent | None:
-    """Map one decoded CLI event to an AgentEvent (None for events the loop ignores)."""
-    kind = raw.get("type")
-    part = _as_dict(raw.get("part"))
-    if kind == "tool_use":
-        return _tool_event(part)
-    if kind == "text":
-        return Text(_as_str(part.get("text")))
-    if kind == "reasoning":
-        return Reasoning(_as_str(part.get("text")))
-    if kind == "step_finish":
-        cost = part.get("cost")
-        return StepFinished(
-            tokens=parse_tokens(part.get("tokens")),
-            cost=float(cost) if isinstance(cost, (int, float)) else 0.0,
-            reason=_as_str(part.get("reason")),
-        )
-    if kind == "error":
-        return _error_event(raw)
-    return None
-
-
-class NdjsonEventParser:
+class NdjsonParser:
     """Incremental parser: feed() byte chunks, then finish() at end of stream."""
 
-    def __init__(self) -> None:
+    def __init__(self, mapper: EventMapper) -> None:
         self._buffer = bytearray()
-        self._seen_parts: set[tuple[str, str]] = set()
-        self.session_id: str | None = None
+        self._mapper = mapper
 
     def feed(self, chunk: bytes) -> Iterator[AgentEvent]:
         self._buffer += chunk
@@ -138,6 +60,9 @@ class NdjsonEventParser:
         rest = bytes(self._buffer)
         self._buffer.clear()
         yield from self.parse_line(rest)
+        closing = getattr(self._mapper, "finish", None)  # a mapper holding events back releases them
+        if callable(closing):
+            yield from closing()
 
     def parse_line(self, line: bytes) -> Iterator[AgentEvent]:
         if not line.strip():
@@ -150,27 +75,4 @@ class NdjsonEventParser:
         if not isinstance(raw, dict):
             yield GarbageLine(line[:_GARBAGE_PREVIEW].decode("utf-8", "replace"), "not a JSON object")
             return
-        if self._is_duplicate(raw):
-            return
-        session = raw.get("sessionID")
-        if isinstance(session, str) and session and session != self.session_id:
-            self.session_id = session
-            yield SessionStarted(session)
-        event = event_from_object(raw)
-        if event is not None:
-            yield event
-
-    def _is_duplicate(self, raw: dict[str, Any]) -> bool:
-        part = raw.get("part")
-        if not isinstance(part, dict):
-            return False
-        part_id = part.get("id")
-        if not isinstance(part_id, str) or not part_id:
-            return False
-        state = part.get("state")
-        status = state.get("status") if isinstance(state, dict) else None
-        key = (part_id, f"{raw.get('type')}:{status}")
-        if key in self._seen_parts:
-            return True
-        self._seen_parts.add(key)
-        return False
+        yield from self._mapper(raw)

@@ -1,13 +1,17 @@
 """The contract between the loop and an agent CLI backend.
 
 A backend turns an `AgentRequest` into a stream of normalized `AgentEvent`s and
-a final `AgentResult`. Backends are looked up by name (`kilo`, `opencode`,
-`dry-run`) or by a `module:attr` reference (see `agent.registry`).
+a final `AgentResult`. Before the first request the loop hands it an `AgentPolicy`
+(what the loop decided: guard on/off, project, run directory, environment) and the
+backend turns that into its own CLI's flags, environment and config files: the loop
+knows no CLI. Backends are looked up by runtime name (`kilo`, `opencode`, `claude`,
+`codex`, `gemini`, `cursor`, `dry-run`) or by a `module:attr` reference (see
+`agent.registry`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -26,6 +30,8 @@ class AgentRequest:
     auto_approve: bool = True
     timeout_s: float | None = None
     env: dict[str, str] = field(default_factory=dict)
+    # The runtime a goal stage asked for (None: the run's own); see agent.router.
+    runtime: str | None = None
 
 
 @dataclass(frozen=True)
@@ -151,6 +157,10 @@ class AgentResult:
     timed_out: bool = False
     killed: bool = False
     text: str = ""
+    # Warnings the CLI printed (e.g. kilo's `!` lines on stderr), already picked out by the backend.
+    warnings: list[str] = field(default_factory=list)
+    # The backend's own word on whether the failure is transient (None: the loop judges the text).
+    retryable: bool | None = None
 
     def mark_killed(self, reason: str) -> None:
         """The loop ended the session (guard, Stop, budget); the first error stays the reported one."""
@@ -186,3 +196,37 @@ class AgentBackend(Protocol):
     name: str
 
     def start(self, request: AgentRequest) -> AgentRun: ...
+
+
+@dataclass(frozen=True)
+class AgentPolicy:
+    """What the loop decided for a run; each backend turns it into its own CLI's terms."""
+
+    project: Path
+    guard: bool = True  # install the CLI's own pre-execution guard layer (deny rules, hooks)
+    guard_deny: tuple[str, ...] = ()  # the run's extra guard patterns (guardDeny / guardAllow)
+    guard_allow: tuple[str, ...] = ()
+    guard_packs: Mapping[str, bool] = field(default_factory=dict)  # rule packs switched on/off (guardPacks)
+    run_dir: Path | None = None  # where per-run files (generated settings, an isolated HOME) go
+    isolate_home: bool = False  # HOME/XDG_* for the agent under the run directory
+    environ: Mapping[str, str] = field(default_factory=dict)  # the environment the child inherits
+
+
+@dataclass(frozen=True)
+class Preparation:
+    """Environment entries to set on every session's child, and notes for the operator."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class PreparableBackend(AgentBackend, Protocol):
+    def prepare(self, policy: AgentPolicy) -> Preparation: ...
+
+
+def prepare_backend(backend: AgentBackend, policy: AgentPolicy) -> Preparation:
+    """`backend.prepare(policy)` when it has one (a third-party backend may not)."""
+    if isinstance(backend, PreparableBackend):
+        return backend.prepare(policy)
+    return Preparation()

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import orjson
 
+from kilo_loop.agent.prompt_lines import ITERATION_LINE, REPORT_FILE, STAGE_LINE
 from kilo_loop.agent.protocol import (
     AgentEvent,
     AgentRequest,
@@ -26,13 +27,13 @@ from kilo_loop.agent.protocol import (
     TokenUsage,
     ToolUse,
 )
-from kilo_loop.loop.prompt import ITERATION_LINE, STAGE_LINE
-from kilo_loop.run.layout import ProjectLayout
 
 _STAGES_TOTAL = re.compile(r"^\d+\. \[(?P<mark>.)\] ", re.MULTILINE)
 # A reviewer prompt (kilo_loop.review.prompt) names the one file the reviewer may write.
 _REVIEW_FILE = re.compile(r"^Write `(?P<path>\.kilocode-loop/review[\w-]*\.json)` as JSON:$", re.MULTILINE)
 QUESTION_MARKER = "## Operator answers"
+DEFAULT_PROGRESS = ".kilocode-loop/progress.json"
+DEFAULT_HANDOFF = ".kilocode-loop/handoff.md"
 DRY_RUN_QUESTION = "Which approach should the next stage take?"
 DRY_RUN_OPTIONS = ["Keep the current structure", "Refactor into smaller modules"]
 
@@ -124,10 +125,18 @@ class SimulatedRun:
         tokens = TokenUsage(total=4_000, input=3_700, output=300)
         self._result.tokens, self._result.cost, self._result.exit_code = tokens, 0.002, 0
         yield StepFinished(tokens=tokens, cost=0.002, reason="stop")
+    def _report_paths(self) -> tuple[Path, Path]:
+        """Where the prompt's report contract says to write, read back as a real agent would."""
+        named = [m["path"] for m in REPORT_FILE.finditer(self._request.prompt)]
+        progress = next((p for p in named if p.endswith("progress.json")), DEFAULT_PROGRESS)
+        handoff = next((p for p in named if p.endswith("handoff.md")), DEFAULT_HANDOFF)
+        cwd = Path(self._request.cwd)
+        return cwd / progress, cwd / handoff
 
     def _write_reports(self, iteration: int, stage_id: str, title: str, ask: bool, percent: int) -> None:
-        layout = ProjectLayout(Path(self._request.cwd))
-        layout.root.mkdir(parents=True, exist_ok=True)
+        progress_path, handoff_path = self._report_paths()
+        progress_path.parent.mkdir(parents=True, exist_ok=True)
+        handoff_path.parent.mkdir(parents=True, exist_ok=True)
         questions = [{"question": DRY_RUN_QUESTION, "options": DRY_RUN_OPTIONS}] if ask else []
         progress = {
             "iteration": iteration,
@@ -141,8 +150,8 @@ class SimulatedRun:
             "needsInput": ask,
             "questions": questions,
         }
-        layout.progress.write_bytes(orjson.dumps(progress, option=orjson.OPT_INDENT_2))
-        layout.handoff.write_text(
+        progress_path.write_bytes(orjson.dumps(progress, option=orjson.OPT_INDENT_2))
+        handoff_path.write_text(
             f"# Handoff after iteration {iteration}\n\n- State: {stage_id} simulated.\n- Next: continue the goal.\n",
             encoding="utf-8",
         )

@@ -19,9 +19,13 @@ TEXT_TAIL_CHARS = 20_000
 
 
 class ResultTally:
-    def __init__(self, result: AgentResult, text_tail_chars: int = TEXT_TAIL_CHARS) -> None:
+    """`token_totals="sum"` adds every StepFinished (kilo's per-step figures); "last" keeps the latest
+    (a CLI whose final event repeats the session's totals)."""
+
+    def __init__(self, result: AgentResult, text_tail_chars: int = TEXT_TAIL_CHARS, token_totals: str = "sum") -> None:
         self.result = result
         self.saw_activity = False
+        self._token_totals = token_totals
         self._text: deque[str] = deque()
         self._chars = 0
         self._limit = text_tail_chars
@@ -34,11 +38,15 @@ class ResultTally:
         if isinstance(event, SessionStarted):
             result.session_id = event.session_id
         elif isinstance(event, StepFinished):
-            result.tokens = result.tokens + event.tokens
-            result.cost += event.cost
+            if self._token_totals == "last":
+                result.tokens, result.cost = event.tokens, event.cost
+            else:
+                result.tokens = result.tokens + event.tokens
+                result.cost += event.cost
             result.context_tokens = event.tokens.total
-        elif isinstance(event, AgentError):
-            result.error = result.error or f"{event.name}: {event.message}"
+        elif isinstance(event, AgentError) and result.error is None:
+            result.error = f"{event.name}: {event.message}"
+            result.retryable = event.retryable
         elif isinstance(event, Text):
             self._keep(event.text)
 

@@ -39,6 +39,7 @@ class Stage(BaseModel):
     model: str | None = None
     agent: str | None = None
     variant: str | None = None
+    runtime: str | None = None  # the agent CLI for this stage (kilo, claude, …); None: the run's
     # Paths the implementer must not change in this stage (globs; see review.protect).
     protect: list[str] = []
     # Review retry budget: the stage's size picks the preset; `Auto-fix: N` overrides it.

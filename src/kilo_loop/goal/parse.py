@@ -9,11 +9,12 @@ Markdown grammar (what `parse_markdown_goal` accepts):
   (done), then the title. Stage ids are `stage-1`, `stage-2`, … in file order
   and each stage records its 1-based line so the file can be ticked in place.
 - After the title, ` :: name: value` directives set `verify`, `acceptance`,
-  `model`, `agent` and `variant`, and for the review loop `protect` (comma
-  separated globs), `size` (small/medium/large) and `auto-fix` (0-3). A
-  directive value cannot contain ` :: `. An `Auto-fix: N` line in an item's
-  details sets its budget too; a `Protect: globs` line in the description
-  protects paths for every stage.
+  `model`, `agent`, `variant` and `runtime` (`mode` is an alias of `agent`), and for the review
+  loop `protect` (comma separated globs), `size` (small/medium/large) and
+  `auto-fix` (0-3). An `Auto-fix: N` line in an item's details sets its
+  budget too; a `Protect: globs` line in the description protects paths for
+  every stage.
+  A directive value cannot contain ` :: `.
 - Lines indented deeper than an item (and not themselves items) are that
   item's `details`. Text before the first item is the goal's description.
 - Items inside fenced code blocks (``` or ~~~) are examples, not stages.
@@ -37,10 +38,13 @@ from kilo_loop.goal.model import Goal, GoalError, Stage
 MAX_GOAL_BYTES = 10 * 1024 * 1024
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
 JSON_SUFFIXES = frozenset({".json"})
-DIRECTIVES = ("verify", "acceptance", "model", "agent", "variant")
+DIRECTIVES = ("verify", "acceptance", "model", "agent", "variant", "runtime")
+DIRECTIVE_ALIASES = {"mode": "agent"}  # seed 001's compatibility name for the agent
+# The agent CLIs a stage may name (agent.registry.RUNTIMES; a unit test keeps the two in step).
+STAGE_RUNTIMES = ("kilo", "opencode", "claude", "codex", "cursor", "gemini")
 REVIEW_DIRECTIVES = ("protect", "size", "auto-fix")
 MARKDOWN_DIRECTIVES = (*DIRECTIVES, *REVIEW_DIRECTIVES)
-STAGE_FIELDS = ("id", "title", "details", "done", *DIRECTIVES, "protect", "size", "autoFix")
+STAGE_FIELDS = ("id", "title", "details", "done", *DIRECTIVES, *DIRECTIVE_ALIASES, "protect", "size", "autoFix")
 GOAL_FIELDS = ("title", "description", "stages", "verify", "protect", "$schema")
 SIZES = ("small", "medium", "large")
 MAX_AUTO_FIX = 3
@@ -158,6 +162,7 @@ def parse_directives(item: ChecklistItem, source: Path | None) -> tuple[str, dic
                 source, item.line,
             )
         key, value = found.group("key").lower(), found.group("value")
+        key = DIRECTIVE_ALIASES.get(key, key)
         if key not in MARKDOWN_DIRECTIVES:
             raise GoalError(
                 f"unknown directive {key!r}: use one of {', '.join(MARKDOWN_DIRECTIVES)} "
@@ -169,8 +174,14 @@ def parse_directives(item: ChecklistItem, source: Path | None) -> tuple[str, dic
                             source, item.line)
         if key in values:
             raise GoalError(f"directive {key!r} is given twice on this item: keep one", source, item.line)
+        _check_runtime(key, value, source, item.line)
         values[key] = value
     return title, values
+
+
+def _check_runtime(key: str, value: str | None, source: Path | None, line: int | None, where: str = "") -> None:
+    if key == "runtime" and value is not None and value not in STAGE_RUNTIMES:
+        raise GoalError(f"{where}unknown runtime {value!r}: use one of {', '.join(STAGE_RUNTIMES)}", source, line)
 
 
 @dataclass
@@ -360,6 +371,12 @@ def _stage_from_json(raw: object, index: int, source: Path | None) -> Stage:
     stage_id = _optional_str(raw.get("id"), where, "id", source) or f"stage-{index + 1}"
     details = _optional_str(raw.get("details"), where, "details", source) or ""
     extras = {key: _optional_str(raw.get(key), where, key, source) for key in DIRECTIVES}
+    for alias, key in DIRECTIVE_ALIASES.items():
+        value = _optional_str(raw.get(alias), where, alias, source)
+        if value is not None and extras[key] is not None:
+            raise GoalError(f'{where}: give "{key}" or its alias "{alias}", not both', source)
+        extras[key] = extras[key] or value
+    _check_runtime("runtime", extras["runtime"], source, None, f"{where}: ")
     review: dict[str, Any] = {}
     if raw.get("protect") is not None:
         review["protect"] = _checked_globs(_json_globs(raw["protect"], where, source), where, source)

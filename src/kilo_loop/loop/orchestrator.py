@@ -234,7 +234,7 @@ class Orchestrator:
             prompt=prompt, cwd=ctx.project, title=f"kilo-loop {state.run_id} #{iteration}: {stage.title}"[:120],
             agent=stage.agent or s.agent, model=stage.model or s.model, variant=stage.variant or s.variant,
             session_id=state.session_id if shared else None, thinking=s.thinking, auto_approve=s.auto,
-            timeout_s=s.max_iteration_minutes * 60, env=ctx.agent_env,
+            timeout_s=s.max_iteration_minutes * 60, env=ctx.agent_env, runtime=stage.runtime,
         )
 
     # ---------------------------------------------------------- session
@@ -322,7 +322,7 @@ class Orchestrator:
         ctx, rec, result = self.ctx, self.ctx.recorder, outcome.result
         summary.session_id = result.session_id
         summary.tool_calls = outcome.tool_calls
-        for line in cli_warnings(result.stderr_tail):
+        for line in result.warnings:
             rec.warn(f"agent CLI: {line}")
         session_id = self._next_session_id(outcome)
         if outcome.guard_rule:
@@ -635,12 +635,6 @@ def _previous(state: RunState) -> dict[str, str]:
     if item is None:
         return {}
     return {"topic": item.topic, "summary": item.summary, "percent": f"{item.percent}%", "nextStage": item.next_stage}
-
-
-def cli_warnings(stderr: str) -> list[str]:
-    """Warnings the CLI printed on stderr (kilo marks them with `!`), e.g. an unknown --agent."""
-    lines = (line.strip() for line in stderr.splitlines())
-    return [line.lstrip("! ").strip() for line in lines if line.startswith("!") or line.lower().startswith("warn")]
 
 
 def resume_command(settings: Settings, run_id: str) -> str:

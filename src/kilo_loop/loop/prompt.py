@@ -3,7 +3,6 @@ so the fixed scaffolding is short and each section appears only when it has cont
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -26,9 +25,6 @@ Set needsInput and questions only when you need an operator decision; the run wa
 HANDOFF_CONTRACT = """Also write `.kilocode-loop/handoff.md` (at most 120 lines) for the next, fresh session:
 current state, decisions & constraints, next steps, prepared data, open questions."""
 
-# The lines build_prompt writes that an agent (the dry-run simulator, a test stub) can read back.
-STAGE_LINE = re.compile(r"^Current stage: (?P<id>\S+) — (?P<title>.+)$", re.MULTILINE)
-ITERATION_LINE = re.compile(r"^Iteration (?P<n>\d+) of \d+\.$", re.MULTILINE)
 
 RULES = "Never commit, push or publish; the loop checkpoints and verifies your work itself."
 

@@ -25,6 +25,8 @@ def transient_reason(result: AgentResult) -> str | None:
     """
     if result.timed_out or result.killed or not result.failed:
         return None
+    if result.retryable and result.error:  # the backend knows its CLI's transient failures
+        return result.error.splitlines()[0][:200]
     for source in (result.error or "", result.stderr_tail):
         for line in source.splitlines():
             if _TRANSIENT.search(line):

@@ -66,6 +66,9 @@ _TOOL_VERBS = {
     "read": "Read", "edit": "Edit", "write": "Write", "bash": "Run", "grep": "Search", "glob": "Find",
     "list": "List", "webfetch": "Fetch", "websearch": "Search web", "todowrite": "Plan", "task": "Delegate",
     "apply_patch": "Patch", "patch": "Patch",
+    # Gemini CLI's and Claude Code's own names for the same actions
+    "run_shell_command": "Run", "write_file": "Write", "read_file": "Read", "replace": "Edit", "multiedit": "Edit",
+    "list_directory": "List", "search_file_content": "Search", "web_fetch": "Fetch", "google_web_search": "Search web",
 }
 _TARGET_KEYS = ("command", "filePath", "file_path", "path", "pattern", "url", "query", "description")
 

@@ -21,17 +21,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kilo_loop.agent.kilo.runtime import RuntimeName as Runtime
 from kilo_loop.agent.protocol import (
     AgentBackend,
     AgentEvent,
+    AgentPolicy,
     AgentQuestion,
     AgentRequest,
     AgentResult,
     AgentRun,
     GarbageLine,
     GuardRejected,
+    Preparation,
     QuestionOption,
     SessionStarted,
+    prepare_backend,
 )
 from kilo_loop.agent.serve.broker import GuardLike, PermissionBroker
 from kilo_loop.agent.serve.client import ServerClient, ServerError, ServerGone
@@ -40,7 +44,6 @@ from kilo_loop.agent.serve.mapping import PermissionAsk, QuestionAsk, TurnBusy, 
 from kilo_loop.agent.serve.process import PIDFILE, AgentServer, ServerSpec, ServerStartError, kill_leftovers
 from kilo_loop.agent.serve.sse import BadFrame
 from kilo_loop.agent.tally import ResultTally
-from kilo_loop.safety.guard_config import Runtime
 
 _SILENCE_S = 3.0  # poll the session's status after this long without a frame
 _UNCONFIRMED_TURN_S = 30.0  # a turn never seen busy counts as over (idle) only after this long
@@ -76,6 +79,10 @@ class ServeBackend:
         self._client: ServerClient | None = None
         self._lock = asyncio.Lock()
         self._warn: Callable[[str], None] = lambda _message: None
+
+    def prepare(self, policy: AgentPolicy) -> Preparation:
+        """The run fallback's child environment (deny globs, snapshots off, isolated home) is the server's too."""
+        return prepare_backend(self.fallback, policy)
 
     # ----------------------------------------------------------------- lifecycle
     async def open(self, *, project: Path, env: dict[str, str], guard: GuardLike | None, run_dir: Path,

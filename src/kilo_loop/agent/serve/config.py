@@ -20,7 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kilo_loop.safety.guard_config import CONFIG_ENV, PROJECT_CONFIG_FILES, Runtime, loads_jsonc
+from kilo_loop.agent.kilo.config import loads_jsonc
+from kilo_loop.agent.kilo.runtime import RUNTIMES
+from kilo_loop.agent.kilo.runtime import RuntimeName as Runtime
 
 BashRules = tuple[tuple[str, str], ...]
 
@@ -60,7 +62,7 @@ def serve_config(inline: Mapping[str, Any]) -> dict[str, Any]:
 
 def read_inline(runtime: Runtime, env: Mapping[str, str]) -> dict[str, Any] | None:
     """The inline config in `env`, or None when it is not a JSON object (passed on as it is)."""
-    raw = env.get(CONFIG_ENV[runtime], "")
+    raw = env.get(RUNTIMES[runtime].config_env, "")
     if not raw.strip():
         return {}
     try:
@@ -75,7 +77,7 @@ def serve_env(runtime: Runtime, env: Mapping[str, str]) -> dict[str, str]:
     inline = read_inline(runtime, env)
     if inline is None:
         return dict(env)
-    return {**env, CONFIG_ENV[runtime]: json.dumps(serve_config(inline))}
+    return {**env, RUNTIMES[runtime].config_env: json.dumps(serve_config(inline))}
 
 
 def _deny_rules(config: Any) -> list[tuple[str, str]]:
@@ -88,7 +90,7 @@ def _deny_rules(config: Any) -> list[tuple[str, str]]:
 def user_bash_rules(runtime: Runtime, project: Path, user_env: Mapping[str, str]) -> BashRules:
     """The user's own bash rules, project files first, their inline config last (it wins)."""
     rules: list[tuple[str, str]] = []
-    for name in PROJECT_CONFIG_FILES[runtime]:
+    for name in RUNTIMES[runtime].project_configs:
         path = project / name
         try:
             rules += _deny_rules(loads_jsonc(path.read_text(encoding="utf-8"))) if path.is_file() else []

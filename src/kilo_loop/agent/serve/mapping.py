@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kilo_loop.agent.ndjson import event_from_object
+from kilo_loop.agent.kilo.stream import event_from_object
 from kilo_loop.agent.protocol import AgentError, AgentEvent
 
 _PART_KINDS = {"tool": "tool_use", "text": "text", "reasoning": "reasoning", "step-finish": "step_finish"}

@@ -633,13 +633,13 @@
     if (runningCard && clock.runningFor !== null) runningCard.textContent = `running ${fmtDuration(clock.runningFor)}`;
   }
 
-  // A usage-limit wait: status waiting-quota, and the ISO time the limit resets in `quotaResetAt`.
+  // A usage-limit wait: status waiting-quota, and the ISO time the limit resets in `quotaUntil`.
   function renderQuota(run, now) {
     const box = $("quota-wait");
     const waiting = run.status === "waiting-quota";
     box.hidden = !waiting;
     if (!waiting) return;
-    const reset = parseTime(run.quotaResetAt);
+    const reset = parseTime(run.quotaUntil);
     box.textContent = reset === null ? "waiting for the usage limit to reset" : `usage limit: resumes in ${fmtDuration(reset - now)}`;
   }
 
@@ -657,7 +657,7 @@
     const waiting = { "waiting-answer": "Waiting for your answer: press Answer question", paused: "Paused: press Resume to go on", "waiting-quota": "Waiting for the usage limit to reset" };
     $("now-doing").textContent = final ? "" : (waiting[run.status] || S.nowDoing || "");
     fill($("now-tools"), ...(final ? [] : S.nowTools.map((tool) => h("li", { text: tool }))));
-    const unanswered = run.unansweredQuestions || []; // questions whose --answer-timeout elapsed
+    const unanswered = run.unanswered || []; // questions whose --answer-timeout elapsed
     const box = $("now-unanswered");
     box.hidden = !unanswered.length;
     box.textContent = unanswered.length ? `${unanswered.length} question(s) went unanswered (the run went on): ${unanswered.map((q) => q.question || q).join(" · ")}` : "";

@@ -1,15 +1,20 @@
-"""Backends that spawn `kilo run` / `opencode run --format json` and stream their events."""
+"""One agent CLI session as a subprocess: its own process group, stdin /dev/null, the
+stdout stream parsed into AgentEvents as it arrives, a stderr tail kept, the result filled in.
+
+Every CLI backend builds a `CliInvocation` (command, environment, stream parser, how to read
+warnings off stderr) and hands it to `CliAgentRun`; what differs between CLIs stays in their
+own packages.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
 from collections import deque
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Protocol
 
-from kilo_loop.agent.ndjson import NdjsonEventParser
 from kilo_loop.agent.protocol import AgentEvent, AgentRequest, AgentResult
 from kilo_loop.agent.tally import ResultTally
 from kilo_loop.safety.process_group import terminate_process_group
@@ -18,70 +23,56 @@ _READ_CHUNK = 1 << 16
 _STDERR_TAIL_LINES = 40
 
 
-@dataclass(frozen=True)
-class Runtime:
-    """What differs between kilo and opencode (the rest of `run` is shared)."""
+class StreamParser(Protocol):
+    def feed(self, chunk: bytes) -> Iterator[AgentEvent]: ...
 
-    name: str
-    auto_flag: str
-    config_env: str
-    project_configs: tuple[str, ...]
-    env_prefix: str
+    def finish(self) -> Iterator[AgentEvent]: ...
 
 
-KILO = Runtime("kilo", "--auto", "KILO_CONFIG_CONTENT", ("kilo.json", ".kilo/kilo.json"), "KILO")
-OPENCODE = Runtime(
-    "opencode",
-    "--dangerously-skip-permissions",
-    "OPENCODE_CONFIG_CONTENT",
-    ("opencode.json", ".opencode/opencode.json"),
-    "OPENCODE",
-)
-RUNTIMES = {"kilo": KILO, "opencode": OPENCODE}
+def no_warnings(stderr: str) -> list[str]:
+    return []
 
 
-def detect_runtime(binary: str, requested: str = "auto") -> Runtime:
-    """`auto` picks opencode when the binary's name says so, kilo otherwise."""
-    if requested in RUNTIMES:
-        return RUNTIMES[requested]
-    return OPENCODE if "opencode" in Path(binary).name.lower() else KILO
+@dataclass
+class CliInvocation:
+    command: list[str]
+    env: dict[str, str]
+    parser: StreamParser
+    warnings: Callable[[str], list[str]] = no_warnings
+    # Token totals: "sum" adds every StepFinished (kilo's per-step figures); "last" keeps the
+    # latest (CLIs whose final event repeats the session's totals).
+    token_totals: str = "sum"
+    # Called with the filled-in result at the end (e.g. to explain a CLI's refusal to start).
+    on_finish: Callable[[AgentResult], None] | None = None
 
 
-def build_command(binary: str, runtime: Runtime, request: AgentRequest) -> list[str]:
-    command = [binary, "run", "--format", "json"]
-    if request.auto_approve:
-        command.append(runtime.auto_flag)
-    for flag, value in (("--agent", request.agent), ("--model", request.model), ("--variant", request.variant)):
-        if value:
-            command += [flag, value]
-    if request.thinking:
-        command.append("--thinking")
-    command += ["--title", request.title]
-    if request.session_id:
-        command += ["--session", request.session_id]
-    command.append(request.prompt)
-    return command
-
-
-def child_environment(request: AgentRequest, base: dict[str, str] | None = None) -> dict[str, str]:
-    # Both CLIs take their working directory from PWD, not from the real cwd.
+def child_environment(request: AgentRequest, base: Mapping[str, str] | None = None,
+                      extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The inherited environment, the backend's entries, the request's, and PWD = the project
+    (kilo and opencode take their working directory from PWD, not from the real cwd)."""
     env = dict(os.environ if base is None else base)
+    env.update(extra or {})
     env.update(request.env)
     env["PWD"] = str(request.cwd)
     return env
 
 
 class CliAgentRun:
-    """One `run` subprocess: its own process group, stdin /dev/null, events parsed as they arrive."""
+    """One CLI subprocess; iterate `events()`, then read `result`."""
 
-    def __init__(self, binary: str, runtime: Runtime, request: AgentRequest) -> None:
-        self._command = build_command(binary, runtime, request)
+    def __init__(self, invocation: CliInvocation, request: AgentRequest) -> None:
+        self._invocation = invocation
+        self._command = invocation.command
         self._request = request
-        self._parser = NdjsonEventParser()
+        self._parser = invocation.parser
         self._result = AgentResult(exit_code=None, session_id=request.session_id)
         self._stderr: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
-        self._tally = ResultTally(self._result)
+        self._tally = ResultTally(self._result, token_totals=invocation.token_totals)
         self._process: asyncio.subprocess.Process | None = None
+
+    @property
+    def command(self) -> list[str]:
+        return list(self._command)
 
     @property
     def result(self) -> AgentResult:
@@ -97,7 +88,7 @@ class CliAgentRun:
             self._process = await asyncio.create_subprocess_exec(
                 *self._command,
                 cwd=self._request.cwd,
-                env=child_environment(self._request),
+                env=self._invocation.env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -155,20 +146,11 @@ class CliAgentRun:
         result = self._result
         result.exit_code = process.returncode
         result.stderr_tail = "\n".join(self._stderr)
+        result.warnings = self._invocation.warnings(result.stderr_tail)
         result.text = self._tally.text
         if not self._tally.saw_activity and result.error is None:
             result.error = f"agent produced no events (exit {process.returncode})"
         elif result.error is None and process.returncode not in (0, None) and not result.killed:
             result.error = f"agent exited with status {process.returncode}"
-
-
-class CliBackend:
-    """An AgentBackend for a kilo-lineage CLI binary."""
-
-    def __init__(self, binary: str, runtime: Runtime) -> None:
-        self.binary = binary
-        self.runtime = runtime
-        self.name = runtime.name
-
-    def start(self, request: AgentRequest) -> CliAgentRun:
-        return CliAgentRun(self.binary, self.runtime, request)
+        if self._invocation.on_finish is not None:
+            self._invocation.on_finish(result)

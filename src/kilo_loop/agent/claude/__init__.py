@@ -1,0 +1,1 @@
+"""Claude Code: stream-json sessions with the guard as a PreToolUse hook."""

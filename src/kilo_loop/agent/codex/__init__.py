@@ -1,0 +1,1 @@
+"""Codex: `codex exec --json` sessions with the guard as a PreToolUse hook."""

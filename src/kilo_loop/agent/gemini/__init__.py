@@ -1,0 +1,1 @@
+"""Gemini CLI: stream-json sessions with the guard as a BeforeTool hook."""

@@ -1,0 +1,95 @@
+"""The guard as a pre-tool hook for the CLIs that have one (Claude Code PreToolUse, Codex
+PreToolUse, Gemini CLI BeforeTool): `python -m kilo_loop.agent.hook --rules <file>`.
+
+The CLI runs this before every matching tool call with the call as JSON on stdin
+(`tool_name`, `tool_input`, `cwd`). A destructive call is refused by exiting 2 with
+the reason on stderr — the blocking answer all three CLIs understand — and a JSON
+deny decision on stdout for the CLIs that read one. Anything else exits 0 silently.
+Malformed input is let through: the hook must not block every tool on a protocol hiccup,
+and the loop's own guard still scans the stream.
+
+It runs on every tool call, so it imports only the guard: the loop writes the run's
+guardDeny/guardAllow patterns into the rules file once, so no settings are loaded here.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kilo_loop.safety.guard import Guard
+
+BLOCK_EXIT = 2
+RULES_FILE = "guard-rules.json"
+
+
+def hook_command(rules: Path, python: str | None = None) -> str:
+    """The shell command a CLI runs: this interpreter, this module, no CLI parsing on the way."""
+    return shlex.join([python or sys.executable, "-m", "kilo_loop.agent.hook", "--rules", str(rules)])
+
+
+def write_rules(path: Path, deny: Sequence[str], allow: Sequence[str], packs: Mapping[str, bool] | None = None) -> Path:
+    """The guard patterns and packs the hook applies, written once per run (0600)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"deny": list(deny), "allow": list(allow), "packs": dict(packs or {})}),
+                    encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def install_hook(directory: Path, deny: Sequence[str], allow: Sequence[str],
+                 packs: Mapping[str, bool] | None = None) -> str:
+    """Write the run's rules file in `directory`; the hook command that applies them."""
+    return hook_command(write_rules(directory / RULES_FILE, deny, allow, packs))
+
+
+def load_guard(rules: Path | None) -> Guard:
+    if rules is None:
+        return Guard()
+    try:
+        data = json.loads(rules.read_text(encoding="utf-8"))
+        return Guard(list(data.get("deny", [])), list(data.get("allow", [])), packs=dict(data.get("packs", {})))
+    except (OSError, ValueError, AttributeError, TypeError) as exc:
+        print(f"kilo-loop hook: ignoring the guard patterns in {rules}: {exc}", file=sys.stderr)
+        return Guard()
+
+
+def denial(raw: str, guard: Guard) -> str | None:
+    """The reason to refuse the tool call in `raw` (the hook's stdin), or None to let it run."""
+    try:
+        payload: Any = json.loads(raw) if raw.strip() else None
+    except ValueError:
+        return None
+    if not isinstance(payload, dict):
+        return None
+    tool, tool_input, cwd = payload.get("tool_name"), payload.get("tool_input"), payload.get("cwd")
+    if not isinstance(tool, str) or not isinstance(tool_input, dict):
+        return None
+    decision = guard.check_tool_use(tool, tool_input, cwd if isinstance(cwd, str) and cwd else None)
+    if not decision.denied:
+        return None
+    return f"denied by the loop's guard ({decision.rule}): {decision.reason}; reach the goal another way"
+
+
+def deny_json(reason: str) -> str:
+    return json.dumps({"decision": "block", "reason": reason, "hookSpecificOutput": {
+        "hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason}})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    rules = Path(args[args.index("--rules") + 1]) if "--rules" in args[:-1] else None
+    reason = denial(sys.stdin.read(), load_guard(rules))
+    if reason is None:
+        return 0
+    print(deny_json(reason))
+    print(reason, file=sys.stderr)
+    return BLOCK_EXIT
+
+
+if __name__ == "__main__":
+    sys.exit(main())
