@@ -53,6 +53,8 @@ NOTIFY_EVENTS: tuple[str, ...] = (
     "stalled",
     "run-done",
     "model-retry",
+    "review-block",
+    "review-gate",
 )
 
 # Colours the Slack attachment / picks the ntfy icon; the generic JSON payload drops it.
@@ -64,6 +66,8 @@ _EVENT_TYPES: dict[str, NotifyType] = {
     "stalled": NotifyType.WARNING,
     "run-done": NotifyType.SUCCESS,
     "model-retry": NotifyType.WARNING,
+    "review-block": NotifyType.WARNING,
+    "review-gate": NotifyType.INFO,
 }
 
 # Sends in flight at once; beyond this a notification is dropped (and logged), never queued.

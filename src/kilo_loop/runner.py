@@ -36,6 +36,7 @@ from kilo_loop.loop.control import RunControl
 from kilo_loop.loop.hitl import AnswerBook, effective_answer_timeout, hitl_refusal
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
 from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
+from kilo_loop.review.options import review_options
 from kilo_loop.run.bus import EventBus
 from kilo_loop.run.events import AgentServerStarted, RunEvent, RunStarted, StatusChanged, now_iso
 from kilo_loop.run.layout import ProjectLayout, RunLayout
@@ -459,6 +460,7 @@ class RunHandle:
             recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
             answer_channel_open=self.answer_channel_open,
             answer_timeout=effective_answer_timeout(settings.answer_timeout, settings.dry_run, _stdin_is_tty()),
+            review=review_options(settings),
         )
         self.control.prompt_extra = self.prompt_extra
         handler = CommandHandler(self.control, recorder, self._revert, self._checkpoints_of)

@@ -45,6 +45,7 @@ class PromptInput:
     shared_context: bool = False
     safety_feedback: str | None = None
     verify_feedback: str | None = None
+    review_feedback: str | None = None
     unanswered: Sequence[str] = ()
 
 
@@ -149,6 +150,8 @@ def build_prompt(data: PromptInput) -> str:
         sections.append("## Loop safety feedback\n" + _clip(data.safety_feedback))
     if data.verify_feedback:
         sections.append("## Verify failed last iteration\n" + _clip(data.verify_feedback))
+    if data.review_feedback:
+        sections.append("## Review findings to fix\n" + _clip(data.review_feedback))
     sections.append(_previous_section(data.previous))
     sections.append(_answers_section(data.answers))
     if data.unanswered:

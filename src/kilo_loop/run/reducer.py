@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from kilo_loop.review.events import REVIEW_HANDLERS
 from kilo_loop.run.events import (
     AnswerReceived,
     ControlChanged,
@@ -254,6 +255,7 @@ def _handler(cls: type[E], fn: Callable[[RunState, E], Changes]) -> tuple[type[R
 
 
 _HANDLERS: dict[type[RunEvent], Callable[..., Changes]] = dict([
+    *REVIEW_HANDLERS.items(),
     _handler(StatusChanged, _status),
     _handler(IterationStarted, _iteration_started),
     _handler(UsageCounted, _usage),
