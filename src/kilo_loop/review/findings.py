@@ -25,8 +25,8 @@ MAX_FINDINGS = 200
 MAX_TEXT = 2000
 
 _PRE_EXISTING = re.compile(r"^\s*pre-?existing\s*:\s*", re.IGNORECASE)
-_SEVERITY_WORD = re.compile(r"^\s*\[?(critical|high|medium|low)\]?\s*[:\-–]?\s*", re.IGNORECASE)
-_LOCATION = re.compile(r"^\s*(?P<file>[\w./@+-][\w./@+ -]*?\.?[\w-]*):(?P<line>\d+)(?::\d+)?\b\s*[:\-–]?\s*")
+_SEVERITY_WORD = re.compile(r"^\s*\[?(critical|high|medium|low)\]?\s*[:\-\u2013]?\s*", re.IGNORECASE)
+_LOCATION = re.compile(r"^\s*(?P<file>[\w./@+-][\w./@+ -]*?\.?[\w-]*):(?P<line>\d+)(?::\d+)?\b\s*[:\-\u2013]?\s*")
 _FILE_LINE = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?::\d+)?$")
 _KIND_ALIASES = {
     "issue": "issue", "finding": "issue", "acceptance-gap": "acceptance-gap", "acceptance_gap": "acceptance-gap",
