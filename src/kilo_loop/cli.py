@@ -79,12 +79,6 @@ class LazyGroup(click.Group):
         command = super().get_command(ctx, name)
         return command.get_short_help_str(limit) if command else ""
 
-# Flags parsed from the start whose feature lands with a later issue: using one prints a notice.
-NOT_ACTIVE_YET: dict[str, str] = {
-    "review": "the reviewer pass",
-    "review_agent": "the reviewer pass",
-}
-
 _HELP = """Run a headless coding agent (kilo, opencode, Claude Code, Codex, Gemini CLI, Cursor) against a git repository,
 iteration after iteration, until a goal's stages are done — verified, guarded,
 checkpointed and within budget.
@@ -155,7 +149,13 @@ def _options(func: Any) -> Any:
         click.option("--retry-delay", type=int, help="first backoff delay in ms (default 2000, doubles)"),
         click.option("--retry-max-delay", type=int, help="backoff cap in ms (default 60000)"),
         click.option("--review", is_flag=True, default=None, help="reviewer session after a stage passes verify"),
-        click.option("--review-agent", help="agent for the reviewer pass"),
+        click.option("--review-agent", help="agent for the reviewer(s) (default: the run's agent)"),
+        click.option("--review-wave", is_flag=True, default=None,
+                     help="code, test and security reviewers in parallel sessions (implies --review)"),
+        click.option("--review-retries", type=click.IntRange(0, 3),
+                     help="automatic fix retries before the gate (default by stage size: 1; large asks)"),
+        click.option("--review-gate", type=click.Choice(["always", "auto", "off"]),
+                     help="when the review gate asks the operator (default auto)"),
         click.option("--auto-fresh-tokens", type=int, help="shared mode: switch to a fresh session past this context"),
         click.option("--sync-goal/--no-sync-goal", default=None, help="tick [x] in a markdown goal (default on)"),
         click.option("--force", is_flag=True, default=None, help="run even when every stage is marked done"),
@@ -227,9 +227,6 @@ def main(ctx: click.Context, /, **params: Any) -> None:
     from kilo_loop.settings import load_settings
 
     cli_values = _given(ctx, params)
-    for name in sorted(set(cli_values) & set(NOT_ACTIVE_YET)):
-        click.echo(f"kilo-loop: --{name.replace('_', '-')} is accepted but not active yet "
-                   f"({NOT_ACTIVE_YET[name]} is not built yet)", err=True)
     project_hint = cli_values.get("project")
     settings = load_settings(cli_values, project_root(Path(project_hint) if project_hint else None))
     try:

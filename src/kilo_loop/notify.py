@@ -53,6 +53,8 @@ NOTIFY_EVENTS: tuple[str, ...] = (
     "stalled",
     "run-done",
     "model-retry",
+    "review-block",
+    "review-gate",
 )
 
 # Colours the Slack attachment / picks the ntfy icon; the generic JSON payload drops it.
@@ -64,6 +66,8 @@ _EVENT_TYPES: dict[str, NotifyType] = {
     "stalled": NotifyType.WARNING,
     "run-done": NotifyType.SUCCESS,
     "model-retry": NotifyType.WARNING,
+    "review-block": NotifyType.WARNING,
+    "review-gate": NotifyType.INFO,
 }
 
 # Sends in flight at once; beyond this a notification is dropped (and logged), never queued.
@@ -356,9 +360,10 @@ class Notifier:
         if loop is not None:
             try:
                 loop.call_soon_threadsafe(self._log_failure, route, event, detail)
-                return
             except RuntimeError:  # the loop has closed since notify(); log from this thread instead
                 pass
+            else:
+                return
         self._log_failure(route, event, detail)
 
     def _log_failure(self, route: _Route, event: str, detail: str) -> None:

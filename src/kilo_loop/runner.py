@@ -36,6 +36,7 @@ from kilo_loop.loop.control import RunControl
 from kilo_loop.loop.hitl import AnswerBook, effective_answer_timeout, hitl_refusal
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
 from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
+from kilo_loop.review.options import review_options
 from kilo_loop.run.bus import EventBus
 from kilo_loop.run.events import AgentServerStarted, RunEvent, RunStarted, StatusChanged, now_iso
 from kilo_loop.run.layout import ProjectLayout, RunLayout
@@ -271,7 +272,7 @@ def plan_run(settings: Settings, project: Path, check_hitl: bool = True) -> RunP
     Raises SetupError (AllStagesDone, a bad goal, a missing agent CLI…) before anything is written."""
     # A plan steered through its inbox (--parallel, a fleet worker) has the many-runs dashboard to answer.
     answerable = settings.dashboard or bool(os.environ.get(INBOX_ENV))
-    refusal = hitl_refusal(settings.hitl, _stdin_is_tty(), answerable) if check_hitl else None
+    refusal = hitl_refusal(settings.hitl, _stdin_can_answer(), answerable) if check_hitl else None
     if refusal:
         raise SetupError(refusal)
     goal = resolve_goal(settings, project)
@@ -353,6 +354,16 @@ def _install_signal_handlers(
 def _stdin_is_tty() -> bool:
     try:
         return os.isatty(sys.stdin.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _stdin_can_answer() -> bool:
+    """A terminal, or a pipe or file that scripted answers can come from (not /dev/null, not closed)."""
+    if _stdin_is_tty():
+        return True
+    try:
+        return not os.path.samefile(f"/proc/self/fd/{sys.stdin.fileno()}", os.devnull)
     except (AttributeError, OSError, ValueError):
         return False
 
@@ -452,6 +463,7 @@ class RunHandle:
             recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
             answer_channel_open=self.answer_channel_open,
             answer_timeout=effective_answer_timeout(settings.answer_timeout, settings.dry_run, _stdin_is_tty()),
+            review=review_options(settings),
         )
         self.control.prompt_extra = self.prompt_extra
         handler = CommandHandler(self.control, recorder, self._revert, self._checkpoints_of)

@@ -84,8 +84,14 @@ class Settings(BaseSettings):
     retry_max_delay: int = Field(60_000, ge=0)
     max_quota_wait: float | None = Field(12 * 3600.0, ge=0)  # seconds (90s, 5m, 6h); None: no bound
     answer_timeout: float | None = Field(None, ge=0)  # seconds; None: wait for the answer
-    review: bool = False
+    # true (the seed's single reviewer) or {"roles": ["code", "test", {"role": "security", "model": …}]}
+    review: bool | dict[str, Any] = False
     review_agent: str | None = None
+    review_wave: bool = False
+    review_retries: int | None = Field(None, ge=0, le=3)
+    review_gate: Literal["always", "auto", "off"] = "auto"
+    # The loop-policy answer for large stages (asked at pre-flight; manual, 0, when nobody answers).
+    review_large_retries: int | None = Field(None, ge=0, le=3)
     auto_fresh_tokens: int | None = Field(None, ge=1)
     sync_goal: bool = True
     force: bool = False
@@ -119,6 +125,22 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [item for item in re.split(r"[\s,]+", value) if item]
         return value
+
+    @field_validator("review", mode="after")
+    @classmethod
+    def _review_roles(cls, value: bool | dict[str, Any]) -> bool | dict[str, Any]:
+        if isinstance(value, dict):
+            from kilo_loop.review.options import ReviewConfigError, role_specs
+
+            try:
+                role_specs(value, None)
+            except ReviewConfigError as exc:
+                raise ValueError(str(exc)) from exc
+        return value
+
+    @property
+    def review_on(self) -> bool:
+        return bool(self.review) or self.review_wave
 
     @field_validator("guard_packs")
     @classmethod

@@ -13,6 +13,7 @@ Every request is recorded, so tests can assert what the model was shown.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -441,10 +442,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _drop(self) -> None:
         self.close_connection = True
-        try:
+        with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
 
 # --------------------------------------------------------------------------- CLI configuration

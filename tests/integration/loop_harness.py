@@ -50,7 +50,7 @@ def done_iteration(stage: str, file: str | None = None, percent: int = 50) -> li
     steps: list[dict[str, Any]] = [text(f"working on {stage}")]
     if file:
         steps.append({"write": file, "text": f"content for {stage}\n"})
-    return steps + [progress(stage, "done", percent), step()]
+    return [*steps, progress(stage, "done", percent), step()]
 
 
 def init_repo(path: Path) -> Path:

@@ -126,6 +126,8 @@ def _contains(new: Any, old: Any) -> bool:
     """`new` says everything `old` said: same values, maybe more keys."""
     if isinstance(old, dict):
         return isinstance(new, dict) and all(key in new and _contains(new[key], value) for key, value in old.items())
+    if isinstance(old, list):
+        return isinstance(new, list) and len(new) == len(old) and all(map(_contains, new, old))
     return bool(new == old)
 
 

@@ -25,7 +25,7 @@ def test_guard_hit_aborts_the_session_and_feeds_back(project: Path, fake: FakeKi
     assert first["outcome"] == "guard" and first["guardHits"] == 1
     config = json.loads(run.calls[0]["env_config"])
     rules = config["permission"]["bash"]
-    assert list(rules)[0] == "*" and rules["git push*"] == "deny"
+    assert next(iter(rules)) == "*" and rules["git push*"] == "deny"
 
 
 def test_guard_stop_exits_5_and_resume_reinjects_the_note(project: Path, fake: FakeKilo) -> None:

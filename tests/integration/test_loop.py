@@ -8,7 +8,14 @@ import time
 from pathlib import Path
 
 from tests.integration.loop_harness import (
-    FakeKilo, bash, done_iteration, error, progress, run_loop, step, text,
+    FakeKilo,
+    bash,
+    done_iteration,
+    error,
+    progress,
+    run_loop,
+    step,
+    text,
 )
 
 TWO_STAGES = "# Two stages\n\n- [ ] First stage\n- [ ] Second stage\n"

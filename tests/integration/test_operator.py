@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.loop_harness import REPO, FakeKilo, done_iteration, init_repo, progress, run_loop, step, text
+from tests.integration.loop_harness import (
+    REPO,
+    FakeKilo,
+    init_repo,
+    progress,
+    run_loop,
+    step,
+    text,
+)
 from tests.integration.test_setup_errors import cli
 
 SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
@@ -26,7 +34,7 @@ class Receiver:
         received = self.bodies
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 received.append(json.loads(self.rfile.read(length) or b"{}"))
                 self.send_response(200)

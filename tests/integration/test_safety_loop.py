@@ -10,7 +10,13 @@ import time
 from pathlib import Path
 
 from tests.integration.loop_harness import (
-    FakeKilo, done_iteration, error, progress, run_loop, step, text,
+    FakeKilo,
+    done_iteration,
+    error,
+    progress,
+    run_loop,
+    step,
+    text,
 )
 from tests.integration.test_loop import write_goal
 

@@ -77,10 +77,13 @@ def test_all_done_goal_needs_force(project: Path, fake: FakeKilo) -> None:
     assert forced.proc.returncode == 0 and len(forced.calls) == 1
 
 
-def test_inactive_flag_prints_a_notice(project: Path) -> None:
+def test_review_in_a_dry_run_is_played_by_the_simulator(project: Path) -> None:
     result = cli(["--goal-text", "x", "--dry-run", "--no-dashboard", "--review", "-n", "1", "--hitl", "off"], project,
                  {"KILO_LOOP_DRY_RUN_DELAY": "0"})
-    assert "--review is accepted but not active yet" in result.stderr
+    assert result.returncode == 0, result.stderr
+    assert "not active yet" not in result.stderr and "reviewer: pass" in result.stdout
+    (run,) = (project / ".kilocode-loop" / "runs").iterdir()
+    assert (run / "iterations" / "01-review-prompt.md").is_file()
 
 
 def test_help_lists_the_whole_reference() -> None:

@@ -99,7 +99,7 @@ def test_durations(text: str, seconds: float) -> None:
 
 @pytest.mark.parametrize("text", ["", "soon", "10 minutes", "1w", "m"])
 def test_a_duration_that_does_not_parse_is_refused(text: str) -> None:
-    with pytest.raises(ValueError, match="not a duration|empty duration"):
+    with pytest.raises(ValueError, match=r"not a duration|empty duration"):
         parse_duration(text)
 
 

@@ -52,7 +52,7 @@ def test_unknown_type_and_keys_survive() -> None:
 
 
 def test_every_type_is_registered_once() -> None:
-    assert all(cls.TYPE == name for name, cls in EVENT_TYPES.items())
+    assert all(name == cls.TYPE for name, cls in EVENT_TYPES.items())
     assert len(set(EVENT_TYPES.values())) == len(EVENT_TYPES)
 
 

@@ -240,7 +240,7 @@ def test_json_goal_with_every_field() -> None:
     assert goal.kind == "json"
     assert (goal.title, goal.description, goal.verify) == ("Stabilise the workflows module", "why", "make check")
     first, second = goal.stages
-    assert first.model_dump(exclude={"line"}) == {
+    assert first.model_dump(exclude={"line", "protect", "size", "auto_fix"}) == {
         "id": "s1", "title": "Remove legacy libs", "details": "d", "done": True, "verify": "pnpm test",
         "acceptance": "green", "model": "provider/fast", "agent": "code", "variant": "high", "runtime": "claude",
     }
@@ -418,7 +418,7 @@ def test_stage_runtime_and_the_mode_alias_in_markdown() -> None:
 
 
 def test_unknown_stage_runtime_is_a_clear_error() -> None:
-    with pytest.raises(GoalError, match="unknown runtime 'claud'.*claude"):
+    with pytest.raises(GoalError, match=r"unknown runtime 'claud'.*claude"):
         parse_markdown_goal("# G\n- [ ] x :: runtime: claud\n", Path("g.md"))
     with pytest.raises(GoalError, match="stage 1: unknown runtime 'vim'"):
         parse_json_goal('{"title": "t", "stages": [{"title": "x", "runtime": "vim"}]}', Path("g.json"))

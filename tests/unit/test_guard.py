@@ -493,3 +493,18 @@ def test_file_tools_may_not_write_ssh_or_shell_startup_files(guard: Guard) -> No
     assert guard.check_tool_use("edit", {"filePath": f"{home}/.bashrc"}).denied
     assert not guard.check_tool_use("write", {"filePath": "/repo/docs/.bashrc.example"}).denied
     assert not guard.check_tool_use("write", {"filePath": "/repo/src/app.py"}).denied
+
+
+@pytest.mark.parametrize(("opener", "closer"), [("$(", ")"), ('"$(', ')"'), ("${x:-$(", ")}"), ("( ", " )")])
+def test_deep_nesting_is_linear_and_bounded(guard: Guard, opener: str, closer: str) -> None:
+    """Nested substitutions were walked twice per level (2^depth); now once, and past
+    MAX_NESTING the command is denied instead of recursing on."""
+    for depth in (30, 1000):
+        decision = guard.check_command(opener * depth + "git status" + closer * depth)
+        assert decision.decision in ("allow", "deny") and decision.rule != "guard-error"
+    assert guard.check_command("$(" * 1000 + "ls" + ")" * 1000).rule == "unanalysable"
+
+
+def test_a_long_and_chain_is_not_too_deep(guard: Guard) -> None:
+    assert decide(guard, "ls " + "&& ls " * 2000) == "allow"
+    assert guard.check_command("ls " + "&& ls " * 2000 + "&& git push").rule == "git-push"

@@ -56,7 +56,7 @@ def test_malformed_values_are_config_errors(tmp_path: Path, config: dict[str, ob
 def test_broken_config_file_names_the_file(tmp_path: Path) -> None:
     (tmp_path / ".kilocode-loop").mkdir()
     (tmp_path / ".kilocode-loop" / "config.json").write_text("{not json")
-    with pytest.raises(ConfigError, match="config.json"):
+    with pytest.raises(ConfigError, match=r"config\.json"):
         project_guard_patterns(tmp_path, {})
 
 

@@ -82,7 +82,7 @@ async def test_a_server_that_exits_at_once_is_a_clear_start_error(tmp_path: Path
     async def never_healthy() -> bool:
         return False
 
-    with pytest.raises(ServerStartError, match="exited with status 3.*unknown command serve"):
+    with pytest.raises(ServerStartError, match=r"exited with status 3.*unknown command serve"):
         await server.start(never_healthy)
     await server.stop()
     assert not pidfile.exists()

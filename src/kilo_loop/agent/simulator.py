@@ -29,6 +29,8 @@ from kilo_loop.agent.protocol import (
 )
 
 _STAGES_TOTAL = re.compile(r"^\d+\. \[(?P<mark>.)\] ", re.MULTILINE)
+# A reviewer prompt (kilo_loop.review.prompt) names the one file the reviewer may write.
+_REVIEW_FILE = re.compile(r"^Write `(?P<path>\.kilocode-loop/review[\w-]*\.json)` as JSON:$", re.MULTILINE)
 QUESTION_MARKER = "## Operator answers"
 DEFAULT_PROGRESS = ".kilocode-loop/progress.json"
 DEFAULT_HANDOFF = ".kilocode-loop/handoff.md"
@@ -79,9 +81,14 @@ class SimulatedRun:
         return stage_id, title, iteration, ask, percent
 
     async def events(self) -> AsyncGenerator[AgentEvent, None]:
-        stage_id, title, iteration, ask, percent = self._plan()
         session = self._request.session_id or f"ses_dry{uuid.uuid4().hex[:20]}"
         self._result.session_id = session
+        review = _REVIEW_FILE.search(self._request.prompt)
+        if review is not None:
+            async for event in self._review(session, review["path"]):
+                yield event
+            return
+        stage_id, title, iteration, ask, percent = self._plan()
         script: list[AgentEvent] = [
             SessionStarted(session),
             Text(f"Working on {stage_id}: {title} (simulated, no API call)."),
@@ -103,6 +110,21 @@ class SimulatedRun:
         self._result.exit_code = 0
         yield step
 
+    async def _review(self, session: str, path: str) -> AsyncGenerator[AgentEvent, None]:
+        """Play a reviewer: read, then pass with one low finding (so the gate can be rehearsed)."""
+        for event in (SessionStarted(session), Text("Reviewing the stage (simulated, no API call)."),
+                      ToolUse("bash", {"command": "git diff --stat", "description": "Read the diff"}, "completed")):
+            if not await self._pause():
+                return
+            yield event
+        verdict = {"verdict": "pass", "questions": [],
+                   "findings": [{"severity": "low", "file": "README.md", "line": 1, "title": "Simulated nit"}]}
+        target = Path(self._request.cwd) / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(orjson.dumps(verdict))
+        tokens = TokenUsage(total=4_000, input=3_700, output=300)
+        self._result.tokens, self._result.cost, self._result.exit_code = tokens, 0.002, 0
+        yield StepFinished(tokens=tokens, cost=0.002, reason="stop")
     def _report_paths(self) -> tuple[Path, Path]:
         """Where the prompt's report contract says to write, read back as a real agent would."""
         named = [m["path"] for m in REPORT_FILE.finditer(self._request.prompt)]

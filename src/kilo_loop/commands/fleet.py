@@ -48,7 +48,9 @@ def worker_command(broker: str, workspace: Path, concurrency: int) -> None:
     redis_broker = make_broker(broker)
     config = WorkerConfig(workspace=workspace.expanduser().resolve())
     declare_actor(redis_broker, config)
-    worker = dramatiq.Worker(redis_broker, queues={QUEUE}, worker_threads=concurrency)
+    # worker_timeout caps how long an idle consumer sleeps between polls: with the default (1 s) the
+    # next job could wait a second after every finished one.
+    worker = dramatiq.Worker(redis_broker, queues={QUEUE}, worker_threads=concurrency, worker_timeout=100)
     worker.queue_prefetch = concurrency  # never hold a job another worker could be running
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

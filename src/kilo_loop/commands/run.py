@@ -9,6 +9,7 @@ Launcher mode (no goal): only the dashboard runs; runs start from `POST /api/sta
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from kilo_loop.durations import format_duration
 from kilo_loop.errors import KiloLoopError
 from kilo_loop.goal.listing import format_plan_list
 from kilo_loop.goal.registry import discover_plans
+from kilo_loop.review.preflight import ask_large_budget, needs_large_question
 from kilo_loop.run.state import RunState
 from kilo_loop.run.status import exit_code_for
 from kilo_loop.runner import (
@@ -88,6 +90,10 @@ def run_main(settings: Settings, list_goals: bool = False) -> int:
             return 0
         if settings.dashboard:
             dashboard = _prepare_dashboard(settings, project, "direct")
+        if should_confirm(settings) and needs_large_question(settings, plan.goal):
+            answer = ask_large_budget(input, click.echo)
+            settings = settings.model_copy(update={"review_large_retries": answer})
+            plan = dataclasses.replace(plan, settings=settings)
         if should_confirm(settings) and not _confirmed(plan, dashboard):
             if dashboard is not None:
                 dashboard.sock.close()

@@ -6,6 +6,7 @@ store the result (patch, report, run archive) or push the plan's branch.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import io
 import os
@@ -60,10 +61,8 @@ class WorkerConfig:
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     """The plan's process gets SIGTERM (a clean, resumable stop) when its worker dies."""
-    try:
+    with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:
-        pass
 
 
 class JobRun:
@@ -159,7 +158,7 @@ class JobRun:
         log = (self.config.workspace / f"{self.job.run_id}.log").open("ab")
         with log:
             process = subprocess.Popen(argv, cwd=self.root, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                       stderr=log, preexec_fn=_die_with_parent)  # noqa: PLW1509
+                                       stderr=log, preexec_fn=_die_with_parent)
             try:
                 while process.poll() is None:
                     self._tick(follower)
@@ -217,9 +216,12 @@ class JobRun:
             self.store.put_state(self.job.run_id, raw)
             self._meta_from_state(raw)
 
-    def _save_progress(self) -> None:
+    def _save_progress(self) -> tuple[str, bytes]:
+        """State, tree and run directory as another worker would resume from them; returned for reuse."""
         self._publish_state()
-        self.store.put_resume(self.job.run_id, self._base, self._tree_patch().encode(), self._archive())
+        patch, archive = self._tree_patch(), self._archive()
+        self.store.put_resume(self.job.run_id, self._base, patch.encode(), archive)
+        return patch, archive
 
     def _meta_from_state(self, raw: bytes) -> None:
         try:
@@ -245,13 +247,13 @@ class JobRun:
         return buffer.getvalue()
 
     def _finish(self, exit_code: int) -> dict[str, Any]:
-        self._save_progress()
+        patch, archive = self._save_progress()
         report = self.run_dir / "report.md"
         state = self.store.state(self.job.run_id) or {}
         status = str(state.get("status", f"exited {exit_code}"))
         fields: dict[str, bytes | str | int] = {
-            "exitCode": exit_code, "status": status, "patch": self._tree_patch(),
-            "report": report.read_text(encoding="utf-8") if report.is_file() else "", "archive": self._archive(),
+            "exitCode": exit_code, "status": status, "patch": patch,
+            "report": report.read_text(encoding="utf-8") if report.is_file() else "", "archive": archive,
         }
         if self.job.push_branch:
             fields["pushed"] = self._push_branch()

@@ -40,6 +40,11 @@ class Stage(BaseModel):
     agent: str | None = None
     variant: str | None = None
     runtime: str | None = None  # the agent CLI for this stage (kilo, claude, …); None: the run's
+    # Paths the implementer must not change in this stage (globs; see review.protect).
+    protect: list[str] = []
+    # Review retry budget: the stage's size picks the preset; `Auto-fix: N` overrides it.
+    size: Literal["small", "medium", "large"] | None = None
+    auto_fix: int | None = None
     # 1-based line of the checklist item in a markdown goal (used to tick it in place).
     line: int | None = None
 
@@ -52,6 +57,11 @@ class Goal(BaseModel):
     kind: GoalKind = "text"
     # Goal-wide verify command (JSON goals' top-level "verify"); a stage's own verify wins.
     verify: str | None = None
+    # Goal-wide protect globs; a stage's own protect list adds to them.
+    protect: list[str] = []
+
+    def protected_for(self, stage: Stage) -> list[str]:
+        return list(dict.fromkeys([*self.protect, *stage.protect]))
 
     def pending_stages(self) -> list[Stage]:
         return [stage for stage in self.stages if not stage.done]

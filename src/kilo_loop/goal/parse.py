@@ -9,7 +9,11 @@ Markdown grammar (what `parse_markdown_goal` accepts):
   (done), then the title. Stage ids are `stage-1`, `stage-2`, … in file order
   and each stage records its 1-based line so the file can be ticked in place.
 - After the title, ` :: name: value` directives set `verify`, `acceptance`,
-  `model`, `agent`, `variant` and `runtime` (`mode` is an alias of `agent`).
+  `model`, `agent`, `variant` and `runtime` (`mode` is an alias of `agent`), and for the review
+  loop `protect` (comma separated globs), `size` (small/medium/large) and
+  `auto-fix` (0-3). An `Auto-fix: N` line in an item's details sets its
+  budget too; a `Protect: globs` line in the description protects paths for
+  every stage.
   A directive value cannot contain ` :: `.
 - Lines indented deeper than an item (and not themselves items) are that
   item's `details`. Text before the first item is the goal's description.
@@ -38,8 +42,14 @@ DIRECTIVES = ("verify", "acceptance", "model", "agent", "variant", "runtime")
 DIRECTIVE_ALIASES = {"mode": "agent"}  # seed 001's compatibility name for the agent
 # The agent CLIs a stage may name (agent.registry.RUNTIMES; a unit test keeps the two in step).
 STAGE_RUNTIMES = ("kilo", "opencode", "claude", "codex", "cursor", "gemini")
-STAGE_FIELDS = ("id", "title", "details", "done", *DIRECTIVES, *DIRECTIVE_ALIASES)
-GOAL_FIELDS = ("title", "description", "stages", "verify", "$schema")
+REVIEW_DIRECTIVES = ("protect", "size", "auto-fix")
+MARKDOWN_DIRECTIVES = (*DIRECTIVES, *REVIEW_DIRECTIVES)
+STAGE_FIELDS = ("id", "title", "details", "done", *DIRECTIVES, *DIRECTIVE_ALIASES, "protect", "size", "autoFix")
+GOAL_FIELDS = ("title", "description", "stages", "verify", "protect", "$schema")
+SIZES = ("small", "medium", "large")
+MAX_AUTO_FIX = 3
+_AUTO_FIX_LINE = re.compile(r"^[ \t]*(?:[-*][ \t]+)?auto-fix:[ \t]*(?P<n>\S+)[ \t]*$", re.IGNORECASE | re.MULTILINE)
+_PROTECT_LINE = re.compile(r"^[ \t]*(?:[-*][ \t]+)?protect:[ \t]*(?P<globs>.+?)[ \t]*$", re.IGNORECASE | re.MULTILINE)
 NO_STAGES = "no stages: add '- [ ] …' checklist items"
 TITLE_LIMIT = 80
 
@@ -147,14 +157,16 @@ def parse_directives(item: ChecklistItem, source: Path | None) -> tuple[str, dic
         found = DIRECTIVE_PATTERN.match(raw)
         if found is None:
             raise GoalError(
-                f"{raw!r} is not a directive: write ':: name: value' with name one of {', '.join(DIRECTIVES)}",
+                f"{raw!r} is not a directive: write ':: name: value' with name one of "
+                f"{', '.join(MARKDOWN_DIRECTIVES)}",
                 source, item.line,
             )
         key, value = found.group("key").lower(), found.group("value")
         key = DIRECTIVE_ALIASES.get(key, key)
-        if key not in DIRECTIVES:
+        if key not in MARKDOWN_DIRECTIVES:
             raise GoalError(
-                f"unknown directive {key!r}: use one of {', '.join(DIRECTIVES)} (e.g. ':: verify: pnpm test')",
+                f"unknown directive {key!r}: use one of {', '.join(MARKDOWN_DIRECTIVES)} "
+                "(e.g. ':: verify: pnpm test')",
                 source, item.line,
             )
         if not value:
@@ -233,13 +245,62 @@ def parse_markdown_goal(text: str, source: Path | None = None) -> Goal:
     stages = []
     for number, draft in enumerate(outline.drafts, start=1):
         title, directives = parse_directives(draft.item, source)
-        stages.append(Stage(
-            id=f"stage-{number}", title=title, details=_block(draft.details), done=draft.item.done,
-            line=draft.item.line, **directives,
-        ))
+        details = _block(draft.details)
+        review = review_fields(directives, details, source, draft.item.line)
+        stages.append(Stage.model_validate({
+            "id": f"stage-{number}", "title": title, "details": details, "done": draft.item.done,
+            "line": draft.item.line, **directives, **review,
+        }))
     title = outline.title or (source.stem if source is not None else "Untitled plan")
-    return Goal(title=title, description=_block(outline.description), stages=stages, source=source,
-                kind="markdown")
+    description = _block(outline.description)
+    protect = [glob for found in _PROTECT_LINE.finditer(description) for glob in _globs(found.group("globs"))]
+    return Goal(title=title, description=description, stages=stages, source=source,
+                kind="markdown", protect=_checked_globs(protect, "goal", source))
+
+
+# ---------------------------------------------------------------- review fields
+
+
+def _globs(text: str) -> list[str]:
+    return [glob.strip() for glob in re.split(r"[,\s]+", text) if glob.strip()]
+
+
+def _checked_globs(globs: list[str], where: str, source: Path | None, line: int | None = None) -> list[str]:
+    from kilo_loop.review.protect import ProtectError, validate_patterns
+
+    try:
+        return validate_patterns(globs)
+    except ProtectError as exc:
+        raise GoalError(f"{where}: {exc}", source, line) from None
+
+
+def _auto_fix(value: object, where: str, source: Path | None, line: int | None = None) -> int:
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or int(text) > MAX_AUTO_FIX:
+        raise GoalError(f"{where}: auto-fix must be a whole number from 0 to {MAX_AUTO_FIX}, not {value!r}",
+                        source, line)
+    return int(text)
+
+
+def _size(value: object, where: str, source: Path | None, line: int | None = None) -> str:
+    if not isinstance(value, str) or value.strip().lower() not in SIZES:
+        raise GoalError(f"{where}: size must be one of {', '.join(SIZES)}, not {value!r}", source, line)
+    return value.strip().lower()
+
+
+def review_fields(directives: dict[str, str], details: str, source: Path | None, line: int | None) -> dict[str, Any]:
+    """Pop the markdown review directives (protect, size, auto-fix) into Stage fields."""
+    fields: dict[str, Any] = {}
+    if "protect" in directives:
+        fields["protect"] = _checked_globs(_globs(directives.pop("protect")), "protect", source, line)
+    if "size" in directives:
+        fields["size"] = _size(directives.pop("size"), "size", source, line)
+    auto_fix = directives.pop("auto-fix", None)
+    if auto_fix is None and (found := _AUTO_FIX_LINE.search(details)):
+        auto_fix = found.group("n")
+    if auto_fix is not None:
+        fields["auto_fix"] = _auto_fix(auto_fix, "auto-fix", source, line)
+    return fields
 
 
 # ---------------------------------------------------------------- json
@@ -316,9 +377,24 @@ def _stage_from_json(raw: object, index: int, source: Path | None) -> Stage:
             raise GoalError(f'{where}: give "{key}" or its alias "{alias}", not both', source)
         extras[key] = extras[key] or value
     _check_runtime("runtime", extras["runtime"], source, None, f"{where}: ")
+    review: dict[str, Any] = {}
+    if raw.get("protect") is not None:
+        review["protect"] = _checked_globs(_json_globs(raw["protect"], where, source), where, source)
+    if raw.get("size") is not None:
+        review["size"] = _size(raw["size"], where, source)
+    if raw.get("autoFix") is not None:
+        review["auto_fix"] = _auto_fix(raw["autoFix"], where, source)
     return Stage.model_validate(
-        {"id": stage_id, "title": title.strip(), "details": details, "done": done, **extras}
+        {"id": stage_id, "title": title.strip(), "details": details, "done": done, **extras, **review}
     )
+
+
+def _json_globs(value: object, where: str, source: Path | None) -> list[str]:
+    if isinstance(value, str):
+        return _globs(value)
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return [item.strip() for item in value if item.strip()]
+    raise GoalError(f'{where}: "protect" must be a list of glob strings, not {_type_name(value)}', source)
 
 
 def _check_unique_ids(stages: list[Stage], source: Path | None) -> None:
@@ -335,7 +411,7 @@ def parse_json_goal(text: str, source: Path | None = None) -> Goal:
     unknown = [key for key in data if key not in GOAL_FIELDS]
     if unknown:
         raise GoalError(f'unknown top-level field "{unknown[0]}": a goal has title, description, stages '
-                        "and an optional verify", source)
+                        "and an optional verify and protect", source)
     raw_stages = data.get("stages")
     if not isinstance(raw_stages, list):
         problem = "is missing" if raw_stages is None else f"must be an array, not {_type_name(raw_stages)}"
@@ -348,8 +424,9 @@ def parse_json_goal(text: str, source: Path | None = None) -> Goal:
     description = _optional_str(data.get("description"), "goal", "description", source) or ""
     verify = _optional_str(data.get("verify"), "goal", "verify", source)
     fallback = source.stem if source is not None else "Untitled goal"
+    protect = _json_globs(data["protect"], "goal", source) if data.get("protect") is not None else []
     return Goal(title=title or fallback, description=description, stages=stages, source=source,
-                kind="json", verify=verify)
+                kind="json", verify=verify, protect=_checked_globs(protect, "goal", source))
 
 
 # ---------------------------------------------------------------- entry points

@@ -88,11 +88,12 @@ def effective_answer_timeout(configured: float | None, dry_run: bool, stdin_is_t
     return DRY_RUN_ANSWER_TIMEOUT_S if dry_run and not stdin_is_tty else None
 
 
-def hitl_refusal(hitl: str, stdin_is_tty: bool, dashboard: bool) -> str | None:
-    """Why the run cannot start as configured (pre-flight), or None."""
-    if hitl == "always" and not stdin_is_tty and not dashboard:
-        return ("--hitl always needs someone to answer, but stdin is not a terminal and the dashboard is off: "
-                "run it in a terminal, drop --no-dashboard, or use --hitl on-question / off")
+def hitl_refusal(hitl: str, stdin_can_answer: bool, dashboard: bool) -> str | None:
+    """Why the run cannot start as configured (pre-flight), or None. Piped answers count as a channel."""
+    if hitl == "always" and not stdin_can_answer and not dashboard:
+        return ("--hitl always needs someone to answer, but stdin is not a terminal (nor a pipe of answers) "
+                "and the dashboard is off: run it in a terminal, pipe the answers in, drop --no-dashboard, "
+                "or use --hitl on-question / off")
     return None
 
 

@@ -34,6 +34,10 @@ from kilo_loop.loop.retry import QuotaLimit, backoff_delay_ms, quota_limit, tran
 from kilo_loop.loop.session import GuardLike, SessionOutcome, SessionRunner
 from kilo_loop.loop.stages import StageBook
 from kilo_loop.loop.workspace import Snapshot, changed_between, snapshot_worktree
+from kilo_loop.review.controller import ReviewOptions, role_costs
+from kilo_loop.review.events import ProtectedChanged, ReviewBlocked
+from kilo_loop.review.protect import protected_between
+from kilo_loop.review.wiring import build_controller, protected_feedback
 from kilo_loop.run.events import (
     AgentFailed,
     AnswerReceived,
@@ -55,7 +59,7 @@ from kilo_loop.run.events import (
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.report import iteration_line
-from kilo_loop.run.state import Answer, IterationSummary, Question, RunState, VerifyResult
+from kilo_loop.run.state import Answer, IterationSummary, Question, ReviewRoundSummary, RunState, VerifyResult
 from kilo_loop.run.status import RunStatus
 from kilo_loop.settings import Settings
 
@@ -90,6 +94,7 @@ class LoopContext:
     answer_channel_open: Callable[[], bool] = lambda: False
     rng: random.Random = field(default_factory=random.Random)
     answer_timeout: float | None = None  # seconds a question waits; None: until answered
+    review: ReviewOptions | None = None
 
 
 class Orchestrator:
@@ -107,6 +112,13 @@ class Orchestrator:
         self._quota_stop: str | None = None
         self._first_iteration = state.iteration + 1
         self._last_iteration = state.max_iterations
+        self._review_feedback: str | None = None
+        self._protected: list[str] = []
+        self._stage_start: dict[str, Snapshot] = {}
+        self.review = None if ctx.review is None else build_controller(
+            ctx.review, ctx.settings, ctx.goal, ctx.project, ctx.backend, ctx.recorder, ctx.control, ctx.guard,
+            ctx.agent_env, self._add_totals, self._verify_unless_stopped, ctx.answer_channel_open,
+            lambda: ctx.control.stop_requested or self._budget_stop is not None)
 
     @property
     def state(self) -> RunState:
@@ -117,6 +129,9 @@ class Orchestrator:
         rec = self.ctx.recorder
         rec.set_status("running")
         try:
+            if self.review is not None:
+                done = self.stages.completed(self.state)
+                self.review.resume([s.id for s in self.ctx.goal.stages if s.id not in done])
             status, reason = await self._loop()
         except Exception as exc:  # noqa: BLE001 — the run must end with a saved state and report, whatever broke
             rec.emit(Crashed(message=f"internal error: {exc}", traceback=traceback.format_exc()[-4000:]))
@@ -166,7 +181,12 @@ class Orchestrator:
         summary = IterationSummary(iteration=i, stage_id=stage.id, stage_title=stage.title, started_at=now_iso())
         rec.emit(IterationStarted(message=f"Iteration {i}/{self._last_iteration} — {stage.title}", iteration=i,
                                   stage_id=stage.id, stage_title=stage.title))
+        if self.review is not None:
+            command = None if self.ctx.settings.dry_run else self._verify_command(stage)
+            if await self.review.begin_iteration(stage, i, command):
+                self._last_snapshot = None  # the baseline verify may have written files
         before = await self._checkpoint_and_snapshot(i)
+        self._stage_start.setdefault(stage.id, before)
         request = self._request(stage, i)
         outcome = await self._run_session(request, summary)
         return await self._after_session(stage, summary, outcome, before)
@@ -207,7 +227,7 @@ class Orchestrator:
                 handoff=handoff, prompt_extra=ctx.control.prompt_extra or state.prompt_extra,
                 shared_context=shared and not handoff, safety_feedback=state.guard_note or None,
                 verify_feedback=state.verify_feedback or None,
-                unanswered=[q.question for q in state.unanswered],
+                unanswered=[q.question for q in state.unanswered], review_feedback=self._review_feedback,
             )
         )
         ctx.recorder.archive(iteration, "prompt.md", prompt)
@@ -241,7 +261,7 @@ class Orchestrator:
             summary.retries, summary.retry_reason = attempt, reason
             delay = backoff_delay_ms(attempt, s.retry_delay, s.retry_max_delay, ctx.rng)
             rec.set_status("retrying")
-            rec.emit(Warned(message=f"transient agent failure ({reason}); auto-retry ×{attempt} in "
+            rec.emit(Warned(message=f"transient agent failure ({reason}); auto-retry ×{attempt} in "  # noqa: RUF001 - the seed's wording
                                     f"{delay / 1000:.1f} s, continuing the same session",
                             about="retry", reason=reason, attempt=attempt, max_retries=s.max_retries))
             if await self._sleep_or_stop(delay / 1000):
@@ -310,6 +330,11 @@ class Orchestrator:
         summary.output_tokens += tokens.output
         summary.cost = round(summary.cost + step.cost, 6)
         summary.context_tokens = tokens.total
+        return self._add_totals(step)
+
+    def _add_totals(self, step: StepFinished) -> str | None:
+        """Every session's tokens (the implementer's and the reviewers') count toward the budgets."""
+        tokens = step.tokens
         self.ctx.recorder.emit(UsageCounted(tokens=tokens.total, input=tokens.input, output=tokens.output,
                                             reasoning=tokens.reasoning, cache_read=tokens.cache_read,
                                             cache_write=tokens.cache_write, cost=step.cost))
@@ -338,6 +363,10 @@ class Orchestrator:
         tree_changes = changed_between(before, after)
         changed = sorted(set(tree_changes) | set(progress.files_changed))
         self._run_files.update(dict.fromkeys(changed))
+        # Against the stage's start: a protected file put back as it was no longer blocks.
+        self._protected = protected_between(ctx.goal.protected_for(stage), self._stage_start[stage.id], after)
+        if self.review is not None:
+            self.review.fix_touched(stage.id, tree_changes)
         self._fill_summary(summary, progress, changed)
         if outcome.stopped:
             summary.outcome, summary.error = "stopped", "stopped by the operator"
@@ -393,13 +422,16 @@ class Orchestrator:
                                                stderr=result.stderr_tail[-2000:]))
             return False
         summary.outcome = "ok"
+        if self._protected:
+            self._protected_block(stage, summary)
+            return False
         claims_done = progress.stage_status == "done" and progress.stage_id in (None, stage.id)
         if progress.stage_status == "blocked" and progress.stage_id in (None, stage.id):
             self.ctx.recorder.emit(StageBlocked(message=f"the agent reports stage '{stage.title}' blocked",
                                                 stage_id=stage.id))
         if not claims_done:
             return False
-        command = self.stages.verify_command(stage, self.ctx.settings.verify)
+        command = self._verify_command(stage)
         if command and not self.ctx.settings.dry_run:
             verdict = await self._verify_unless_stopped(command)
             if verdict is None:
@@ -409,8 +441,36 @@ class Orchestrator:
                 self._verify_failed(stage, verdict)
                 return False
             self.ctx.recorder.emit(VerifyFinished(message=f"verify passed: `{command}`", passed=True))
+        if self.review is not None and not await self._reviewed(stage, summary):
+            return False
         self._mark_done(stage)
         return True
+
+    def _verify_command(self, stage: Stage) -> str | None:
+        return self.stages.verify_command(stage, self.ctx.settings.verify) or None
+
+    async def _reviewed(self, stage: Stage, summary: IterationSummary) -> bool:
+        """The review after verify passed: True when the stage may advance."""
+        assert self.review is not None
+        verdict = await self.review.review(stage, summary.iteration, summary.verify)
+        summary.review = verdict.summary
+        summary.questions += [Question(question=q) for q in verdict.questions]
+        self._review_feedback = verdict.feedback
+        if not verdict.advance and not verdict.stopped:
+            self.ctx.recorder.emit(ReviewBlocked(
+                message=f"review: stage '{stage.title}' is not done yet ({verdict.summary.count} blocking)",
+                stage_id=stage.id, count=verdict.summary.count, costs=role_costs(verdict.summary) or None))
+        return verdict.advance
+
+    def _protected_block(self, stage: Stage, summary: IterationSummary) -> None:
+        findings, feedback = protected_feedback(self._protected)
+        self._review_feedback = feedback
+        summary.warnings.append("protected files changed: " + ", ".join(self._protected))
+        summary.review = ReviewRoundSummary(step="protected", count=len(findings), verdict="block",
+                                            findings=[f.as_dict() for f in findings])
+        self.ctx.recorder.emit(ProtectedChanged(
+            message=f"protected file(s) changed: {', '.join(self._protected)}; stage '{stage.title}' is blocked",
+            stage_id=stage.id, files=list(self._protected)))
 
     async def _verify_unless_stopped(self, command: str) -> VerifyResult | None:
         """Run the verify command; a Stop cancels it (its process group is killed) and gives None."""
@@ -435,6 +495,7 @@ class Orchestrator:
             passed=False, exit_code=verdict.exit_code, stage_id=stage.id, command=verdict.command, feedback=feedback))
 
     def _mark_done(self, stage: Stage) -> None:
+        self._review_feedback = None
         self.ctx.recorder.emit(StageDone(message=f"stage done: {stage.title}", stage_id=stage.id))
         # A dry run changes no file but the loop's own, so the goal file is left as it is.
         s = self.ctx.settings

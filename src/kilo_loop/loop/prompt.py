@@ -45,6 +45,7 @@ class PromptInput:
     shared_context: bool = False
     safety_feedback: str | None = None
     verify_feedback: str | None = None
+    review_feedback: str | None = None
     unanswered: Sequence[str] = ()
 
 
@@ -71,7 +72,7 @@ def clip_handoff(text: str) -> str:
     """At most 120 lines and 16k characters (the prompt travels as one command-line argument)."""
     lines = text.strip().splitlines()
     if len(lines) > HANDOFF_MAX_LINES:
-        lines = lines[:HANDOFF_MAX_LINES] + [f"…({len(lines) - HANDOFF_MAX_LINES} more lines dropped)"]
+        lines = [*lines[:HANDOFF_MAX_LINES], f"…({len(lines) - HANDOFF_MAX_LINES} more lines dropped)"]
     return _clip("\n".join(lines), HANDOFF_MAX_CHARS)
 
 
@@ -149,6 +150,8 @@ def build_prompt(data: PromptInput) -> str:
         sections.append("## Loop safety feedback\n" + _clip(data.safety_feedback))
     if data.verify_feedback:
         sections.append("## Verify failed last iteration\n" + _clip(data.verify_feedback))
+    if data.review_feedback:
+        sections.append("## Review findings to fix\n" + _clip(data.review_feedback))
     sections.append(_previous_section(data.previous))
     sections.append(_answers_section(data.answers))
     if data.unanswered:

@@ -11,17 +11,20 @@ class StageBook:
     def __init__(self, goal: Goal) -> None:
         self.goal = goal
 
+    def completed(self, state: RunState) -> set[str]:
+        """Done in the goal file or during the run (a set: a 1,000-stage goal is checked per iteration)."""
+        done = set(state.completed_stages)
+        return {s.id for s in self.goal.stages if s.done or s.id in done}
+
     def is_done(self, stage: Stage, state: RunState) -> bool:
         return stage.done or stage.id in state.completed_stages
 
     def next_stage(self, state: RunState) -> Stage | None:
-        return next((s for s in self.goal.stages if not self.is_done(s, state)), None)
+        done = set(state.completed_stages)
+        return next((s for s in self.goal.stages if not (s.done or s.id in done)), None)
 
     def open_count(self, state: RunState) -> int:
-        return sum(1 for s in self.goal.stages if not self.is_done(s, state))
-
-    def completed(self, state: RunState) -> set[str]:
-        return {s.id for s in self.goal.stages if self.is_done(s, state)}
+        return len(self.goal.stages) - len(self.completed(state))
 
     def verify_command(self, stage: Stage, fallback: str | None) -> str:
         return (stage.verify or self.goal.verify or fallback or "").strip()

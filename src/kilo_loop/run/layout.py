@@ -8,7 +8,8 @@ from pathlib import Path
 
 LOOP_DIR = ".kilocode-loop"
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_IGNORED = ("runs/", "trash/", "worktrees/", "progress.json", "answers.json", "handoff.md", "review.json", ".gitignore")
+_IGNORED = ("runs/", "trash/", "worktrees/", "progress.json", "answers.json", "handoff.md", "review.json",
+            "review-*.json", "ledger/", ".gitignore")
 _GITIGNORE = "# kilo-loop working files (goals/ and config.json may be committed)\n" + "".join(f"{p}\n" for p in _IGNORED)
 
 

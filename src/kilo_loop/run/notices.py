@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kilo_loop.review.events import review_notice
 from kilo_loop.run.events import (
     GuardBlocked,
     QuotaWait,
@@ -34,6 +35,9 @@ def notice_for(event: RunEvent, state: RunState) -> Notice | None:
 
 
 def _notice(event: RunEvent, state: RunState) -> Notice | None:
+    review = review_notice(event, state)
+    if review is not None:
+        return Notice(*review)
     if isinstance(event, Warned) and event.about == "retry":
         return Notice("model-retry", f"Retrying iteration {state.iteration}", f"{event.reason} (attempt {event.attempt})")
     if isinstance(event, Warned) and event.about == "unasked":

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from kilo_loop.review.events import REVIEW_HANDLERS
 from kilo_loop.run.events import (
     AnswerReceived,
     ControlChanged,
@@ -172,7 +173,8 @@ def _finished(state: RunState, event: IterationFinished) -> Changes:
 def _stage_done(state: RunState, event: StageDone) -> Changes:
     done = set(state.completed_stages) | {event.stage_id}
     order = [s.id for s in state.stages]
-    completed = [i for i in order if i in done] + [i for i in state.completed_stages if i not in order]
+    known = set(order)
+    completed = [i for i in order if i in done] + [i for i in state.completed_stages if i not in known]
     if event.stage_id not in completed:
         completed.append(event.stage_id)
     return {"completed_stages": completed, "stages": _stages(state, event.stage_id, "done"),
@@ -253,6 +255,7 @@ def _handler(cls: type[E], fn: Callable[[RunState, E], Changes]) -> tuple[type[R
 
 
 _HANDLERS: dict[type[RunEvent], Callable[..., Changes]] = dict([
+    *REVIEW_HANDLERS.items(),
     _handler(StatusChanged, _status),
     _handler(IterationStarted, _iteration_started),
     _handler(UsageCounted, _usage),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kilo_loop.durations import format_duration
 from kilo_loop.run.receipts import stage_receipts
-from kilo_loop.run.state import IterationSummary, RunState
+from kilo_loop.run.state import IterationSummary, ReviewRoundSummary, RunState
 
 
 def format_tokens(count: int) -> str:
@@ -46,6 +46,26 @@ def _verify_lines(item: IterationSummary) -> list[str]:
     return lines
 
 
+def review_lines(review: ReviewRoundSummary | None) -> list[str]:
+    """The review verdict, each reviewer's cost and the findings, for an iteration report."""
+    if review is None:
+        return []
+    gate = f", gate: {review.gate}" if review.gate else ""
+    lines = ["", "## Review", "",
+             (f"- Verdict: {review.verdict} (round {review.round}, {review.step}, {review.count} blocking, "
+             f"budget {review.budget}{gate})")]
+    for role in review.roles:
+        final = " (final pass)" if role.final_pass else ""
+        lines.append(f"- {role.role}{final}: {role.verdict}, {role.findings} finding(s), "
+                     f"{format_tokens(role.tokens)} tokens, {format_cost(role.cost)}")
+    for finding in review.findings:
+        where = f" at {finding['file']}" + (f":{finding['line']}" if finding.get("line") else "") \
+            if finding.get("file") else ""
+        pre = " (pre-existing)" if finding.get("preExisting") else ""
+        lines.append(f"  - [{finding['role']}/{finding['severity']}]{pre} {finding['title']}{where}")
+    return lines
+
+
 def iteration_report_md(item: IterationSummary) -> str:
     lines = [
         f"# Iteration {item.iteration} — {item.stage_title or item.stage_id or 'goal'}",
@@ -66,6 +86,7 @@ def iteration_report_md(item: IterationSummary) -> str:
     if item.guard_hits:
         lines.append(f"- Guard hits: {item.guard_hits} ({item.guard_reason})")
     lines += _verify_lines(item)
+    lines += review_lines(item.review)
     if item.error:
         lines.append(f"- Error: {item.error}")
     if item.summary:
@@ -77,6 +98,23 @@ def iteration_report_md(item: IterationSummary) -> str:
     if item.warnings:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in item.warnings]
     return "\n".join(lines) + "\n"
+
+
+def _review_section(iterations: list[IterationSummary]) -> list[str]:
+    reviewed = [item for item in iterations if item.review is not None]
+    if not reviewed:
+        return []
+    lines = ["", "## Review", "", "| # | step | verdict | blocking | reviewer | tokens | cost |", "|---|---|---|---|---|---|---|"]
+    for item in reviewed:
+        review = item.review
+        assert review is not None
+        head = f"| {item.iteration} | {review.step} | {review.verdict} | {review.count} |"
+        if not review.roles:
+            lines.append(f"{head} — | — | — |")
+        for role in review.roles:
+            who = role.role + (" (final)" if role.final_pass else "")
+            lines.append(f"{head} {who} | {role.tokens} | {format_cost(role.cost)} |")
+    return lines
 
 
 def run_report_md(state: RunState, iterations: list[IterationSummary] | None = None) -> str:
@@ -102,12 +140,14 @@ def run_report_md(state: RunState, iterations: list[IterationSummary] | None = N
     lines += [f"- [{'x' if s.status == 'done' else ' '}] {s.title} — {s.status}" for s in state.stages]
     lines += _receipt_lines(state)
     lines += ["", "## Iterations", "", "| # | stage | outcome | tokens | cost | % | verify |", "|---|---|---|---|---|---|---|"]
-    for item in state.iterations if iterations is None else iterations:
+    history = state.iterations if iterations is None else iterations
+    for item in history:
         verify = "—" if item.verify is None else ("pass" if item.verify.passed else "fail")
         lines.append(
             f"| {item.iteration} | {item.stage_title or '—'} | {item.outcome} | {item.tokens} "
             f"| {format_cost(item.cost)} | {item.percent} | {verify} |"
         )
+    lines += _review_section(history)
     if state.resume_command:
         lines += ["", f"Resume this run: `{state.resume_command}`"]
     return "\n".join(lines) + "\n"

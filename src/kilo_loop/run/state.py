@@ -66,6 +66,45 @@ class Answer(WireModel):
     answered_at: str = ""
 
 
+class ReviewRoleRun(WireModel):
+    """One reviewer session of a review round: its verdict and what it cost."""
+
+    role: str
+    verdict: str = "block"
+    findings: int = 0
+    malformed: bool = False
+    tokens: int = 0
+    cost: float = 0.0
+    session_id: str | None = None
+    started_at: str = ""
+    finished_at: str = ""
+    final_pass: bool = False
+
+
+class ReviewRoundSummary(WireModel):
+    """The review that ran after this iteration's stage passed verify."""
+
+    round: int = 1
+    step: str = ""  # retry | clean | thrash | exhausted | recheck | blocked | protected
+    count: int = 0
+    budget: int = 0
+    verdict: str = "block"  # pass when the stage advanced
+    roles: list[ReviewRoleRun] = Field(default_factory=list)
+    findings: list[dict[str, Any]] = Field(default_factory=list)
+    gate: str = ""  # asked | fix | resolved | skipped | ""
+
+
+class ReviewGateState(WireModel):
+    """The open review gate the terminal and dashboard answer (one at a time)."""
+
+    stage_id: str
+    stage_title: str = ""
+    exit: str = ""
+    counts: list[int] = Field(default_factory=list)
+    rows: list[dict[str, Any]] = Field(default_factory=list)
+    question: str = ""
+
+
 class IterationSummary(WireModel):
     """One iteration's report: NN-report.json holds it whole; state.json keeps it too."""
 
@@ -92,6 +131,7 @@ class IterationSummary(WireModel):
     guard_hits: int = 0
     guard_reason: str = ""
     verify: VerifyResult | None = None
+    review: ReviewRoundSummary | None = None
     progress_source: str = "agent"  # agent | fallback
     questions: list[Question] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
@@ -152,6 +192,7 @@ class RunState(WireModel):
     stop_reason: str = ""
     last_error: str = ""
     resume_command: str = ""
+    review_gate: ReviewGateState | None = None
     seq: int = 0  # the last event folded into this state: resume replays events.jsonl past it
     log_tail: list[dict[str, Any]] = Field(default_factory=list)
 

@@ -34,6 +34,7 @@ spaces, newlines or undecodable bytes round-trip.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -456,7 +457,7 @@ def _open_repo(project: Path) -> _Repo:
     (one git process less per iteration)."""
     out = _run_git(project, "rev-parse", "--is-inside-work-tree", "--show-toplevel", "--show-prefix",
                    "--git-path", "index", what=f"{project} is not inside a git work tree")
-    inside, toplevel, prefix, index = (os.fsdecode(out).split("\n") + ["", "", "", ""])[:4]
+    inside, toplevel, prefix, index = [*os.fsdecode(out).split("\n"), "", "", "", ""][:4]
     if inside != "true":
         raise CheckpointError(f"{project} is not inside a git work tree")
     return _Repo(Path(toplevel), prefix, project / index)
@@ -529,10 +530,8 @@ def _changed_bytes(repo: _Repo, changed: Iterable[str]) -> int:
     """Format 2's `patchBytes`: the size of the tracked files that differ from HEAD (no patch is made)."""
     total = 0
     for path in changed:
-        try:
+        with contextlib.suppress(OSError):  # deleted in the work tree
             total += (repo.root / path).lstat().st_size
-        except OSError:
-            pass  # deleted in the work tree
     return total
 
 
@@ -686,10 +685,8 @@ def _source(repo: _Repo, checkpoint: Checkpoint) -> str:
 
 def _protected(repo: _Repo, gitlinks: Iterable[str], checkpoints_dir: Path) -> frozenset[str]:
     extra: list[str] = []
-    try:
+    with contextlib.suppress(ValueError):  # the checkpoints live outside the repository
         extra.append(checkpoints_dir.resolve().relative_to(repo.root.resolve()).as_posix())
-    except ValueError:
-        pass  # the checkpoints live outside the repository
     return protected_roots(repo.prefix, gitlinks, extra)
 
 

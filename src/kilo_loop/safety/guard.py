@@ -56,6 +56,8 @@ class GuardDecision:
     decision: Literal["allow", "deny"]
     rule: str | None
     reason: str
+    pack: str | None = None
+    """The rule pack that denied (None for an allow, custom patterns and what cannot be known)."""
 
     @property
     def denied(self) -> bool:
@@ -69,8 +71,9 @@ def _allow(reason: str) -> GuardDecision:
     return GuardDecision("allow", None, reason)
 
 
-def _deny(rule: str, reason: str) -> GuardDecision:
-    return GuardDecision("deny", rule, reason)
+def _deny(rule: str, reason: str, pack: str | None = None) -> GuardDecision:
+    """A deny; the reason ends with the pack that denied (`… [git pack]`), the guardPacks switch to name."""
+    return GuardDecision("deny", rule, f"{reason} [{pack} pack]" if pack else reason, pack)
 
 
 def _compile(patterns: Sequence[str], key: str) -> tuple[tuple[str, Any], ...]:
@@ -142,7 +145,7 @@ class Guard:
         for pack in self._packs:
             for text_rule in pack.text_rules:
                 if text_rule.pattern.search(command):
-                    return _deny(text_rule.id, text_rule.reason)
+                    return _deny(text_rule.id, text_rule.reason, pack.name)
         try:
             analysis = analyze(command, cwd, self._paths.temp_root)
         except Exception as exc:  # noqa: BLE001 - a bug in the analysis must not let a command through
@@ -174,11 +177,12 @@ class Guard:
 
     def _file_write(self, tool: str, path: str) -> GuardDecision | None:
         if in_git_dir(path) and "git" in self._enabled | {"filesystem"}:
-            return _deny("git-dir-write", f"{tool} writes {path!r} inside a .git directory")
+            return _deny("git-dir-write", f"{tool} writes {path!r} inside a .git directory", "filesystem")
         home = os.path.expanduser("~")
         if "filesystem" in self._enabled and sensitive_file(path) and (
                 path.startswith((home + "/", "~", "/etc/", "/root/"))):
-            return _deny("sensitive-file-write", f"{tool} writes {path!r}, a login, shell start-up or ssh file")
+            return _deny("sensitive-file-write", f"{tool} writes {path!r}, a login, shell start-up or ssh file",
+                         "filesystem")
         return None
 
     # -- judging executed items
@@ -196,30 +200,31 @@ class Guard:
         return None
 
     def _simple(self, cmd: SimpleCommand) -> GuardDecision | None:
-        text = cmd.text
-        for pattern, regex in self._deny:
-            if regex.search(text):
-                return _deny("custom-deny", f"`{text}` matches the guardDeny pattern {pattern!r}")
-        if any(regex.search(text) for _, regex in self._allow):
-            return None
-        where = f" (on {cmd.remote})" if cmd.remote else ""
+        if self._deny or self._allow:
+            text = cmd.text
+            for pattern, regex in self._deny:
+                if regex.search(text):
+                    return _deny("custom-deny", f"`{text}` matches the guardDeny pattern {pattern!r}")
+            if any(regex.search(text) for _, regex in self._allow):
+                return None
         for pack, rule in self._index.get(cmd.name, ()):
             detail = match(rule, cmd, self._paths, pack.value_options.get(cmd.name, ()))
             if detail is not None:
-                return _deny(rule.id, f"`{text}`{where}: {detail or rule.reason} [{pack.name} pack]")
+                where = f" (on {cmd.remote})" if cmd.remote else ""
+                return _deny(rule.id, f"`{cmd.text}`{where}: {detail or rule.reason}", pack.name)
         return None
 
     def _redirect(self, item: OutputRedirect) -> GuardDecision | None:
         target = item.target
         if "system" in self._enabled and is_block_device(target):
-            return _deny("raw-disk-write", f"redirects output onto the block device {target} [system pack]")
+            return _deny("raw-disk-write", f"redirects output onto the block device {target}", "system")
         if "filesystem" in self._enabled:
             if in_git_dir(target):
                 return _deny("git-dir-write", f"redirects output into {display(target)!r} inside a .git directory "
-                             "(hooks there run on the next git command) [filesystem pack]")
+                             "(hooks there run on the next git command)", "filesystem")
             if sensitive_file(target):
                 return _deny("sensitive-file-write", f"redirects output into {display(target)!r}, a login, shell "
-                             "start-up or ssh file [filesystem pack]")
+                             "start-up or ssh file", "filesystem")
         return None
 
     def _inline_code(self, item: InlineCode) -> GuardDecision | None:
@@ -233,15 +238,15 @@ class Guard:
         found = _RECURSIVE_DELETE_CODE.search(code)
         if found:
             return _deny("inline-code-delete",
-                         f"{item.language} code deletes a directory tree ({found.group(0).strip()}) [filesystem pack]")
+                         f"{item.language} code deletes a directory tree ({found.group(0).strip()})", "filesystem")
         if _FILE_DELETE_CODE.search(code):
             if _HOME_CODE.search(code):
                 return _deny("inline-code-delete", f"{item.language} code deletes a path built from the home "
-                             "directory or the environment [filesystem pack]")
+                             "directory or the environment", "filesystem")
             for code_path in _CODE_PATH.finditer(code):
                 path = code_path.group(1)
                 if path.startswith("~") or self._paths.outside_temp(path, item.cwds):
-                    return _deny("inline-code-delete", f"{item.language} code deletes {path!r} [filesystem pack]")
+                    return _deny("inline-code-delete", f"{item.language} code deletes {path!r}", "filesystem")
         return None
 
 

@@ -126,7 +126,7 @@ def _b64_run(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outco
     (an encoded env file).  A wrapped blob's following lines go with it."""
     start = spans[g][0]
     end = _B64_CHARS.match(data, start).end()  # type: ignore[union-attr]
-    if end - start < 40 or start > 0 and data[start - 1] in _B64_SET:
+    if end - start < 40 or (start > 0 and data[start - 1] in _B64_SET):
         return Outcome(_SKIP, end)  # too short, or the middle of a longer word
     if end - start == 40 and _aws_secret(data, start, end):
         return Outcome(_mark(start, end), end)

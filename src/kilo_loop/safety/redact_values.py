@@ -203,9 +203,9 @@ def _generic(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outco
         return Outcome(_SKIP, start)  # go.sum's ``h1:…=``, ``sha256:…``: a content hash
     value = _text(data[start:end].rstrip(b"="))
     # Whatever follows may be redacted later; the verdict must not change when it is (idempotence).
-    follows_word = data.startswith(_MARK, end) or end + 1 < len(data) and data[end] in b".@:" and (
+    follows_word = data.startswith(_MARK, end) or (end + 1 < len(data) and data[end] in b".@:" and (
         data[end + 1] in _KEY_CHARS or data.startswith(_MARK, end + 1)
-    )
+    ))
     if follows_word or not sp.looks_random(value):
         return Outcome(_SKIP, start)
     return Outcome(_mark(start, end), end)

@@ -288,7 +288,7 @@ def identifier_like(value: str) -> bool:
     for part in parts:
         if part[-1].islower() and len(part) < 2 and part is not parts[0]:
             return False
-        if part.isdigit() and len(part) > 2 or part.isupper() and len(part) > 5:
+        if (part.isdigit() and len(part) > 2) or (part.isupper() and len(part) > 5):
             return False
         if not part[0].isalnum() and part not in ("_", "-", "."):
             return False

@@ -12,6 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from kilo_loop.goal.model import Goal
+from kilo_loop.review.preflight import review_row
 from kilo_loop.settings import Settings
 
 
@@ -43,6 +44,7 @@ def scenario_rows(settings: Settings, goal: Goal, project: Path, runtime: str, d
         ("Auto-approve", "yes" if settings.auto else "no"),
         ("Dashboard", dashboard_url or "off"),
         ("Mode", mode),
+        *([row] if (row := review_row(settings, goal)) else []),
     ]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import os
 import sys
 import termios
@@ -52,10 +53,8 @@ class TerminalMode:
 
     def restore(self) -> None:
         if self._saved is not None:
-            try:
+            with contextlib.suppress(termios.error):
                 termios.tcsetattr(self._fd, termios.TCSADRAIN, self._saved)
-            except termios.error:
-                pass
             self._saved = None
             sys.stdout.write(_SHOW_CURSOR)
             sys.stdout.flush()

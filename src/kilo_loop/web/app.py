@@ -17,6 +17,7 @@ from kilo_loop import __version__
 from kilo_loop.web.context import ApiError, DashboardContext, json_response
 from kilo_loop.web.routes_history import history_router
 from kilo_loop.web.routes_launcher import launcher_router
+from kilo_loop.web.routes_review import review_router
 from kilo_loop.web.routes_run import run_router
 from kilo_loop.web.security import SecurityMiddleware, SecurityPolicy
 
@@ -66,6 +67,7 @@ def create_app(ctx: DashboardContext, policy: SecurityPolicy) -> FastAPI:
     app.include_router(run_router(ctx))
     app.include_router(history_router(ctx))
     app.include_router(launcher_router(ctx))
+    app.include_router(review_router(ctx))
 
     @app.get("/", include_in_schema=False)
     async def index() -> Response:

@@ -131,10 +131,7 @@ def list_runs(project: ProjectLayout, redact: Redact) -> list[dict[str, Any]]:
 def page_bounds(total: int, offset: int | None, limit: int | None) -> tuple[int, int]:
     """(start, end) positions of a page; without an offset, the newest page."""
     size = min(max(limit if limit is not None else DEFAULT_PAGE, 1), MAX_PAGE)
-    if offset is None:
-        start = max(total - size, 0)
-    else:
-        start = min(max(offset, 0), total)
+    start = max(total - size, 0) if offset is None else min(max(offset, 0), total)
     return start, min(start + size, total)
 
 

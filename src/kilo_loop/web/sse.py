@@ -12,6 +12,7 @@ state header and the newest iterations), `run` (a different run is now active: r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,10 +85,8 @@ class SseClient:
 
     def close(self) -> None:
         self.closed = True
-        try:
+        with contextlib.suppress(asyncio.QueueFull):  # the reader sees `closed` at its next frame
             self.queue.put_nowait(None)
-        except asyncio.QueueFull:
-            pass  # the reader sees `closed` at its next frame
 
 
 class EventHub:

@@ -17,7 +17,7 @@ PACK = Pack(
         Rule("kubectl-delete", _DELETES, ("kubectl", "oc", "k"), words=("apply",), flags=("--prune",)),
         Rule("kubectl-delete", _DELETES, ("kubectl", "oc", "k"), words=("scale",),
              check=lambda c, p: "" if any(a in ("--replicas=0",) for a in c.args) or
-             "--replicas" in c.args and c.args[c.args.index("--replicas") + 1:][:1] == ("0",) else None),
+             ("--replicas" in c.args and c.args[c.args.index("--replicas") + 1:][:1] == ("0",)) else None),
         Rule("helm-uninstall", "uninstalls a release and its resources", ("helm",), words=("uninstall",)),
         Rule("helm-uninstall", "uninstalls a release and its resources", ("helm",), words=("delete",)),
         Rule("helm-uninstall", "uninstalls a release and its resources", ("helm",), words=("del",)),

@@ -62,8 +62,8 @@ PACK = Pack(
              check=lambda c, p: "" if set(c.args) & {"0", "1", "6", "s", "S"} else None),
         Rule("kill-all", "signals every process", ("kill",), check=_kills_everything),
         Rule("kill-all", "kills every process", ("killall5", "killall", "pkill"),
-             check=lambda c, p: "" if c.name == "killall5" or has_option(c.args, "-u", "--user") and c.name ==
-             "pkill" and not operands(c.args, ("-u", "--user", "-s", "--signal"))
+             check=lambda c, p: "" if c.name == "killall5" or (has_option(c.args, "-u", "--user") and c.name ==
+             "pkill" and not operands(c.args, ("-u", "--user", "-s", "--signal")))
              or operands(c.args, ("-s", "--signal", "-u", "--user")) in ([".*"], ["."], ["-1"]) else None),
         Rule("crontab-remove", "removes every cron job", ("crontab",), flags=("-r",)),
         Rule("crontab-install", "replaces the cron table with jobs that run later, outside the loop", ("crontab",),

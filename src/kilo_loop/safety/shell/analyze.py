@@ -45,7 +45,7 @@ from kilo_loop.safety.shell.model import (
     normalize_path,
     parse_options,
 )
-from kilo_loop.safety.shell.parse import PIPE, walk_script
+from kilo_loop.safety.shell.parse import PIPE, TooDeep, walk_script
 from kilo_loop.safety.shell.words import echo_escapes, printf_text
 from kilo_loop.safety.shell.wrappers import unwrap
 
@@ -235,7 +235,7 @@ class Analyzer:
 
     def _record_link(self, args: Sequence[str], cwds: frozenset[str | None]) -> None:
         found = [a for a in args if not a.startswith("-")]
-        if len(found) != 2 or not any(a.startswith("-") and "s" in a.lstrip("-")[:1] or a == "--symbolic"
+        if len(found) != 2 or not any((a.startswith("-") and "s" in a.lstrip("-")[:1]) or a == "--symbolic"
                                       for a in args):
             return
         target, link = found
@@ -450,7 +450,7 @@ def printed_text(name: str, args: Sequence[str], stdin: str | None) -> str | Non
     if name == "printf":
         return printf_text(list(args))
     known = stdin is not None and stdin != PIPE
-    if (name == "cat" and not args or name == "tee") and known:
+    if ((name == "cat" and not args) or name == "tee") and known:
         return stdin
     return None
 
@@ -465,6 +465,6 @@ def analyze(command: str, cwd: str | None, temp_root: str, max_depth: int = MAX_
     analyzer = Analyzer(temp_root, max_depth)
     try:
         analyzer.script(command, State(frozenset({start})), 0)
-    except RecursionError:
-        analyzer.out.append(Unanalysable("command nested too deeply to analyse"))
+    except (RecursionError, TooDeep):
+        analyzer.out.append(Unanalysable("command nested too deeply to analyse; write it with less nesting"))
     return Analysis(tuple(analyzer.out))

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from kilo_loop.safety.shell.analyze import Analyzer, Outcome
 
 MAX_SOURCE_BYTES = 200_000
+MAX_NESTING = 150
+"""Syntax nested deeper than this is denied rather than followed: the walk is recursive, and a
+bound of its own keeps it off the C stack whatever the interpreter's recursion limit is."""
 _LANGUAGE = Language(tree_sitter_bash.language())
 _LOCAL = threading.local()
 
@@ -40,6 +43,10 @@ _OUTPUT_OPERATORS = frozenset({">", ">>", ">|", "&>", "&>>", ">&", "<>"})
 _LOOP_PASSES_NESTING = 3
 PIPE = UNKNOWN
 """stdin that comes from a pipe or file whose content cannot be known."""
+
+
+class TooDeep(Exception):
+    """The syntax tree nests deeper than MAX_NESTING."""
 
 
 def _parser() -> Parser:
@@ -64,25 +71,30 @@ def parse(source: bytes) -> Node | str:
 
 
 def _first_error(node: Node) -> Node | None:
-    if node.type == "ERROR" or node.is_missing:
-        return node
-    for child in node.children:
-        if child.has_error:
-            return _first_error(child)
-    return None
+    while not (node.type == "ERROR" or node.is_missing):
+        child = next((c for c in node.children if c.has_error), None)
+        if child is None:
+            return None
+        node = child
+    return node
 
 
 def _flatten_list(node: Node) -> list[tuple[str | None, Node]]:
-    """`a && b || c` (left-nested lists) as [(None, a), ("&&", b), ("||", c)]."""
+    """`a && b || c` (left-nested lists) as [(None, a), ("&&", b), ("||", c)], without recursion
+    (a long `&&` chain nests as deep as it is long)."""
+    chain = [node]
+    while chain[-1].children and chain[-1].children[0].type == "list":
+        chain.append(chain[-1].children[0])
     items: list[tuple[str | None, Node]] = []
-    op: str | None = None
-    for child in node.children:
-        if child.type == "list":
-            items += _flatten_list(child) if not items else [(op, child)]
-        elif child.type in ("&&", "||"):
-            op = child.type
-        elif child.is_named and child.type != "comment":
-            items.append((op if items else None, child))
+    for level in reversed(chain):
+        op: str | None = None
+        for index, child in enumerate(level.children):
+            if index == 0 and child.type == "list":
+                continue
+            if child.type in ("&&", "||"):
+                op = child.type
+            elif child.is_named and child.type != "comment":
+                items.append((op if items else None, child))
     return items
 
 
@@ -92,9 +104,14 @@ class Walker:
     def __init__(self, analyzer: Analyzer, source: bytes, depth: int) -> None:
         self.an = analyzer
         self.source = source
+        self.braces = b"{" in source
         self.depth = depth
         self.loops = 0
+        self.nesting = 0
         self.piped_stdin: str | None = None
+        # A substitution's value, per node and state: words are evaluated twice (to run a command and
+        # to know what `$(cmd)` prints), and re-walking nested substitutions would be exponential.
+        self._substituted: dict[tuple[int, int, int], tuple[State, str]] = {}
 
     def text(self, node: Node) -> str:
         return self.source[node.start_byte:node.end_byte].decode("utf-8", "surrogateescape")
@@ -120,6 +137,15 @@ class Walker:
         return step
 
     def walk(self, node: Node, state: State) -> Flow:
+        self.nesting += 1
+        try:
+            if self.nesting > MAX_NESTING:
+                raise TooDeep
+            return self._walk(node, state)
+        finally:
+            self.nesting -= 1
+
+    def _walk(self, node: Node, state: State) -> Flow:
         kind = node.type
         if kind == "command":
             succ, fail, _ = self.command(node, state, self.piped_stdin)
@@ -278,7 +304,9 @@ class Walker:
             self._pipeline(pipe_tail, state, outcome[2] if outcome[2] is not None else PIPE)
             outcome = (state, state, None)
         if after:
-            first: Step = lambda _s: (outcome[0], outcome[1])
+            def first(_s: State) -> tuple[State, State]:
+                return outcome[0], outcome[1]
+
             succ, fail = fold([(None, first), *((op, self._step(n)) for op, n in after)], state)
             return succ, fail, None
         return outcome
@@ -388,7 +416,7 @@ class Walker:
         builder = _Fields()
         self._collect(node, state, builder, split)
         words = builder.words()
-        if split and self._has_braces(node):
+        if split and self.braces and self._has_braces(node):
             expanded: list[str] = []
             for word in words:
                 alternatives = brace_alternatives(word)
@@ -406,6 +434,8 @@ class Walker:
     def _collect(self, node: Node, state: State, out: _Fields, split: bool) -> None:
         kind = node.type
         if kind == "concatenation":
+            if self.nesting > MAX_NESTING:
+                raise TooDeep
             for child in node.children:
                 self._collect(child, state, out, split)
         elif kind == "word":
@@ -453,6 +483,15 @@ class Walker:
 
     def expansion(self, node: Node, state: State) -> str:
         """The value of `$x`, `${…}`, `$(…)`, `` `…` ``, `<(…)` or `$((…))`."""
+        self.nesting += 1
+        try:
+            if self.nesting > MAX_NESTING:
+                raise TooDeep
+            return self._expansion(node, state)
+        finally:
+            self.nesting -= 1
+
+    def _expansion(self, node: Node, state: State) -> str:
         kind = node.type
         if kind == "simple_expansion":
             name = next((c for c in node.children if c.is_named), None)
@@ -460,11 +499,16 @@ class Walker:
         if kind == "expansion":
             return self._parameter(node, state)
         if kind in _SUBSTITUTIONS:
+            key = (node.start_byte, node.end_byte, id(state))
+            cached = self._substituted.get(key)
+            if cached is not None:
+                return cached[1]
             inner = [c for c in node.children if c.is_named]
             self.sequence(inner, state)
-            if kind == "process_substitution":
-                return UNKNOWN
-            return self.an.substitution_value(self._plain_argv(inner, state), state)
+            value = UNKNOWN if kind == "process_substitution" else \
+                self.an.substitution_value(self._plain_argv(inner, state), state)
+            self._substituted[key] = (state, value)  # the state is kept so that its id is not reused
+            return value
         self.substitutions(node, state)
         literal = self.text(node)[3:-2].strip()
         return literal if literal.isdigit() else UNKNOWN
@@ -502,13 +546,19 @@ class Walker:
 
     def substitutions(self, node: Node, state: State) -> None:
         """Walk every command substitution inside `node` (they run even where the value is ignored)."""
+        if self.nesting > MAX_NESTING:
+            raise TooDeep
         for child in node.children:
             if child.type in _SUBSTITUTIONS:
                 self.expansion(child, state)
             elif child.type in _STATEMENTS:
                 self.walk(child, state)
             elif child.child_count:
-                self.substitutions(child, state)
+                self.nesting += 1
+                try:
+                    self.substitutions(child, state)
+                finally:
+                    self.nesting -= 1
 
 
 def _dquote_literal(raw: str) -> str:

@@ -1,0 +1,353 @@
+"""The review loop of a run: after a stage passes verify, run the reviewer(s), count what blocks,
+retry within the budget, show the one gate, send its one fix pass and recheck what it touched.
+
+The loop calls `begin_iteration` before each implementer session and `review` once the stage
+passed verify; `review` answers whether the stage may advance and what the implementer reads next.
+The rules themselves are pure (review.count, review.budget, review.gate); this module does the I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kilo_loop.git import GitError
+from kilo_loop.goal.model import Goal, Stage
+from kilo_loop.review import ledger
+from kilo_loop.review.budget import ReviewLoop, Size, decide, resolve_budget
+from kilo_loop.review.count import blocking_findings, roles_behind
+from kilo_loop.review.findings import Finding, ReviewReport
+from kilo_loop.review.gate import (
+    GateAnswer,
+    GateMode,
+    GateReplyError,
+    chosen_rows,
+    deferred_rows,
+    finding_line,
+    fix_pass_feedback,
+    gate_needed,
+    gate_rows,
+    new_findings,
+    parse_gate_reply,
+    recheck_roles,
+)
+from kilo_loop.review.log import ReviewLog
+from kilo_loop.review.prompt import ReviewPromptInput, build_review_prompt, implementer_feedback
+from kilo_loop.review.tree import diff_since, tree_of_worktree
+from kilo_loop.review.wave import RoleResult, RoleSpec, WaveContext, run_wave
+from kilo_loop.run.events import now_iso
+from kilo_loop.run.state import ReviewGateState, ReviewRoundSummary, VerifyResult
+
+GATE_QUESTION = ("Review gate: which findings should be fixed now? Reply with their numbers (e.g. `1 3`), "
+                 "`all`, or `none` to defer them all; add `; <change request>` to ask for a change.")
+MAX_GATE_ASKS = 5
+
+
+@dataclass(frozen=True)
+class ReviewOptions:
+    roles: tuple[RoleSpec, ...]
+    gate: GateMode = "auto"
+    retries: int | None = None  # --review-retries; None: by the stage's size
+    large_budget: int | None = None  # the pre-flight answer for a large rework
+
+    @property
+    def role_names(self) -> list[str]:
+        return [spec.role for spec in self.roles]
+
+
+@dataclass
+class ReviewVerdict:
+    advance: bool
+    summary: ReviewRoundSummary
+    feedback: str | None = None
+    questions: list[str] = field(default_factory=list)
+    stopped: bool = False
+
+
+@dataclass
+class _StageReview:
+    base_tree: str | None = None
+    verify_before: bool = False
+    loop: ReviewLoop | None = None
+    reports: dict[str, ReviewReport] = field(default_factory=dict)
+    next_roles: list[str] = field(default_factory=list)
+    fix: GateAnswer | None = None
+    fix_rows: list[Finding] = field(default_factory=list)
+    fix_files: set[str] = field(default_factory=set)
+
+
+@dataclass
+class ReviewHost:
+    """What the controller needs from the run around it."""
+
+    goal: Goal
+    project: Path
+    run_id: str
+    wave: WaveContext
+    verify: Callable[[str], Awaitable[VerifyResult | None]]
+    answer_channel_open: Callable[[], bool]
+    halted: Callable[[], bool] = lambda: False  # Stop or a budget reached: no round may be judged
+
+
+class ReviewController:
+    def __init__(self, options: ReviewOptions, host: ReviewHost) -> None:
+        self.options = options
+        self.host = host
+        self._stages: dict[str, _StageReview] = {}
+        self._iteration = 0
+
+    @property
+    def _log(self) -> ReviewLog:
+        return self.host.wave.log
+
+    # ------------------------------------------------------------ before
+    async def begin_iteration(self, stage: Stage, iteration: int, verify_command: str | None) -> bool:
+        """At a stage's first iteration: remember the tree (for the diff) and whether verify passes
+        already (then it proves nothing about this stage's work). True when verify ran."""
+        self._iteration = iteration
+        state = self._stages.get(stage.id)
+        if state is not None and state.base_tree is not None:
+            return False
+        state = state or self._stages.setdefault(stage.id, _StageReview())
+        try:
+            state.base_tree = await asyncio.to_thread(tree_of_worktree, self.host.project)
+        except GitError as exc:
+            self._log.warning(f"review: cannot record the tree before stage '{stage.title}': {exc}")
+        if verify_command:
+            verdict = await self.host.verify(verify_command)
+            state.verify_before = bool(verdict and verdict.passed)
+            if state.verify_before:
+                self._log.warning(f"verify `{verify_command}` already passes before stage '{stage.title}' began: "
+                               "the reviewer is told it proves nothing here")
+            return True
+        return False
+
+    def fix_touched(self, stage_id: str, files: Sequence[str]) -> None:
+        """Files an iteration wrote while a gate fix pass was pending for the stage."""
+        state = self._stages.get(stage_id)
+        if state is not None and state.fix is not None:
+            state.fix_files.update(files)
+
+    # ------------------------------------------------------------ review
+    async def review(self, stage: Stage, iteration: int, verify: VerifyResult | None) -> ReviewVerdict:
+        self._iteration = iteration
+        state = self._stages.setdefault(stage.id, _StageReview())
+        if state.fix is not None:
+            return await self._recheck(stage, state, verify)
+        if state.loop is None:
+            budget = resolve_budget(_size(stage), stage.auto_fix, self.options.retries, self.options.large_budget)
+            state.loop = ReviewLoop(stage_id=stage.id, budget=budget)
+            state.next_roles = self.options.role_names
+        results = await self._run_roles(stage, state, state.next_roles, verify)
+        if self.host.halted():  # sessions killed mid-review prove nothing; the ledger keeps the last round
+            summary = ReviewRoundSummary(round=state.loop.round + 1, step="interrupted", budget=state.loop.budget,
+                                         roles=[r.usage for r in results])
+            return ReviewVerdict(False, summary, stopped=True)
+        blocking = blocking_findings(state.reports.values())
+        state.loop, step = decide(state.loop, len(blocking))
+        summary = self._summary(state, results, step)
+        self._write_state(stage, state.loop, blocking)
+        self._log.event("review-round", f"review round {state.loop.round}: {len(blocking)} blocking → {step}",
+                       "warn" if step != "clean" else "info", stage_id=stage.id, count=len(blocking), step=step)
+        questions = self._questions(state)
+        if step == "retry":
+            state.next_roles = [r for r in roles_behind(blocking) if r in self.options.role_names] \
+                or self.options.role_names
+            return ReviewVerdict(False, summary, implementer_feedback(blocking), questions)
+        return await self._after_loop(stage, state, summary, verify, questions)
+
+    async def _after_loop(self, stage: Stage, state: _StageReview, summary: ReviewRoundSummary,
+                          verify: VerifyResult | None, questions: list[str]) -> ReviewVerdict:
+        loop = state.loop
+        assert loop is not None and loop.exit is not None
+        others = [r for r in self.options.role_names if r not in state.next_roles]
+        if loop.retries and others:
+            # The last round's reviewers saw the code as it now stands; the others look once more.
+            self._log.event("review-final", f"a retry ran: final pass by {', '.join(others)}", "info")
+            finals = await self._run_roles(stage, state, others, verify, final=True)
+            summary.roles += [r.usage for r in finals]
+            summary.findings = [f.as_dict() for f in gate_rows(state.reports.values())]
+        self._end_loop(stage, loop)
+        state.loop = None
+        if loop.exit != "clean" and blocking_findings(state.reports.values()):
+            self._log.warning(f"review loop of '{stage.title}' exited {loop.exit} "
+                           f"(counts {', '.join(map(str, loop.counts))})")
+        return await self._gate(stage, state, summary, loop.exit, loop.counts, questions)
+
+    async def _recheck(self, stage: Stage, state: _StageReview, verify: VerifyResult | None) -> ReviewVerdict:
+        answer, rows = state.fix, state.fix_rows
+        assert answer is not None
+        roles = recheck_roles(rows, answer.change_request, sorted(state.fix_files), self.options.role_names)
+        state.fix, state.fix_rows, state.fix_files = None, [], set()
+        before = list(state.reports.values())
+        summary = ReviewRoundSummary(step="recheck", verdict="pass", budget=0)
+        if not roles:
+            self._log.event("review-recheck", "the fix pass touched nothing a reviewer reported: no recheck", "info")
+            return ReviewVerdict(True, summary)
+        self._log.event("review-recheck", f"recheck scoped to the fix: {', '.join(roles)}", "info", roles=roles)
+        results = await self._run_roles(stage, state, roles, verify)
+        fresh = new_findings(before, [r.report for r in results])
+        summary.roles = [r.usage for r in results]
+        summary.findings = [f.as_dict() for f in gate_rows(state.reports.values())]
+        summary.count = len(fresh)
+        if not fresh:
+            self._log.event("review-recheck", "the recheck found nothing new: continuing", "info")
+            return ReviewVerdict(True, summary, questions=self._questions(state))
+        summary.verdict = "block"
+        return await self._gate(stage, state, summary, "exhausted", (len(fresh),), self._questions(state))
+
+    # -------------------------------------------------------------- gate
+    async def _gate(self, stage: Stage, state: _StageReview, summary: ReviewRoundSummary, exit: str,
+                    counts: Sequence[int], questions: list[str]) -> ReviewVerdict:
+        reports = list(state.reports.values())
+        blocking = blocking_findings(reports)
+        clean = exit == "clean" and not blocking
+        wanted = gate_needed(self.options.gate, "clean" if clean else "exhausted", reports)
+        if wanted and not self.host.answer_channel_open():
+            self._log.warning("the review gate has something to decide but no answer channel is open "
+                           "(no terminal, no dashboard); it is skipped")
+            wanted = False
+        if not wanted:
+            summary.gate = "skipped" if self.options.gate != "off" else ""
+            if clean:
+                summary.verdict = "pass"
+                return ReviewVerdict(True, summary, questions=questions)
+            summary.verdict = "block"
+            return ReviewVerdict(False, summary, implementer_feedback(blocking), questions)
+        rows = gate_rows(reports)
+        answer = await self._ask_gate(stage, rows, exit, counts, role_costs(summary))
+        if answer is None:
+            summary.gate = "asked"
+            return ReviewVerdict(False, summary, stopped=True)
+        deferred = deferred_rows(rows, answer)
+        if deferred:
+            self._log.event("review-deferred", "deferred: " + "; ".join(finding_line(f) for f in deferred), "info",
+                           rows=[f.row_id for f in deferred])
+        if not answer.asks_for_fix:
+            summary.gate, summary.verdict = "resolved", "pass"
+            return ReviewVerdict(True, summary, questions=questions)
+        chosen = chosen_rows(rows, answer)
+        state.fix, state.fix_rows, state.fix_files = answer, chosen, set()
+        summary.gate, summary.verdict = "fix", "block"
+        self._log.event("review-fix-pass", f"one fix pass: {len(chosen)} finding(s)"
+                       + (" and a change request" if answer.change_request else ""), "heading")
+        return ReviewVerdict(False, summary, fix_pass_feedback(chosen, answer.change_request), questions)
+
+    async def _ask_gate(self, stage: Stage, rows: list[Finding], exit: str, counts: Sequence[int],
+                        costs: str) -> GateAnswer | None:
+        control = self.host.wave.control
+        gate = ReviewGateState(stage_id=stage.id, stage_title=stage.title, exit=exit, counts=list(counts),
+                               rows=[f.as_dict() for f in rows], question=GATE_QUESTION)
+        listing = "\n".join(f"  {n}. {finding_line(f)}" for n, f in enumerate(rows, 1)) or "  (no findings)"
+        listing = (f"Review gate — {stage.title} (loop exit: {exit})\n{listing}\n  Reply with row numbers to fix "
+                   "now (`1 3`), `all`, or `none`; add `; <change>` for a change request.")
+        try:
+            for _ in range(MAX_GATE_ASKS):
+                control.begin_question_round()
+                self._log.gate_opened(gate, listing, costs)
+                items = await control.next_answers()
+                if items is None:
+                    return None
+                reply = items[0].answer
+                self._log.gate_answered(reply, items[0].source)
+                try:
+                    return parse_gate_reply(reply, rows)
+                except GateReplyError as exc:
+                    self._log.warning(f"review gate: {exc}; answer again")
+            self._log.warning("review gate: no usable answer; every finding is deferred")
+            return GateAnswer()
+        finally:
+            self._log.gate_closed()
+
+    # ------------------------------------------------------------ rounds
+    async def _run_roles(self, stage: Stage, state: _StageReview, roles: Sequence[str],
+                         verify: VerifyResult | None, final: bool = False) -> list[RoleResult]:
+        diff = ""
+        if state.base_tree:
+            try:
+                diff, _ = await asyncio.to_thread(diff_since, self.host.project, state.base_tree)
+            except GitError as exc:
+                self._log.warning(f"review: cannot compute the diff since the stage began: {exc}")
+        specs = [spec for spec in self.options.roles if spec.role in roles]
+        round_no = (state.loop.round + 1) if state.loop is not None else 1
+        prompts = {}
+        for spec in specs:
+            earlier = state.reports[spec.role].findings if spec.role in state.reports else ()
+            prompts[spec.role] = build_review_prompt(ReviewPromptInput(
+                role=spec.role, goal_title=self.host.goal.title, stage=stage, diff=diff,
+                verify_command=verify.command if verify else None, verify_output=verify.output_tail if verify else "",
+                verify_passed_before=state.verify_before, round=round_no, earlier=earlier))
+            suffix = "review-prompt.md" if len(self.options.roles) == 1 else f"review-{spec.role}-prompt.md"
+            self._log.archive(self._iteration, suffix.replace("prompt", "final-prompt") if final else suffix,
+                              prompts[spec.role])
+        results = await run_wave(self.host.wave, specs, prompts, f"kilo-loop {self.host.run_id} #{self._iteration}",
+                                 final_pass=final)
+        for result in results:
+            state.reports[result.report.role] = result.report
+        return results
+
+    def _summary(self, state: _StageReview, results: list[RoleResult], step: str) -> ReviewRoundSummary:
+        loop = state.loop
+        assert loop is not None
+        return ReviewRoundSummary(
+            round=loop.round, step=step, count=loop.counts[-1], budget=loop.budget,
+            verdict="pass" if step == "clean" else "block", roles=[r.usage for r in results],
+            findings=[f.as_dict() for f in gate_rows(state.reports.values())])
+
+    def _questions(self, state: _StageReview) -> list[str]:
+        return list(dict.fromkeys(q for report in state.reports.values() for q in report.questions))
+
+    # ------------------------------------------------------------ ledger
+    def _write_state(self, stage: Stage, loop: ReviewLoop, issues: Sequence[Finding]) -> None:
+        try:
+            text = ledger.read_ledger(self.host.project)
+            section = None if loop.finished else ledger.render_state(self.host.run_id, stage.id, stage.title,
+                                                                       loop, issues)
+            ledger.write_ledger(self.host.project, ledger.with_state(text, section))
+        except OSError as exc:
+            self._log.warning(f"review: cannot write the loop ledger: {exc}")
+
+    def _end_loop(self, stage: Stage, loop: ReviewLoop) -> None:
+        try:
+            text = ledger.with_state(ledger.read_ledger(self.host.project), None)
+            if loop.exit != "clean":
+                text = ledger.with_history(text, ledger.history_entry(
+                    now_iso(), self.host.run_id, stage.id, stage.title, loop.exit or "?", loop.counts,
+                    loop.retries, loop.budget))
+            ledger.write_ledger(self.host.project, text)
+        except OSError as exc:
+            self._log.warning(f"review: cannot write the loop ledger: {exc}")
+
+    def resume(self, pending_stage_ids: Sequence[str]) -> None:
+        """A resumed run continues its own interrupted loop; any other leftover loop is recorded
+        as interrupted and its state removed."""
+        text = ledger.read_ledger(self.host.project)
+        record = ledger.read_state(text)
+        if record is None:
+            if "## Loop State" in text:
+                ledger.write_ledger(self.host.project, ledger.with_state(text, None))
+            return
+        if ledger.resume_action(record, self.host.run_id, pending_stage_ids) == "continue":
+            state = self._stages.setdefault(record.stage_id, _StageReview())
+            state.loop = ledger.loop_from_record(record)
+            state.next_roles = self.options.role_names
+            self._log.event("review-resume", f"resuming the review loop of {record.stage_id} at round "
+                           f"{state.loop.round + 1} ({state.loop.retries} of {state.loop.budget} retries used)")
+            return
+        entry = ledger.history_entry(now_iso(), record.run_id, record.stage_id, record.stage_id, "interrupted",
+                                     record.counts, record.retries, record.budget)
+        ledger.write_ledger(self.host.project, ledger.with_history(ledger.with_state(text, None), entry))
+        self._log.warning(f"review loop of {record.stage_id} (run {record.run_id}) was interrupted; "
+                       "recorded in the ledger's Loop History")
+
+
+def role_costs(summary: ReviewRoundSummary) -> str:
+    """`code 1.2k tokens $0.0100 · security …`: what each reviewer of a round cost."""
+    return " · ".join(f"{r.role}{' (final)' if r.final_pass else ''} {r.tokens} tokens ${r.cost:.4f}"
+                      for r in summary.roles)
+
+
+def _size(stage: Stage) -> Size | None:
+    return stage.size

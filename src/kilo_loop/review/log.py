@@ -1,0 +1,52 @@
+"""Everything the review loop tells the run: its log lines, archived prompts and the open gate.
+
+One narrow seam between the review package and the run's recorder: the review logic names what
+happened; this module turns it into the run's typed events (review.events), which the reducer
+folds into the state and the notifier turns into notices.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kilo_loop.review.events import BY_TYPE, ReviewGateAnswered, ReviewGateClosed, ReviewGateOpened
+from kilo_loop.run.events import QuestionAsked
+from kilo_loop.run.recorder import RunRecorder
+from kilo_loop.run.state import ReviewGateState
+
+
+class ReviewLog:
+    def __init__(self, recorder: RunRecorder) -> None:
+        self._recorder = recorder
+
+    @property
+    def run_id(self) -> str:
+        return self._recorder.state.run_id
+
+    def event(self, kind: str, message: str, level: str | None = None, **data: Any) -> None:
+        """One log line of the review (`review-round`, `review-started`, …) with its details."""
+        envelope: dict[str, Any] = {"message": message}
+        if level is not None:
+            envelope["level"] = level
+        self._recorder.emit(BY_TYPE[kind](**envelope, **data))
+
+    def warning(self, message: str) -> None:
+        self._recorder.warn(message)
+
+    def archive(self, iteration: int, suffix: str, text: str) -> None:
+        self._recorder.archive(iteration, suffix, text)
+
+    def gate_opened(self, gate: ReviewGateState, listing: str, costs: str) -> None:
+        """The gate waits for an answer: the state shows it, the log lists its rows and asks."""
+        self._recorder.emit(ReviewGateOpened(message=listing, stage_id=gate.stage_id, exit=gate.exit,
+                                             rows=len(gate.rows), gate=gate.wire(), costs=costs or None))
+        self._recorder.emit(QuestionAsked(message=f"? {gate.question}", question=gate.question, options=[]))
+        self._recorder.set_status("waiting-answer")
+
+    def gate_answered(self, reply: str, source: str) -> None:
+        self._recorder.emit(ReviewGateAnswered(message=f"review gate answer: {reply or '(defer all)'}",
+                                               reply=reply, source=source))
+
+    def gate_closed(self) -> None:
+        self._recorder.emit(ReviewGateClosed())
+        self._recorder.set_status("running")

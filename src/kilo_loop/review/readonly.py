@@ -1,0 +1,106 @@
+"""Reviewer sessions only read: a guard that denies any write outside `.kilocode-loop/`.
+
+File tools (write, edit, patch) may only target the loop's folder, where the reviewer writes
+its verdict. Shell commands may not redirect output elsewhere nor run a command that changes
+the tree (rm, mv, sed -i, git add/checkout/…, package installs). Everything else is judged by the
+run's own destructive-command guard.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kilo_loop.loop.session import GuardLike
+from kilo_loop.run.layout import LOOP_DIR
+from kilo_loop.safety.guard import GuardDecision
+from kilo_loop.safety.shell import OutputRedirect, SimpleCommand, analyze, parse_git_argv
+from kilo_loop.safety.shell.model import command_name
+
+RULE = "review-read-only"
+_FILE_TOOLS = frozenset({"write", "edit", "multiedit", "patch", "apply_patch", "notebookedit"})
+_SHELL_TOOLS = frozenset({"bash", "shell", "exec_command"})
+_PATH_KEYS = ("filePath", "file_path", "path", "notebook_path")
+_PATCH_FILE = re.compile(r"^(?:\*\*\* (?:Add|Update|Delete) File: |\+\+\+ (?:b/)?)(.+)$", re.MULTILINE)
+_CHANGING = frozenset({"rm", "rmdir", "mv", "cp", "touch", "mkdir", "ln", "chmod", "chown", "truncate", "dd",
+                       "patch", "install", "unlink", "shred", "rsync"})
+_READ_ONLY_GIT = frozenset({"status", "diff", "log", "show", "blame", "grep", "ls-files", "rev-parse", "branch",
+                            "describe", "shortlog", "cat-file", "ls-tree", "config"})
+_INSTALLERS = frozenset({"npm", "pnpm", "yarn", "pip", "pip3", "uv", "poetry", "cargo", "go", "bun"})
+_HARMLESS_TARGETS = ("/dev/null", "/dev/stdout", "/dev/stderr")
+
+
+def _deny(reason: str) -> GuardDecision:
+    return GuardDecision("deny", RULE, f"a reviewer only reads: {reason}")
+
+
+class ReadOnlyGuard:
+    def __init__(self, base: GuardLike | None, project: Path) -> None:
+        self._base = base
+        self._loop_dir = posixpath.join(str(project), LOOP_DIR)
+        self._project = str(project)
+
+    def _inside_loop_dir(self, path: str, cwd: str | None) -> bool:
+        absolute = path if path.startswith("/") else posixpath.join(cwd or self._project, path)
+        normal = posixpath.normpath(absolute)
+        return normal == self._loop_dir or normal.startswith(self._loop_dir + "/")
+
+    def check_tool_use(self, tool: str, tool_input: Any, cwd: str | None = None) -> Any:
+        name = str(tool).lower()
+        if isinstance(tool_input, Mapping):
+            if name in _FILE_TOOLS:
+                outside = [p for p in _file_paths(tool_input) if not self._inside_loop_dir(p, cwd)]
+                if outside or not _file_paths(tool_input):
+                    return _deny(f"{tool} would write {', '.join(outside) or 'a file'} outside {LOOP_DIR}/")
+            elif name in _SHELL_TOOLS and isinstance(tool_input.get("command"), str):
+                denied = self._check_command(tool_input["command"], cwd)
+                if denied is not None:
+                    return denied
+        if self._base is None:
+            return GuardDecision("allow", None, "read-only check passed")
+        return self._base.check_tool_use(tool, tool_input, cwd)
+
+    def _check_command(self, command: str, cwd: str | None) -> GuardDecision | None:
+        try:
+            analysis = analyze(command, cwd or self._project, "/tmp")
+        except Exception as exc:  # noqa: BLE001 — what cannot be analysed is not known to be read-only
+            return _deny(f"the command could not be analysed ({type(exc).__name__})")
+        for item in analysis.executed:
+            if isinstance(item, OutputRedirect):
+                target = item.target
+                if target not in _HARMLESS_TARGETS and not self._inside_loop_dir(target, next(iter(item.cwds), cwd)):
+                    return _deny(f"output redirected to {target}")
+            elif isinstance(item, SimpleCommand) and item.argv and item.remote is None:
+                why = _changing(item.argv)
+                if why:
+                    return _deny(why)
+        return None
+
+
+def _changing(argv: tuple[str, ...]) -> str | None:
+    name = command_name(argv[0])
+    if name in _CHANGING:
+        return f"`{name}` changes files"
+    if name == "sed" and any(a.startswith("-i") or a == "--in-place" for a in argv[1:]):
+        return "`sed -i` edits files in place"
+    if name == "tee" and len(argv) > 1:
+        return "`tee` writes files"
+    if name == "git":
+        sub = parse_git_argv(argv[1:]).subcommand
+        if sub is not None and sub not in _READ_ONLY_GIT:
+            return f"`git {sub}` may change the tree"
+    if name in _INSTALLERS and any(a in ("install", "add", "i", "remove", "uninstall", "get") for a in argv[1:3]):
+        return f"`{name}` installs or removes packages"
+    return None
+
+
+def _file_paths(tool_input: Mapping[str, Any]) -> list[str]:
+    paths = [v for k in _PATH_KEYS if isinstance(v := tool_input.get(k), str) and v]
+    for key in ("patch", "patchText", "input"):
+        text = tool_input.get(key)
+        if isinstance(text, str):
+            paths += [m.group(1).strip() for m in _PATCH_FILE.finditer(text)]
+    return paths
