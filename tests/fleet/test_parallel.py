@@ -169,3 +169,23 @@ def test_one_dashboard_answers_and_stops_each_plan(tmp_path: Path) -> None:
     state = json.loads((project / ".kilocode-loop" / "runs" / slow_id / "state.json").read_text())
     assert state["status"] == "aborted" and state["iteration"] < 12, "stopped from the dashboard"
     assert any(p.is_dir() for p in (project / ".kilocode-loop" / "worktrees").iterdir()), "kept for resume"
+
+
+def test_a_plan_stops_resumably_when_its_parent_is_killed(tmp_path: Path) -> None:
+    project = init_repo(tmp_path / "repo")
+    slow = write_goal(project / "plans" / "slow.json", goal(
+        "slow", *[stage(f"s{n}", {"append": {"slow.txt": f"{n}\n"}, "sleep": 2}) for n in range(1, 8)]))
+    proc = start_parallel(project, tmp_path, [slow], "--parallel", "1", "-n", "9", "--no-dashboard")
+    states = project / ".kilocode-loop" / "worktrees"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(states.glob("*/.kilocode-loop/runs/*/state.json")):
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)  # the parent is gone at once: no Ctrl+C forwarded
+    proc.communicate(timeout=30)
+    [state_file] = list(states.glob("*/.kilocode-loop/runs/*/state.json"))
+    deadline = time.monotonic() + 60
+    status = ""
+    while time.monotonic() < deadline and status != "aborted":
+        status = json.loads(state_file.read_text()).get("status", "")
+        time.sleep(0.3)
+    assert status == "aborted", "the orphaned plan stopped and saved instead of running on unsteered"

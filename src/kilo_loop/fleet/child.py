@@ -3,12 +3,16 @@ parent's command line that belong to the parent (goals, parallelism, the dashboa
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import re
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 INBOX_ENV = "KILO_LOOP_INBOX"
+_PR_SET_PDEATHSIG = 1
 
 # The parent's own flags: with a value, and without.
 _VALUED = {"--goal", "--goal-text", "--parallel", "--merge", "-C", "--project", "--run-id", "--resume",
@@ -53,3 +57,10 @@ def plan_label(goal: Path, taken: set[str]) -> str:
         label, n = f"{base[:36]}-{n}", n + 1
     taken.add(label)
     return label
+
+
+def die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """The plan's process gets SIGTERM (a clean, resumable stop) when its parent — the parallel
+    runner or a fleet worker — dies, even by kill -9: no plan is left running with nobody to steer it."""
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)

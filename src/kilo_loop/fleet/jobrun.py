@@ -6,8 +6,6 @@ store the result (patch, report, run archive) or push the plan's branch.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import io
 import os
 import signal
@@ -23,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from kilo_loop.fleet.child import INBOX_ENV, child_argv
+from kilo_loop.fleet.child import INBOX_ENV, child_argv, die_with_parent
 from kilo_loop.fleet.inbox import append_command, parse_command
 from kilo_loop.fleet.quota import quota_pause
 from kilo_loop.fleet.store import FleetStore, Job
@@ -33,7 +31,6 @@ from kilo_loop.git import git_output
 from kilo_loop.run.layout import LOOP_DIR
 
 TICK_SECONDS = 0.05
-_PR_SET_PDEATHSIG = 1
 _STATUS_EVENTS = {"status", "run-finished"}
 # After these the fleet view's copy of state.json is refreshed (questions, answers, stages, status).
 _STATE_EVENTS = {"question", "answer", "status", "stage-done", "run-finished", "iteration-started"}
@@ -57,12 +54,6 @@ class WorkerConfig:
     worker_id: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}")
     lease_ms: int = 15_000
     renew_seconds: float = 3.0
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """The plan's process gets SIGTERM (a clean, resumable stop) when its worker dies."""
-    with contextlib.suppress(OSError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class JobRun:
@@ -158,7 +149,7 @@ class JobRun:
         log = (self.config.workspace / f"{self.job.run_id}.log").open("ab")
         with log:
             process = subprocess.Popen(argv, cwd=self.root, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                       stderr=log, preexec_fn=_die_with_parent)
+                                       stderr=log, preexec_fn=die_with_parent)
             try:
                 while process.poll() is None:
                     self._tick(follower)

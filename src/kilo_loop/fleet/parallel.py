@@ -15,7 +15,7 @@ from typing import Literal
 
 import orjson
 
-from kilo_loop.fleet.child import INBOX_ENV, child_argv, plan_label
+from kilo_loop.fleet.child import INBOX_ENV, child_argv, die_with_parent, plan_label
 from kilo_loop.fleet.serve import FleetDashboard
 from kilo_loop.fleet.sources import LocalRuns
 from kilo_loop.fleet.tail import follow
@@ -149,7 +149,7 @@ class ParallelRun:
         self.say(f"[{plan.label}] started: run {plan.run_id} in {plan.worktree.path}")
         process = await asyncio.create_subprocess_exec(
             *argv, cwd=plan.worktree.path, env=env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=log, stderr=log, start_new_session=True,
+            stdout=log, stderr=log, start_new_session=True, preexec_fn=die_with_parent,
         )
         self._processes[plan.label] = process
         try:
