@@ -66,7 +66,8 @@ class ScriptedApi(FakeProvider):
     def requests_with(self, marker: str) -> list[RecordedRequest]:
         return [r for r in self.turn_requests if marker in self.prompt_text(r.body)]
 
-    def _record(self, method: str, path: str, body: dict[str, Any] | None) -> tuple[RecordedRequest, str]:
+    def _record(self, method: str, path: str, body: dict[str, Any] | None,
+                authorization: str = "") -> tuple[RecordedRequest, str]:
         with self._lock:
             self._completions += 1
             turn: Turn | None = None
@@ -78,6 +79,6 @@ class ScriptedApi(FakeProvider):
             answer = None if reply is None else unheld(reply)
             shaped = {"messages": [{"role": "user", "content": self.all_text(body or {})}]}
             usage = usage_for(shaped, answer) if isinstance(answer, Say | Calls) else None
-            record = RecordedRequest(method, path, body or {}, turn, reply, usage)
+            record = RecordedRequest(method, path, body or {}, turn, reply, usage, authorization)
             self._requests.append(record)
             return record, f"{self.id_prefix}_{self._completions:04d}"
