@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from kilo_loop.agent.gemini.backend import insecure_parent
+
 from .agent_loop import (
     CANARY_GUARD_ENV,
     COMMIT_ATTEMPT,
@@ -37,8 +39,12 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def private_tmp() -> Iterator[Path]:
+    # Gemini ignores a settings file below a group/other-writable directory: a checkout under /tmp
+    # (as a CI clone may be) puts the temporary repositories in a private folder of the real HOME.
     base = REPO_ROOT / "test-artifacts"
-    base.mkdir(exist_ok=True)
+    if insecure_parent(REPO_ROOT) is not None:
+        base = Path.home() / ".cache" / "kilo-loop-e2e"
+    base.mkdir(parents=True, exist_ok=True)
     path = Path(tempfile.mkdtemp(prefix="gemini-e2e-", dir=base))
     path.chmod(0o700)
     try:
