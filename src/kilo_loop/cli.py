@@ -118,6 +118,8 @@ def _options(func: Any) -> Any:
                      help="one growing session across iterations (default: fresh session + handoff)"),
         click.option("--session-mode", type=click.Choice(["continue", "fresh"]), help="legacy alias: continue = shared"),
         click.option("--hitl", type=click.Choice(["always", "on-question", "off"]), help="human in the loop"),
+        click.option("--answer-timeout", help="go on without an answer after this long, e.g. 90s, 10m "
+                     "(default: wait; a dry run on a non-terminal: 20s)"),
         click.option("--runtime", type=click.Choice(["auto", "kilo", "opencode"]), help="agent CLI (auto: from the binary name)"),
         click.option("--transport", type=click.Choice(["serve", "run"]),
                      help="serve: one warm agent server, guard before execution (default); run: `<cli> run` per turn"),
@@ -136,6 +138,8 @@ def _options(func: Any) -> Any:
         click.option("--max-tokens", type=int, help="stop at this many tokens (stopped-budget)"),
         click.option("--max-stale-iterations", type=int, help="stop after N iterations with no change (default 3)"),
         click.option("--retry/--no-retry", default=None, help="retry an iteration on a transient model error"),
+        click.option("--max-quota-wait", help="longest wait for a usage-limit reset, e.g. 30m, 6h (default 12h; "
+                     "past it the run stops resumable, exit 3)"),
         click.option("--max-retries", type=int, help="retry attempts per iteration (default 3)"),
         click.option("--retry-delay", type=int, help="first backoff delay in ms (default 2000, doubles)"),
         click.option("--retry-max-delay", type=int, help="backoff cap in ms (default 60000)"),
@@ -152,6 +156,8 @@ def _options(func: Any) -> Any:
         click.option("--lan", is_flag=True, default=None, help="bind 0.0.0.0 so a phone on the same Wi-Fi can open it"),
         click.option("--local", is_flag=True, default=None, help="force loopback (overrides config lan)"),
         click.option("--keep-open", is_flag=True, default=None, help="keep the dashboard up after the loop"),
+        click.option("--keep-open-for", metavar="DURATION",
+                     help="keep the dashboard up this long after the loop (90s, 10m, 1h; Ctrl+C closes it)"),
         click.option("--dashboard/--no-dashboard", default=None, help="serve the dashboard (default on)"),
         # Utility
         click.option("--dry-run", is_flag=True, default=None, help="simulate the agent (no API calls)"),

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from kilo_loop.errors import UsageError
 from kilo_loop.git import NotAGitRepo, git_root
 from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
-from kilo_loop.goal.sync import mark_markdown_stage_done
+from kilo_loop.goal.sync import mark_stage_done
 from kilo_loop.loop.commands import (
     Command,
     CommandHandler,
@@ -36,7 +37,7 @@ from kilo_loop.loop.commands import (
     stop_serving,
 )
 from kilo_loop.loop.control import RunControl
-from kilo_loop.loop.hitl import AnswerBook
+from kilo_loop.loop.hitl import AnswerBook, effective_answer_timeout, hitl_refusal
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
 from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
 from kilo_loop.run.bus import EventBus
@@ -257,10 +258,13 @@ class RunPlan:
         return RunHandle(self.settings, self.project, self.goal, self.backend, self.runtime, self.prepared)
 
 
-def plan_run(settings: Settings, project: Path) -> RunPlan:
+def plan_run(settings: Settings, project: Path, check_hitl: bool = True) -> RunPlan:
     """The one run preparation, for the command line and the dashboard's launcher alike: the goal
     (a finished one only with `force`, reopened), the backend and the run directory (new or resumed).
     Raises SetupError (AllStagesDone, a bad goal, a missing agent CLI…) before anything is written."""
+    refusal = hitl_refusal(settings.hitl, _stdin_is_tty(), settings.dashboard) if check_hitl else None
+    if refusal:
+        raise SetupError(refusal)
     goal = resolve_goal(settings, project)
     if goal.all_done() and not settings.resume:
         if not settings.force:
@@ -285,7 +289,7 @@ class SafetyHooks:
 
     def sync_markdown(self, goal: Goal, stage: Stage) -> bool:
         try:
-            return goal.source is not None and mark_markdown_stage_done(goal.source, stage, True)
+            return mark_stage_done(goal, stage, True)
         except GoalError:
             return False  # the plan was moved or made read-only mid-run; the caller warns
 
@@ -361,6 +365,13 @@ def _install_signal_handlers(
         signal.signal(signal.SIGINT, _force_exit(before_exit))
 
     return remove
+
+
+def _stdin_is_tty() -> bool:
+    try:
+        return os.isatty(sys.stdin.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 class RunHandle:
@@ -454,6 +465,7 @@ class RunHandle:
             settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
             recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
             agent_env=agent_env, answer_channel_open=self.answer_channel_open,
+            answer_timeout=effective_answer_timeout(settings.answer_timeout, settings.dry_run, _stdin_is_tty()),
         )
         self.control.prompt_extra = self.prompt_extra
         handler = CommandHandler(self.control, recorder, self._revert, self._checkpoints_of)

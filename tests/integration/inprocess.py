@@ -5,7 +5,6 @@ feed agent events and commands and assert on the state — no subprocess."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,16 +142,6 @@ class FakeBackend:
 
     def prompt(self, iteration: int) -> str:
         return self.requests[iteration - 1].prompt
-
-
-def init_repo(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    for args in (["init", "-q"], ["config", "user.email", "t@example.invalid"], ["config", "user.name", "t"]):
-        subprocess.run(["git", *args], cwd=path, check=True)
-    (path / "README.md").write_text("hello\n")
-    subprocess.run(["git", "add", "."], cwd=path, check=True)
-    subprocess.run(["git", "commit", "-q", "-m", "init"], cwd=path, check=True)
-    return path
 
 
 @dataclass

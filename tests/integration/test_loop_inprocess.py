@@ -196,3 +196,70 @@ async def test_blocked_stage_and_verify_feedback_survive_a_resume(project: Path)
     state = await run.finish()
     assert state.status == "done" and state.blocked_stages == [] and state.verify_feedback == ""
     assert_rebuilt(state, run.replayed())
+
+
+# ------------------------------------------------------------------ issue 13: never hang, never lose
+ASK = [text("need a decision"), write("q.txt"),
+       progress("stage-1", "in_progress", needsInput=True, questions=[{"question": "Which database?"}]), step()]
+
+
+async def test_an_unanswered_question_is_recorded_and_the_next_prompt_says_so(project: Path) -> None:
+    run = start_loop(project, [ASK, done_turn("stage-1", "a"), done_turn("stage-2", "b")], TWO, answer_timeout=0.2)
+    state = await run.finish()
+    assert state.status == "done" and state.answers == 0
+    unanswered = [e for e in run.seen if e.type == "unanswered"]
+    assert len(unanswered) == 1 and "Which database?" in unanswered[0].message
+    assert "## Unanswered questions" in run.backend.prompt(2) and "Which database?" in run.backend.prompt(2)
+    assert "## Unanswered questions" not in run.backend.prompt(3) and state.unanswered == []
+
+
+async def test_with_no_channel_questions_are_recorded_and_never_waited_for(project: Path) -> None:
+    run = start_loop(project, [ASK, done_turn("stage-1", "a"), done_turn("stage-2", "b")], TWO, answer_channel=False)
+    state = await run.finish()
+    assert state.status == "done" and "waiting-answer" not in [e.data.get("status") for e in run.seen]
+    assert "Which database?" in run.backend.prompt(2)
+
+
+async def test_a_usage_limit_waits_for_its_reset_then_goes_on(project: Path) -> None:
+    limited = [text("hi"), fail("APIError: usage limit reached, try again in 1 seconds")]
+    run = start_loop(project, [limited, done_turn("stage-1", "a"), done_turn("stage-2", "b")], TWO)
+    await run.until(lambda s: s.status == "waiting-quota" and s.quota_until is not None)
+    state = await run.finish()
+    assert state.status == "done" and state.quota_until is None
+    assert [i.outcome for i in state.iterations] == ["ok", "ok"]  # the same iteration went on
+    assert len(run.backend.requests) == 3 and state.retry.attempt == 0
+    assert "quota-wait" in run.types()
+    assert_rebuilt(state, run.replayed())
+
+
+async def test_a_reset_beyond_max_quota_wait_stops_resumable(project: Path) -> None:
+    limited = [text("hi"), fail("Claude usage limit reached, resets in 3 hours")]
+    run = start_loop(project, [limited], TWO, max_quota_wait=60)
+    state = await run.finish()
+    assert state.status == "stopped-budget" and "--max-quota-wait" in state.stop_reason
+    assert "--resume" in state.resume_command and len(run.backend.requests) == 1
+
+
+# ------------------------------------------------------------------ issue 8 item 9: bounded state
+async def test_state_keeps_a_window_and_the_history_stays_on_disk(project: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from kilo_loop.run import reducer
+    from kilo_loop.web.controller import LiveRun
+    from kilo_loop.web.history import known_iterations, page_iterations
+
+    monkeypatch.setattr(reducer, "ITERATIONS_KEPT", 3)
+    goal = "# Eight\n\n" + "".join(f"- [ ] Stage {n}\n" for n in range(1, 9))
+    run = start_loop(project, [done_turn(f"stage-{n}", f"f{n}.txt") for n in range(1, 9)], goal, iterations=8)
+    state = await run.finish()
+    assert state.status == "done" and state.iterations_total == 8
+    assert [i.iteration for i in state.iterations] == [6, 7, 8]
+    saved = json.loads(run.handle.layout.state.read_text())
+    assert saved["iterationsTotal"] == 8 and len(saved["iterations"]) == 3
+    report = run.handle.layout.report.read_text()
+    assert all(f"| {n} | Stage {n} | ok |" in report for n in range(1, 9))  # the run report has them all
+    assert_rebuilt(state, run.replayed())
+    view = LiveRun(run.handle).snapshot()
+    assert view["iterationsTotal"] == 8 and view["iterationsOffset"] == 5
+    known = known_iterations(saved)
+    page = page_iterations(run.handle.layout, known, 0, 5)
+    assert [item["iteration"] for item in page] == [1, 2, 3, 4, 5] and page[0]["stageTitle"] == "Stage 1"

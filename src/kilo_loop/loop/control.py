@@ -69,17 +69,19 @@ class RunControl:
             raise ControlError("no answers given")
         self._answers.put_nowait(answers)
 
-    async def next_answers(self) -> list[AnswerItem] | None:
-        """Wait for answers; None when the run is stopped meanwhile."""
+    async def next_answers(self, timeout: float | None = None) -> list[AnswerItem] | None:
+        """Wait for answers; None when the run is stopped meanwhile; TimeoutError after `timeout` s."""
         getter = asyncio.ensure_future(self._answers.get())
         stopper = asyncio.ensure_future(self._stop.wait())
         self.waiting_for_answers = True
         try:
-            done, _ = await asyncio.wait({getter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait({getter, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             self.waiting_for_answers = False
             stopper.cancel()
         if getter in done:
             return getter.result()
         getter.cancel()
-        return None
+        if stopper in done or self.stop_requested:
+            return None
+        raise TimeoutError

@@ -77,9 +77,30 @@ class AnswerBook:
         write_json_atomic(self.path, self._redact(payload))
 
 
-async def collect_answers(control: RunControl, questions: list[Question], iteration: int) -> list[Answer] | None:
-    """Wait until some channel answers; None if the run was stopped meanwhile."""
-    items = await control.next_answers()
+# A dry run on a non-terminal (a pipe, CI) must finish by itself even with the dashboard up.
+DRY_RUN_ANSWER_TIMEOUT_S = 20.0
+
+
+def effective_answer_timeout(configured: float | None, dry_run: bool, stdin_is_tty: bool) -> float | None:
+    """How long a question waits (None: until answered)."""
+    if configured is not None:
+        return configured
+    return DRY_RUN_ANSWER_TIMEOUT_S if dry_run and not stdin_is_tty else None
+
+
+def hitl_refusal(hitl: str, stdin_is_tty: bool, dashboard: bool) -> str | None:
+    """Why the run cannot start as configured (pre-flight), or None."""
+    if hitl == "always" and not stdin_is_tty and not dashboard:
+        return ("--hitl always needs someone to answer, but stdin is not a terminal and the dashboard is off: "
+                "run it in a terminal, drop --no-dashboard, or use --hitl on-question / off")
+    return None
+
+
+async def collect_answers(
+    control: RunControl, questions: list[Question], iteration: int, timeout: float | None = None
+) -> list[Answer] | None:
+    """Wait until some channel answers; None if the run was stopped meanwhile; TimeoutError after `timeout`."""
+    items = await control.next_answers(timeout)
     if items is None:
         return None
     return match_answers(questions, items, iteration)

@@ -15,10 +15,12 @@ import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
 from kilo_loop.agent.protocol import AgentBackend, AgentQuestion, AgentRequest, StepFinished
+from kilo_loop.durations import format_duration
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.loop import stop_policy
 from kilo_loop.loop.control import RunControl
@@ -26,7 +28,7 @@ from kilo_loop.loop.handoff import HandoffStore
 from kilo_loop.loop.hitl import AnswerBook, collect_answers
 from kilo_loop.loop.progress import Progress, completion_percent, first_open_stage_title, read_progress
 from kilo_loop.loop.prompt import PromptInput, build_prompt
-from kilo_loop.loop.retry import backoff_delay_ms, transient_reason
+from kilo_loop.loop.retry import QuotaLimit, backoff_delay_ms, quota_limit, transient_reason
 from kilo_loop.loop.session import GuardLike, SessionOutcome, SessionRunner
 from kilo_loop.loop.stages import StageBook
 from kilo_loop.loop.workspace import Snapshot, changed_between, snapshot_worktree
@@ -38,6 +40,8 @@ from kilo_loop.run.events import (
     IterationFinished,
     IterationStarted,
     QuestionAsked,
+    QuestionUnanswered,
+    QuotaWait,
     RunFinished,
     StageBlocked,
     StageDone,
@@ -54,6 +58,7 @@ from kilo_loop.run.status import RunStatus
 from kilo_loop.settings import Settings
 
 Stop = tuple[RunStatus, str]
+QUOTA_COUNTDOWN_S = 300.0  # a countdown line this often while waiting for a usage-limit reset
 ALWAYS_QUESTION = "Any instructions or corrections for the next iteration? (empty to continue)"
 _DONE_OUTCOMES = ("ok", "failed", "timeout", "stopped")
 
@@ -82,6 +87,7 @@ class LoopContext:
     agent_env: dict[str, str] = field(default_factory=dict)
     answer_channel_open: Callable[[], bool] = lambda: False
     rng: random.Random = field(default_factory=random.Random)
+    answer_timeout: float | None = None  # seconds a question waits; None: until answered
 
 
 class Orchestrator:
@@ -96,6 +102,7 @@ class Orchestrator:
         self._run_files: dict[str, None] = dict.fromkeys(f for item in state.iterations for f in item.files_changed)
         self._last_snapshot: Snapshot | None = None
         self._budget_stop: str | None = None
+        self._quota_stop: str | None = None
         self._first_iteration = state.iteration + 1
         self._last_iteration = state.max_iterations
 
@@ -218,6 +225,12 @@ class Orchestrator:
         attempt = 0
         while True:
             outcome = await runner.run(request)
+            quota = quota_limit(outcome.result, datetime.now(UTC)) if not outcome.guard_rule else None
+            if quota is not None and not ctx.control.stop_requested:
+                if not await self._wait_for_quota(quota):
+                    break
+                request = replace(request, session_id=outcome.result.session_id or request.session_id)
+                continue
             reason = transient_reason(outcome.result) if s.retry and not outcome.guard_rule else None
             if reason is None or attempt >= s.max_retries or ctx.control.stop_requested or self._budget_stop:
                 break
@@ -233,6 +246,29 @@ class Orchestrator:
             request = replace(request, session_id=outcome.result.session_id or request.session_id)
             rec.set_status("running")
         return outcome
+
+    async def _wait_for_quota(self, quota: QuotaLimit) -> bool:
+        """Wait for a usage limit's reset (status waiting-quota, a countdown); False when the run must
+        stop instead (the reset is beyond --max-quota-wait, or the operator stopped it)."""
+        rec, limit = self.ctx.recorder, self.ctx.settings.max_quota_wait
+        left = quota.seconds_left(datetime.now(UTC))
+        until = quota.until.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        if limit is not None and left > limit:
+            self._quota_stop = (f"usage limit resets at {until} (in {format_duration(left)}), beyond "
+                                f"--max-quota-wait {format_duration(limit)}: {quota.reason}")
+            return False
+        rec.set_status("waiting-quota")
+        rec.emit(QuotaWait(message=f"usage limit reached: waiting {format_duration(left)} until {until}, then "
+                                   f"going on ({quota.reason})", until=until, seconds=round(left, 1),
+                           reason=quota.reason))
+        while left > 0:
+            if await self._sleep_or_stop(min(left, QUOTA_COUNTDOWN_S)):
+                return False
+            left = quota.seconds_left(datetime.now(UTC))
+            if left > 0:
+                rec.warn(f"usage limit: {format_duration(left)} left until {until}")
+        rec.set_status("running")
+        return True
 
     async def _sleep_or_stop(self, seconds: float) -> bool:
         try:
@@ -376,7 +412,7 @@ class Orchestrator:
         self.ctx.recorder.emit(StageDone(message=f"stage done: {stage.title}", stage_id=stage.id))
         # A dry run changes no file but the loop's own, so the goal file is left as it is.
         s = self.ctx.settings
-        syncs = s.sync_goal and self.ctx.goal.kind == "markdown" and not s.dry_run
+        syncs = s.sync_goal and self.ctx.goal.kind != "text" and not s.dry_run
         if syncs and not self.ctx.hooks.sync_markdown(self.ctx.goal, stage):
             self.ctx.recorder.warn(f"could not tick '{stage.title}' in {self.ctx.goal.source}")
 
@@ -417,9 +453,10 @@ class Orchestrator:
         return ("stopped-guard", why) if why else None
 
     async def _after_report(self, summary: IterationSummary) -> Stop | None:
-        if self._budget_stop:
+        budget = self._budget_stop or self._quota_stop
+        if budget:
             self._report_unasked(summary)
-            return "stopped-budget", self._budget_stop
+            return "stopped-budget", budget
         if self._no_iteration_follows():
             self._report_unasked(summary)
             return None
@@ -457,6 +494,7 @@ class Orchestrator:
         if not ctx.answer_channel_open():
             rec.warn("the agent asked a question but no answer channel is open (no terminal, no dashboard); "
                      "continuing without an answer")
+            self._unanswered(questions, "no answer channel is open")
             return None
         self._last_snapshot = None  # the operator may edit files while deciding
         answers = await self._put_questions(questions, summary.iteration)
@@ -466,14 +504,19 @@ class Orchestrator:
         return None
 
     async def _put_questions(self, questions: list[Question], iteration: int) -> list[Answer] | None:
-        """Ask the operator and wait; the answers are recorded (None when the run was stopped)."""
+        """Ask the operator and wait; the answers are recorded. None when the run was stopped; an empty
+        list when --answer-timeout passed (the questions are recorded as unanswered)."""
         ctx, rec = self.ctx, self.ctx.recorder
         ctx.control.begin_question_round()
         for q in questions:
             options = "".join(f"\n    {n}. {o}" for n, o in enumerate(q.options, 1))
             rec.emit(QuestionAsked(message=f"? {q.question}{options}", question=q.question, options=q.options))
         rec.set_status("waiting-answer")
-        answers = await collect_answers(ctx.control, questions, iteration)
+        try:
+            answers = await collect_answers(ctx.control, questions, iteration, ctx.answer_timeout)
+        except TimeoutError:
+            self._unanswered(questions, f"no answer within {format_duration(ctx.answer_timeout or 0)}")
+            return []
         if answers is None:
             return None
         ctx.answers.add(answers)
@@ -494,6 +537,13 @@ class Orchestrator:
             return None
         by_question = {a.question: a.answer for a in answers}
         return [by_question.get(q.question, "") for q in questions]
+
+    def _unanswered(self, questions: list[Question], why: str) -> None:
+        """Recorded in the state; the next prompt tells the agent nobody answered."""
+        for q in questions:
+            if q.question != ALWAYS_QUESTION:
+                self.ctx.recorder.emit(QuestionUnanswered(message=f"unanswered ({why}): {q.question}",
+                                                          question=q.question))
 
     # ------------------------------------------------------------ finish
     def _finish(self, status: RunStatus, reason: str) -> None:

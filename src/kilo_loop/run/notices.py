@@ -7,7 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kilo_loop.run.events import GuardBlocked, RunEvent, RunFinished, StatusChanged, VerifyFinished, Warned
+from kilo_loop.run.events import (
+    GuardBlocked,
+    QuotaWait,
+    RunEvent,
+    RunFinished,
+    StatusChanged,
+    VerifyFinished,
+    Warned,
+)
 from kilo_loop.run.state import RunState
 
 
@@ -35,6 +43,8 @@ def _notice(event: RunEvent, state: RunState) -> Notice | None:
         why = "timed out" if event.exit_code is None else f"exited {event.exit_code}"
         return Notice("verify-failed", f"Verify failed: {stage.title if stage else event.stage_id}",
                       f"`{event.command}` {why}")
+    if isinstance(event, QuotaWait):
+        return Notice("quota", "Usage limit reached: waiting for the reset", event.message)
     if isinstance(event, GuardBlocked):
         return Notice("guard", "Guard blocked a command", event.reason)
     if isinstance(event, StatusChanged):
@@ -51,8 +61,6 @@ def _status_notice(event: StatusChanged, state: RunState) -> Notice | None:
         return Notice("budget", "Budget reached", event.reason or "")
     if event.status == "stalled":
         return Notice("stalled", "Run stalled", event.reason or "")
-    if event.status == "waiting-quota":
-        return Notice("quota", "Usage limit reached: waiting for the reset", event.reason or "")
     return None
 
 

@@ -19,25 +19,29 @@ from kilo_loop.run.events import (
     Reverted,
     RunEvent,
     RunFinished,
+    StageBlocked,
+    StageDone,
     StateOpened,
     StatusChanged,
+    VerifyFinished,
     Warned,
     now_iso,
 )
-from kilo_loop.run.files import write_json_atomic, write_text_atomic
+from kilo_loop.run.files import read_json, write_json_atomic, write_text_atomic
 from kilo_loop.run.layout import RunLayout
 from kilo_loop.run.reducer import header_wire, reduce
 from kilo_loop.run.report import iteration_report_md, run_report_md
 from kilo_loop.run.state import IterationSummary, RunState
 from kilo_loop.run.status import RunStatus
 
-# After these the snapshot is written (fsynced for the ones that end something); after the
-# others (text, tools, usage…) it is not: a resume replays them from events.jsonl.
+# After these the snapshot is written (fsynced for the ones that end something): about once per
+# iteration. After the others it is not — a resume replays them from events.jsonl — but the
+# ones in _SHOW_AFTER still tell the state's watchers (the dashboard) that it changed.
 _SAVE_AFTER: dict[type[RunEvent], bool] = {
     StateOpened: True, StatusChanged: True, IterationReported: True, RunFinished: True,
-    IterationStarted: False, ControlChanged: False, AnswerReceived: False, QuestionUnanswered: False,
-    QuotaWait: False, Reverted: False,
+    ControlChanged: False, AnswerReceived: False, QuestionUnanswered: False, QuotaWait: False, Reverted: False,
 }
+_SHOW_AFTER: frozenset[type[RunEvent]] = frozenset({IterationStarted, StageDone, StageBlocked, VerifyFinished})
 
 
 class RunRecorder:
@@ -66,8 +70,27 @@ class RunRecorder:
         durable = _SAVE_AFTER.get(type(event))
         if durable is not None:
             self.save(durable)
+        elif type(event) in _SHOW_AFTER:
+            self._changed()
         if isinstance(event, RunFinished):
-            write_text_atomic(self.layout.report, run_report_md(self.state))
+            write_text_atomic(self.layout.report, run_report_md(self.state, self._all_iterations()))
+
+    def _all_iterations(self) -> list[IterationSummary]:
+        """Every iteration for the run report: the state keeps the newest, the rest are on disk."""
+        kept = {item.iteration: item for item in self.state.iterations}
+        first_kept = min(kept, default=self.state.iterations_total + 1)
+        older = (self._read_report(number) for number in range(1, first_kept))
+        return [item for item in older if item is not None] + list(kept.values())
+
+    def _read_report(self, number: int) -> IterationSummary | None:
+        try:
+            return IterationSummary.model_validate(read_json(self.layout.iteration_file(number, "report.json")))
+        except (OSError, ValueError):
+            return None
+
+    def _changed(self) -> None:
+        for listener in list(self._state_listeners):
+            listener(self.state)
 
     def open(self, state: RunState, resumed: bool) -> None:
         """Start (or resume) the run from `state`'s header: the first event of this process."""
@@ -90,8 +113,7 @@ class RunRecorder:
     def save(self, durable: bool = True) -> None:
         """state.json: the reducer's state, built from redacted events, so written as it is."""
         write_json_atomic(self.layout.state, self.state.snapshot(), durable)
-        for listener in list(self._state_listeners):
-            listener(self.state)
+        self._changed()
 
     def archive(self, iteration: int, suffix: str, text: str) -> None:
         # Archives are regenerable records, so no fsync: state.json is what resume relies on.

@@ -34,6 +34,7 @@ from kilo_loop.run.events import (
     Warned,
 )
 from kilo_loop.run.state import (
+    ITERATIONS_KEPT,
     LOG_TAIL_LINES,
     IterationSummary,
     Question,
@@ -124,7 +125,8 @@ def _iteration_started(state: RunState, event: IterationStarted) -> Changes:
                                started_at=event.ts)
     items = state.iterations
     items = [*items[:-1], summary] if items and items[-1].iteration == number else [*items, summary]
-    return {"iteration": number, "current_stage_id": event.stage_id, "iterations": items,
+    return {"iteration": number, "current_stage_id": event.stage_id, "iterations": items[-ITERATIONS_KEPT:],
+            "iterations_total": max(state.iterations_total, number, len(items)),
             "stages": _stages(state, event.stage_id, "in_progress")}
 
 
@@ -147,7 +149,8 @@ def _reported(state: RunState, event: IterationReported) -> Changes:
     items = state.iterations
     at = next((i for i in range(len(items) - 1, -1, -1) if items[i].iteration == summary.iteration), None)
     items = [*items, summary] if at is None else [*items[:at], summary, *items[at + 1:]]
-    changes: Changes = {"iterations": items, "retry": RetryState()}
+    changes: Changes = {"iterations": items[-ITERATIONS_KEPT:], "retry": RetryState(),
+                        "iterations_total": max(state.iterations_total, summary.iteration, len(items))}
     if summary.outcome not in (*_UNFINISHED, "guard"):
         if summary.guard_hits:  # calls refused before they ran (serve): one hit for the whole iteration
             changes["consecutive_guard_blocks"] = state.consecutive_guard_blocks + 1

@@ -14,6 +14,9 @@ from pydantic.alias_generators import to_camel
 from kilo_loop.run.status import RunStatus, StageStatus
 
 LOG_TAIL_LINES = 200
+# state.json keeps the newest iterations only (each one's whole report is iterations/NN-report.json),
+# so its size, and the bytes written per iteration, do not grow with the run.
+ITERATIONS_KEPT = 50
 
 
 class WireModel(BaseModel):
@@ -130,7 +133,8 @@ class RunState(WireModel):
     totals: Totals = Field(default_factory=Totals)
     last_percent: int = 0
     context_tokens: int = 0
-    iterations: list[IterationSummary] = Field(default_factory=list)
+    iterations: list[IterationSummary] = Field(default_factory=list)  # the newest ITERATIONS_KEPT
+    iterations_total: int = 0  # how many iterations the run has had (the older ones are on disk)
     pending_questions: list[Question] = Field(default_factory=list)
     answers: int = 0
     retry: RetryState = Field(default_factory=RetryState)

@@ -66,7 +66,7 @@ class ConsoleView:
         self._line("  type an answer (a number picks an option) and press Enter", "magenta")
 
     def _on_status(self, event: RunEvent) -> None:
-        if event.data.get("status") in {"paused", "retrying", "waiting-answer"}:
+        if event.data.get("status") in {"paused", "retrying", "waiting-answer", "waiting-quota"}:
             self._line(event.message, "yellow")
 
     def _on_run_finished(self, event: RunEvent) -> None:

@@ -106,13 +106,17 @@ class LiveRun:
         """The state for /api/state, recomputed only after something changed."""
         key = (self.seq, self._saves)
         if self._cache is None or self._cache[0] != key:
-            total = len(self.handle.state.iterations)
+            total = _history_length(self.handle.state)
             self._cache = (key, compact_state(self._wire(KEPT_ITERATIONS), iterations_total=total))
         return {**self._cache[1], **self._extras()}
 
     def head(self) -> dict[str, Any]:
-        total = len(self.handle.state.iterations)
+        total = _history_length(self.handle.state)
         return {**state_head(self._wire(HEAD_ITERATIONS), iterations_total=total), **self._extras()}
+
+
+def _history_length(state: RunState) -> int:
+    return max(state.iterations_total, len(state.iterations))  # older state.json files have no total
 
 
 @dataclass
@@ -173,7 +177,7 @@ class RunController:
         path = resolve_plan_file(self.project, request.file)
         settings = run_settings(self.base, request, path, self.global_verify)
         try:
-            return plan_run(settings, self.project).handle()
+            return plan_run(settings, self.project, check_hitl=False).handle()  # the dashboard answers
         except AllStagesDone as exc:
             raise StartRefused(f"{exc}: Clear done first, or start with force") from exc
 
