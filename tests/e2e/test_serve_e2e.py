@@ -243,7 +243,7 @@ def test_serve_a_server_that_dies_mid_turn_is_restarted_and_the_iteration_retrie
 ) -> None:
     project = git_project
     fake_provider.add_turns(
-        bash("echo FIRST-ATTEMPT > first.txt"),
+        bash("echo FIRST-ATTEMPT-OUTPUT"),
         hold(HELD_S),  # the server is killed while it waits for this reply
         write_progress(project, 1, "stage-1", "done"),  # the retry, on a new server, same session
         say("Recovered."),
@@ -268,6 +268,6 @@ def test_serve_a_server_that_dies_mid_turn_is_restarted_and_the_iteration_retrie
     sessions = [e["data"]["session_id"] for e in run.events("session")]
     assert len(sessions) == 2 and sessions[0] == sessions[1], run.describe()
     retried = iteration_requests(fake_provider, 1)[-1]
-    assert "FIRST-ATTEMPT" in retried.all_text  # the new server continued the same conversation
+    assert "FIRST-ATTEMPT-OUTPUT" in retried.all_text  # the new server continued the same conversation
     assert run.state()["status"] == "done"
     assert wait_gone(project) == []
