@@ -174,7 +174,10 @@ def test_phone_sized_screen(server: tuple[ServerProcess, Path], browser: Browser
     expect(phone.locator("#status-pill")).to_have_attribute("data-status", "iterations-used", timeout=30_000)
     expect(phone.locator(".iteration")).to_have_count(2)
     width = phone.evaluate("document.documentElement.scrollWidth")
-    assert width <= 390, f"the page scrolls sideways on a phone ({width}px)"
+    wide = phone.evaluate("""() => [...document.querySelectorAll('body *')]
+      .filter((el) => el.getBoundingClientRect().right > 391 && el.offsetParent !== null)
+      .slice(0, 5).map((el) => `${el.tagName}#${el.id}.${el.className} ${Math.round(el.getBoundingClientRect().right)}`)""")
+    assert width <= 390, f"the page scrolls sideways on a phone ({width}px): {wide}"
     phone.screenshot(path=str(ARTIFACTS / "run-view-phone.png"), full_page=False)
     phone.click("#nav-launcher")
     expect(phone.locator("#view-launcher")).to_be_visible()

@@ -1184,11 +1184,16 @@
       S.logSearch = event.target.value.trim().toLowerCase();
       applyLogFilter();
     });
-    let resizeTimer = null;
-    window.addEventListener("resize", () => {
-      clearTimeout(resizeTimer);
-      resizeTimer = setTimeout(() => { if (S.run) renderChart(); }, 150);
-    });
+    // The chart is drawn at its box's own width (labels stay 12px): redraw when the box changes,
+    // also when the run view first becomes visible.
+    let chartWidth = 0;
+    new ResizeObserver(() => {
+      const width = $("chart").clientWidth;
+      if (S.run && width && Math.abs(width - chartWidth) > 1) {
+        chartWidth = width;
+        renderChart();
+      }
+    }).observe($("chart"));
     new ResizeObserver(() => {
       document.documentElement.style.setProperty("--topbar-h", `${$("topbar").offsetHeight}px`);
     }).observe($("topbar"));
