@@ -234,8 +234,11 @@ def _settle(data: bytes, match_start: int, outcome: Outcome) -> Outcome:
         marker = _PEM_START.search(data, match_start + 1, min(len(data), reach + _PEM_MARKER_MAX))
         if marker is not None and marker.start() < reach:
             outcome = _cut_before(data, outcome, marker.start())
-    if not any(text is _MARK and data[end - 1:end].isalnum() for _, end, text in outcome.edits):
-        return outcome
+    for _, end, text in outcome.edits:
+        if text is _MARK and data[end:end + 1].isalnum() and data[end - 1:end].isalnum():
+            break
+    else:
+        return outcome  # no redaction stops inside a word
     edits = tuple(
         (start, _word_end(data, end) if text is _MARK else end, text) for start, end, text in outcome.edits
     )
