@@ -5,12 +5,18 @@ Each session: `SessionStarted`, one `ToolUse`, `StepFinished` — no sleeping, n
 Before the last event it marks the prompt's current stage `done` in `.kilocode-loop/progress.json`
 and appends a line to one tracked file (`STUB_AGENT_FILE`, default `README.md`) so every
 iteration changes the tree and the loop never stops as stale.
+
+With `STUB_AGENT_METRICS=<file>` every session start appends one line to that file (outside the
+run directory): the iteration, the loop process's clock, its CPU time and its reaped children's
+(git), `wchar` from /proc/self/io (bytes the loop wrote) and VmRSS — what `bench_longrun.py` reads.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import resource
+import time
 import uuid
 from collections.abc import AsyncGenerator
 from pathlib import Path
@@ -59,6 +65,31 @@ def progress_report(iteration: int, stage_id: str, title: str, changed: str) -> 
     }
 
 
+def _proc_field(path: str, name: str) -> int:
+    try:
+        with open(path, encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith(name):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def metrics_line(iteration: int) -> str:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (f"{iteration} {time.perf_counter():.6f} {time.process_time():.6f} "
+            f"{children.ru_utime + children.ru_stime:.6f} {_proc_field('/proc/self/io', 'wchar:')} "
+            f"{_proc_field('/proc/self/status', 'VmRSS:')}\n")
+
+
+def record_metrics(iteration: int) -> None:
+    target = os.environ.get("STUB_AGENT_METRICS")
+    if target:
+        with open(target, "a", encoding="ascii") as handle:
+            handle.write(metrics_line(iteration))
+
+
 class StubRun:
     def __init__(self, request: AgentRequest, tracked_file: str) -> None:
         self._request = request
@@ -76,6 +107,7 @@ class StubRun:
         prompt = self._request.prompt
         stage_id, title = current_stage(prompt)
         iteration = iteration_number(prompt)
+        record_metrics(iteration)
         session = self._request.session_id or f"ses_stub{uuid.uuid4().hex[:20]}"
         self._result.session_id = session
         yield SessionStarted(session)

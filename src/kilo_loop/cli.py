@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,71 @@ import click
 from click.core import ParameterSource
 
 from kilo_loop import __version__
-from kilo_loop.goal.model import GoalError
-from kilo_loop.settings import ConfigError, load_settings
+from kilo_loop.errors import KiloLoopError
+
+# Subcommands: name -> (module:attribute, the help line `kilo-loop --help` shows). Each is imported
+# only when it runs, so `--help` and a Claude Code hook (`guard hook`) import none of the others —
+# no settings, dashboard or notification stack. tests/unit/test_cli_startup.py keeps the lines true.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "guard": ("kilo_loop.commands.guard:guard_group",
+              "Check shell commands against the destructive-command guard."),
+    "new-plan": ("kilo_loop.commands.new_plan:new_plan_command",
+                 "Scaffold a plan from <project>/.kilo/templates/plan.md ({{title}}, {{date}}, {{slug}})."),
+    "redact": ("kilo_loop.commands.redact:redact_command",
+               "Redact secrets from stdin to stdout, line by line (for pipes and saved logs)."),
+    "report": ("kilo_loop.commands.report:report_command",
+               "Print a saved run's report.md (default: the most recent run), or its state with --json."),
+    "revert": ("kilo_loop.commands.revert:revert_command",
+               "Restore the working tree to the checkpoint taken before iteration N of a run."),
+    "worker": ("kilo_loop.commands.fleet:worker_command",
+               "Run plans from the queue (a Dramatiq worker on Redis) until Ctrl+C."),
+    "submit": ("kilo_loop.commands.fleet:submit_command", "Queue a plan for the fleet."),
+    "fleet": ("kilo_loop.commands.fleet:fleet_command",
+              "Watch and steer every run of every worker: one list, one inbox, controls per run."),
+}
+
+
+def load_subcommand(name: str) -> click.Command:
+    module_name, _, attribute = SUBCOMMANDS[name][0].partition(":")
+    command = getattr(importlib.import_module(module_name), attribute)
+    assert isinstance(command, click.Command)
+    return command
+
+
+def help_stand_in(name: str) -> click.Command:
+    """A command that only carries the subcommand's help text, for listing it without importing it."""
+    return click.Command(name, help=SUBCOMMANDS[name][1])
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use; `--help` lists them from SUBCOMMANDS."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *SUBCOMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in SUBCOMMANDS:
+            self.add_command(load_subcommand(cmd_name), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KiloLoopError as exc:
+            ctx.exit(report_error(exc))
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [(name, self._short_help(ctx, name, limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def _short_help(self, ctx: click.Context, name: str, limit: int) -> str:
+        if name in SUBCOMMANDS and name not in self.commands:
+            return help_stand_in(name).get_short_help_str(limit)
+        command = super().get_command(ctx, name)
+        return command.get_short_help_str(limit) if command else ""
 
 # Flags parsed from the start whose feature lands with a later issue: using one prints a notice.
 NOT_ACTIVE_YET: dict[str, str] = {
@@ -35,7 +99,12 @@ Examples:
 def _options(func: Any) -> Any:
     opts = [
         # Goal
-        click.option("--goal", type=click.Path(path_type=Path), help=".json goal or .md checklist"),
+        click.option("--goal", type=click.Path(path_type=Path), multiple=True,
+                     help=".json goal or .md checklist (repeat it to run several plans in parallel)"),
+        click.option("--parallel", type=click.IntRange(1, 64),
+                     help="plans at once, each in its own git worktree (default: all given)"),
+        click.option("--merge", type=click.Choice(["auto", "ask", "never"]),
+                     help="parallel plans: apply each result to your tree (auto), ask, or only save it"),
         click.option("--goal-text", help="inline goal (one implicit stage)"),
         click.option("-n", "--iterations", type=int, help="loop count (default 5)"),
         # Execution
@@ -107,16 +176,22 @@ def _given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
         values.setdefault("shared_context", values.pop("session_mode") == "continue")
     if "no_confirm" in values:
         values["confirm"] = not values.pop("no_confirm")
-    values.pop("list_goals", None)
+    for parent_only in ("list_goals", "parallel", "merge"):
+        values.pop(parent_only, None)
+    goals = values.pop("goal", ())
+    if goals:
+        values["goal"] = goals[0]
     return values
 
 
-def fail(message: str, code: int = 2) -> None:
-    click.echo(f"kilo-loop: {message}", err=True)
-    sys.exit(code)
+def report_error(exc: KiloLoopError) -> int:
+    """The one place a user-facing error becomes output and an exit code (its class carries the code):
+    every command run through `main` ends here, and so does a run's set-up in `run_main`."""
+    click.echo(f"kilo-loop: {exc.headline()}", err=True)
+    return exc.exit_code
 
 
-@click.group(invoke_without_command=True, help=_HELP, context_settings={"help_option_names": ["-h", "--help"],
+@click.group(cls=LazyGroup, invoke_without_command=True, help=_HELP, context_settings={"help_option_names": ["-h", "--help"],
                                                                          "max_content_width": 110})
 @click.version_option(__version__, prog_name="kilo-loop")
 @_options
@@ -124,52 +199,27 @@ def fail(message: str, code: int = 2) -> None:
 def main(ctx: click.Context, /, **params: Any) -> None:
     if ctx.invoked_subcommand is not None:
         return
+    if len(params.get("goal") or ()) > 1 or params.get("parallel"):
+        sys.exit(_parallel_main(params))
+    from kilo_loop.commands.run import run_main
+    from kilo_loop.git import project_root
+    from kilo_loop.settings import load_settings
+
     cli_values = _given(ctx, params)
     for name in sorted(set(cli_values) & set(NOT_ACTIVE_YET)):
         click.echo(f"kilo-loop: --{name.replace('_', '-')} is accepted but not active yet "
                    f"({NOT_ACTIVE_YET[name]} is not built yet)", err=True)
     project_hint = cli_values.get("project")
-    try:
-        settings = load_settings(cli_values, Path(project_hint) if project_hint else _project_guess())
-    except ConfigError as exc:
-        fail(str(exc))
-        return
-    from kilo_loop.commands.run import run_main
-
+    settings = load_settings(cli_values, project_root(Path(project_hint) if project_hint else None))
     try:
         code = run_main(settings, list_goals=bool(params.get("list_goals")))
-    except GoalError as exc:
-        fail(f"goal error: {exc}")
-        return
     except KeyboardInterrupt:  # a Ctrl+C outside the run's own handlers (set-up, final summary)
         click.echo("kilo-loop: interrupted", err=True)
         sys.exit(130)
     sys.exit(code)
 
 
-def _project_guess() -> Path | None:
-    from kilo_loop.loop.workspace import NotAGitRepo, git_root
+def _parallel_main(params: dict[str, Any]) -> int:
+    from kilo_loop.commands.parallel import parallel_main
 
-    try:
-        return git_root(Path.cwd())
-    except NotAGitRepo:
-        return None
-
-
-def _register_subcommands() -> None:
-    from kilo_loop.commands.guard import guard_group
-    from kilo_loop.commands.new_plan import new_plan_command
-    from kilo_loop.commands.redact import redact_command
-    from kilo_loop.commands.report import report_command
-    from kilo_loop.commands.revert import revert_command
-
-    main.add_command(guard_group, "guard")
-    main.add_command(redact_command, "redact")
-    main.add_command(revert_command, "revert")
-    main.add_command(report_command, "report")
-    main.add_command(new_plan_command, "new-plan")
-
-
-_register_subcommands()
-
-
+    return parallel_main(params, sys.argv[1:])

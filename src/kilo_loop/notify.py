@@ -38,11 +38,12 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from urllib.parse import quote, urlsplit
 
 import apprise
 from apprise import NotifyFormat, NotifyType
+
+from kilo_loop.run.events import now_iso
 
 NOTIFY_EVENTS: tuple[str, ...] = (
     "question",
@@ -241,11 +242,6 @@ def _build_route(target: str, timeout_s: float) -> _Route:
     return _Route(masked=masked, url=url, generic_json=generic, secrets=_secret_pieces(target))
 
 
-def _now_iso() -> str:
-    """UTC timestamp in JavaScript ``toISOString()`` form, as the seed's payload used."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def _failure_detail(result: apprise.AppriseResult) -> str:
     """Status, time taken and apprise's last warning/error, e.g. ``FAILURE after 1.0s: A Connection …``."""
     messages = [entry.message for entry in result.logs() if entry.level in ("WARNING", "ERROR", "CRITICAL")]
@@ -295,7 +291,7 @@ class Notifier:
             return
         title = self._redact(title)
         # apprise refuses an empty body; the title then stands in for the text.
-        message = _Message(event, title, self._redact(text) or title, _now_iso())
+        message = _Message(event, title, self._redact(text) or title, now_iso())
         loop = _running_loop()
         for route in self._routes:
             self._spawn(route, message, loop)

@@ -20,20 +20,38 @@ from kilo_loop.agent.cli_backend import CliBackend, detect_runtime
 from kilo_loop.agent.protocol import AgentBackend
 from kilo_loop.agent.registry import BackendLoadError, load_backend
 from kilo_loop.agent.simulator import DryRunBackend
+from kilo_loop.errors import UsageError
+from kilo_loop.git import NotAGitRepo, git_root
 from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
 from kilo_loop.goal.sync import mark_markdown_stage_done
+from kilo_loop.loop.commands import (
+    Command,
+    CommandHandler,
+    CommandQueue,
+    CommandRefused,
+    Reply,
+    StopNow,
+    stop_serving,
+)
 from kilo_loop.loop.control import RunControl
 from kilo_loop.loop.hitl import AnswerBook
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
-from kilo_loop.loop.workspace import git_root
 from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
-from kilo_loop.run.events import EventBus, RunEvent, now_iso
+from kilo_loop.run.bus import EventBus
+from kilo_loop.run.events import RunEvent, RunStarted, StatusChanged, now_iso
 from kilo_loop.run.layout import ProjectLayout, RunLayout
+from kilo_loop.run.notices import notice_subscriber
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.state import RetryState, RunState, StageState, VerifyResult
-from kilo_loop.run.store import RunNotFound, last_seq, load_state, resolve_run
-from kilo_loop.safety.checkpoint import capture_checkpoint
+from kilo_loop.run.status import StageStatus
+from kilo_loop.run.store import RunNotFound, last_seq, load_for_resume, resolve_run
+from kilo_loop.safety.checkpoint import (
+    CheckpointError,
+    RevertResult,
+    capture_checkpoint,
+    revert_to_checkpoint,
+)
 from kilo_loop.safety.guard import Guard
 from kilo_loop.safety.guard_config import inline_config_env
 from kilo_loop.safety.redact import Redactor
@@ -42,7 +60,7 @@ from kilo_loop.settings import Settings
 from kilo_loop.ui.terminal import TerminalInput
 
 
-class SetupError(RuntimeError):
+class SetupError(UsageError, RuntimeError):
     """A problem found before anything is created; the message says what to do."""
 
 
@@ -53,7 +71,7 @@ def resolve_project(settings: Settings) -> Path:
         raise SetupError(f"--project {start} is not a directory")
     try:
         return git_root(start.resolve())
-    except RuntimeError as exc:
+    except NotAGitRepo as exc:
         raise SetupError(str(exc)) from exc
 
 
@@ -120,6 +138,16 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid() % 10000:04d}"
 
 
+def _unused_run_id(layout: ProjectLayout) -> str:
+    """A new run id; two runs started within the same second get distinct ones."""
+    base = new_run_id()
+    candidate, n = base, 1
+    while (layout.runs / candidate).exists():
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
+
+
 def initial_state(settings: Settings, goal: Goal, project: Path, run_id: str, runtime: str) -> RunState:
     source = None
     if goal.source is not None:
@@ -140,22 +168,26 @@ def initial_state(settings: Settings, goal: Goal, project: Path, run_id: str, ru
 
 
 def resumed_state(previous: RunState, goal: Goal, settings: Settings) -> RunState:
-    """Carry over stage progress, percent, session and guard note; the goal file may have changed."""
+    """Carry over stage progress, blocked stages, verify feedback, percent, session and guard note;
+    the goal file may have changed. (The reducer marks iterations cut short as interrupted.)"""
     done = set(previous.completed_stages)
-    state = previous.model_copy(deep=True)
-    state.stages = [StageState(id=s.id, title=s.title, status="done" if (s.done or s.id in done) else "pending",
-                               verify=s.verify, acceptance=s.acceptance) for s in goal.stages]
-    state.completed_stages = [s.id for s in goal.stages if s.done or s.id in done]
-    state.status, state.finished_at, state.stop_reason, state.resume_command = "starting", None, "", ""
-    state.pending_questions, state.paused, state.abort_requested = [], False, False
-    # A resume is a fresh start for the stop conditions; the guard note itself is kept and re-injected.
-    state.stale_iterations, state.consecutive_guard_blocks, state.retry = 0, 0, RetryState()
-    for item in state.iterations:
-        if item.outcome in ("running", "retrying"):
-            item.outcome, item.error = "interrupted", "the loop process ended during this iteration"
-    if settings.shared_context:
-        state.shared_context = True
-    return state
+    blocked = [stage_id for stage_id in previous.blocked_stages if stage_id not in done]
+
+    def status(stage: Stage) -> StageStatus:
+        if stage.done or stage.id in done:
+            return "done"
+        return "blocked" if stage.id in blocked else "pending"
+
+    stages = [StageState(id=s.id, title=s.title, status=status(s), verify=s.verify, acceptance=s.acceptance)
+              for s in goal.stages]
+    return previous.model_copy(update={
+        "stages": stages, "completed_stages": [s.id for s in goal.stages if s.done or s.id in done],
+        "blocked_stages": blocked, "status": "starting", "finished_at": None, "stop_reason": "",
+        "resume_command": "", "pending_questions": [], "paused": False, "abort_requested": False,
+        # A resume is a fresh start for the stop conditions; the guard note itself is kept and re-injected.
+        "stale_iterations": 0, "consecutive_guard_blocks": 0, "retry": RetryState(), "current_stage_id": None,
+        "shared_context": previous.shared_context or settings.shared_context,
+    })
 
 
 @dataclass
@@ -180,11 +212,11 @@ def prepare_run(settings: Settings, goal: Goal, project: Path, runtime: str) -> 
     if settings.resume:
         try:
             run = resolve_run(project_layout, settings.resume)
-            state = resumed_state(load_state(run), goal, settings)
+            state = resumed_state(load_for_resume(run), goal, settings)
         except RunNotFound as exc:
             raise SetupError(f"--resume {settings.resume}: {exc}") from exc
         return PreparedRun(run, state, resumed=True)
-    run_id = settings.run_id or new_run_id()
+    run_id = settings.run_id or _unused_run_id(project_layout)
     try:
         run = project_layout.run(run_id)
     except ValueError as exc:
@@ -192,6 +224,47 @@ def prepare_run(settings: Settings, goal: Goal, project: Path, runtime: str) -> 
     if run.state.exists():
         raise SetupError(f"run {run_id} already exists; pick another --run-id or --resume {run_id}")
     return PreparedRun(run, initial_state(settings, goal, project, run_id, runtime), resumed=False)
+
+
+class AllStagesDone(SetupError):
+    """Every stage of the goal is done already and the run was not forced."""
+
+    def __init__(self, goal: Goal) -> None:
+        super().__init__(f"every stage of '{goal.title}' is already done")
+        self.goal = goal
+
+
+def reopen_all(goal: Goal) -> Goal:
+    return goal.model_copy(update={"stages": [s.model_copy(update={"done": False}) for s in goal.stages]})
+
+
+@dataclass
+class RunPlan:
+    """A run resolved before anything is created: settings, goal, agent backend, run directory."""
+
+    settings: Settings
+    project: Path
+    goal: Goal
+    backend: AgentBackend
+    runtime: str
+    prepared: PreparedRun
+
+    def handle(self) -> RunHandle:
+        return RunHandle(self.settings, self.project, self.goal, self.backend, self.runtime, self.prepared)
+
+
+def plan_run(settings: Settings, project: Path) -> RunPlan:
+    """The one run preparation, for the command line and the dashboard's launcher alike: the goal
+    (a finished one only with `force`, reopened), the backend and the run directory (new or resumed).
+    Raises SetupError (AllStagesDone, a bad goal, a missing agent CLI…) before anything is written."""
+    goal = resolve_goal(settings, project)
+    if goal.all_done() and not settings.resume:
+        if not settings.force:
+            raise AllStagesDone(goal)
+        goal = reopen_all(goal)
+    backend, runtime = make_backend(settings)
+    prepared = prepare_run(settings, goal, project, runtime)
+    return RunPlan(settings, project, goal, backend, runtime, prepared)
 
 
 # ------------------------------------------------------------------ safety hooks
@@ -204,10 +277,7 @@ class SafetyHooks:
         return f"HEAD {str(cp.head or 'none')[:10]}, {len(cp.untracked)} untracked, patch {cp.patch_bytes} bytes"
 
     async def verify(self, command: str, cwd: Path, timeout_s: float) -> VerifyResult:
-        outcome = await run_verify(command, cwd, timeout_s, self._redact)
-        return VerifyResult(command=outcome.command, exit_code=outcome.exit_code, passed=outcome.passed,
-                            output_tail=outcome.output_tail, duration_ms=outcome.duration_ms,
-                            timed_out=outcome.timed_out)
+        return await run_verify(command, cwd, timeout_s, self._redact)
 
     def sync_markdown(self, goal: Goal, stage: Stage) -> bool:
         try:
@@ -244,7 +314,7 @@ def _guard_parts(
 ) -> tuple[Guard | None, dict[str, str]]:
     if not settings.guard:
         return None, {}
-    guard = Guard(settings.guard_deny, settings.guard_allow)
+    guard = Guard(settings.guard_deny, settings.guard_allow, packs=settings.guard_packs)
     name = _CLI_RUNTIMES.get(runtime)
     if name is None:  # dry run or a custom backend: no CLI config to inject into
         return guard, {}
@@ -263,7 +333,7 @@ def _force_exit(before_exit: Callable[[], None]) -> Callable[..., None]:
 
 
 def _install_signal_handlers(
-    control: RunControl, say: Callable[[str], None], before_exit: Callable[[], None]
+    stop: Callable[[], None], say: Callable[[str], None], before_exit: Callable[[], None]
 ) -> Callable[[], None]:
     """Ctrl+C stops the run; a second one force-exits. SIGTERM stops the run."""
     loop = asyncio.get_running_loop()
@@ -275,10 +345,10 @@ def _install_signal_handlers(
             say("second Ctrl+C: exiting now")
             _force_exit(before_exit)()
         say("Ctrl+C: stopping the run (press again to force-exit)")
-        control.stop()
+        stop()
 
     loop.add_signal_handler(signal.SIGINT, on_sigint)
-    loop.add_signal_handler(signal.SIGTERM, control.stop)
+    loop.add_signal_handler(signal.SIGTERM, stop)
 
     def remove() -> None:
         loop.remove_signal_handler(signal.SIGTERM)
@@ -298,20 +368,59 @@ class RunHandle:
         self.settings, self.project, self.goal, self.runtime = settings, project, goal, runtime
         self.redactor = Redactor(enabled=settings.redact)
         ProjectLayout(project).ensure()
-        self.layout, self.state, self.resumed = prepared.layout, prepared.state, prepared.resumed
+        self.layout, self.resumed = prepared.layout, prepared.resumed
         self.layout.ensure()
-        self.state.prompt_extra = read_prompt_extra(settings.prompt_extra, project) or self.state.prompt_extra
+        self.prompt_extra = read_prompt_extra(settings.prompt_extra, project)
         self.bus = EventBus(self.layout.events, self.redactor.redact_value, start_seq=last_seq(self.layout.events))
-        self.recorder = RunRecorder(self.layout, self.state, self.bus, self.redactor.redact_value)
-        self.control = RunControl(shared_context=self.state.shared_context)
+        # Redacted once here (goal title, stages…); from now on the state is built from redacted events.
+        shown = RunState.model_validate(self.redactor.redact_value(prepared.state.snapshot()))
+        self.recorder = RunRecorder(self.layout, shown, self.bus, self.redactor.redact_value)
+        self.control = RunControl(shared_context=prepared.state.shared_context)
+        self.commands = CommandQueue()
+        self._over = False
         self.answers = AnswerBook(ProjectLayout(project).answers, self.state.run_id, self.redactor.redact_value)
         # Each open channel (terminal, dashboard) adds a probe; a question waits only if one is open.
         self.answer_channels: list[Callable[[], bool]] = []
         self._backend = backend
 
     @property
+    def state(self) -> RunState:
+        """The current state (the reducer's latest); read it, never change it."""
+        return self.recorder.state
+
+    @property
     def run_id(self) -> str:
         return self.state.run_id
+
+    @property
+    def over(self) -> bool:
+        """True once the run has ended: it takes no more commands."""
+        return self._over
+
+    def send(self, command: Command) -> None:
+        """Fire and forget (a key press, a signal); ignored once the run is over."""
+        if not self._over:
+            self.commands.send(command)
+
+    async def ask(self, command: Command) -> Reply:
+        """Send and wait for the run's reply; CommandRefused when it refuses (or is over)."""
+        if self._over:
+            raise CommandRefused(409, f"run {self.run_id} has ended")
+        return await self.commands.ask(command)
+
+    async def _revert(self, checkpoints: Path, iteration: int, force: bool) -> RevertResult:
+        try:
+            return await asyncio.to_thread(revert_to_checkpoint, self.project, checkpoints, iteration, force)
+        except CheckpointError as exc:
+            raise CommandRefused(409, str(exc)) from exc
+
+    def _checkpoints_of(self, run_id: str | None) -> Path:
+        if run_id in (None, self.run_id):
+            return self.layout.checkpoints
+        try:
+            return resolve_run(ProjectLayout(self.project), run_id or "").checkpoints
+        except RunNotFound as exc:
+            raise CommandRefused(404, str(exc)) from exc
 
     def answer_channel_open(self) -> bool:
         return any(probe() for probe in self.answer_channels)
@@ -319,22 +428,38 @@ class RunHandle:
     async def run(self) -> RunState:
         """Drive the loop to its end; the final state is always saved to disk."""
         settings, recorder = self.settings, self.recorder
-        for warning in self.answers.load_for_resume() if self.resumed else []:
+        warnings = self.answers.load_for_resume() if self.resumed else []
+        start = self.state.model_copy(update={
+            "answers": len(self.answers.answers), "max_iterations": self.state.iteration + settings.iterations,
+            "prompt_extra": self.prompt_extra or self.state.prompt_extra,
+        })
+        recorder.open(start, self.resumed)
+        for warning in warnings:
             recorder.warn(warning)
-        self.state.answers = len(self.answers.answers)
         guard, agent_env = _guard_parts(settings, self.project, self.runtime, recorder.warn)
         agent_env = _kilo_snapshots_off(self.runtime, agent_env, os.environ)
-        notifier = Notifier(settings.notify, self.redactor.redact, recorder.warn) if settings.notify else None
-        recorder.emit("run-started", f"run {self.run_id} {'resumed' if self.resumed else 'started'}: "
-                      f"{self.goal.title} ({len(self.goal.stages)} stage(s), runtime {self.runtime})", "heading")
+        # Events reach the notifier redacted already (the bus did it), so it passes text on as it is.
+        notifier = Notifier(settings.notify, lambda text: text, recorder.warn) if settings.notify else None
+        if notifier is not None:
+            self.bus.subscribe(notice_subscriber(lambda: self.recorder.state, notifier.notify))
+        recorder.emit(RunStarted(message=f"run {self.run_id} {'resumed' if self.resumed else 'started'}: "
+                      f"{self.goal.title} ({len(self.goal.stages)} stage(s), runtime {self.runtime})"))
         ctx = LoopContext(
             settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
             recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
-            notifier=notifier, agent_env=agent_env, answer_channel_open=self.answer_channel_open,
+            agent_env=agent_env, answer_channel_open=self.answer_channel_open,
         )
+        self.control.prompt_extra = self.prompt_extra
+        handler = CommandHandler(self.control, recorder, self._revert, self._checkpoints_of)
+        for early in self.commands.pending():  # sent before the start (e.g. the launcher's instructions)
+            await handler.handle(early)
+        serving = asyncio.create_task(handler.serve(self.commands), name=f"kilo-loop commands {self.run_id}")
         try:
             await Orchestrator(ctx).run()
         finally:
+            self._over = True
+            await stop_serving(serving)
+            handler.refuse_pending(self.commands, f"run {self.run_id} has ended")
             if notifier is not None:
                 await notifier.aclose(10.0)
             self.bus.close()
@@ -343,11 +468,16 @@ class RunHandle:
 
 def attach_terminal(handle: RunHandle, say: Callable[[str], None]) -> Callable[[], None]:
     """Terminal keys, typed answers and Ctrl+C for this run; returns the detach function."""
-    terminal = TerminalInput(handle.control, lambda: handle.state.pending_questions, say)
+    terminal = TerminalInput(handle.send, lambda: handle.state, say)
     terminal.start()
     handle.answer_channels.append(lambda: terminal.open or terminal.has_early_answers)
-    handle.bus.subscribe(lambda event: terminal.flush_early_answers() if event.type == "question" else None)
-    remove_signals = _install_signal_handlers(handle.control, say, terminal.stop)
+
+    def on_event(event: RunEvent) -> None:
+        if isinstance(event, StatusChanged) and event.status == "waiting-answer":
+            terminal.flush_early_answers()  # every question of the round is pending now
+
+    handle.bus.subscribe(on_event)
+    remove_signals = _install_signal_handlers(lambda: handle.send(StopNow()), say, terminal.stop)
 
     def detach() -> None:
         remove_signals()
@@ -356,21 +486,21 @@ def attach_terminal(handle: RunHandle, say: Callable[[str], None]) -> Callable[[
     return detach
 
 
-async def execute_run(
-    settings: Settings,
-    project: Path,
-    goal: Goal,
-    backend: AgentBackend,
-    runtime: str,
-    prepared: PreparedRun,
-    view: Callable[[RunEvent], None],
-    say: Callable[[str], None],
-) -> RunState:
+async def execute_run(plan: RunPlan, view: Callable[[RunEvent], None], say: Callable[[str], None]) -> RunState:
     """A direct run from the command line: console view and terminal controls attached."""
-    handle = RunHandle(settings, project, goal, backend, runtime, prepared)
+    handle = plan.handle()
     handle.bus.subscribe(view)
     detach = attach_terminal(handle, say)
+    detach_inbox = _attach_inbox_if_steered(handle)
     try:
         return await handle.run()
     finally:
+        detach_inbox()
         detach()
+
+
+def _attach_inbox_if_steered(handle: RunHandle) -> Callable[[], None]:
+    """A plan run by `--parallel` or a fleet worker takes commands and answers from its inbox file."""
+    from kilo_loop.fleet.attach import attach_inbox, inbox_requested
+
+    return attach_inbox(handle) if inbox_requested() else (lambda: None)

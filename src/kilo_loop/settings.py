@@ -12,6 +12,7 @@ from pydantic import Field, TypeAdapter, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from kilo_loop.errors import ConfigError
 from kilo_loop.run.files import read_json
 
 HitlMode = Literal["always", "on-question", "off"]
@@ -19,8 +20,7 @@ RuntimeMode = Literal["auto", "kilo", "opencode"]
 CONFIG_RELATIVE = Path(".kilocode-loop") / "config.json"
 
 
-class ConfigError(ValueError):
-    """A wrong value in the config file or environment; the message names the source and key."""
+__all__ = ["ConfigError", "Settings", "load_settings"]
 
 
 def _snake(name: str) -> str:
@@ -58,6 +58,7 @@ class Settings(BaseSettings):
     max_guard_blocks: int = Field(3, ge=1)
     guard_deny: list[str] = Field(default_factory=list)
     guard_allow: list[str] = Field(default_factory=list)
+    guard_packs: dict[str, bool] = Field(default_factory=dict)  # rule packs switched on/off by name
     redact: bool = True
     max_cost: float | None = Field(None, ge=0)
     max_tokens: int | None = Field(None, ge=0)
@@ -92,6 +93,17 @@ class Settings(BaseSettings):
     def _split_list(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [item for item in re.split(r"[\s,]+", value) if item]
+        return value
+
+    @field_validator("guard_packs")
+    @classmethod
+    def _known_packs(cls, value: dict[str, bool]) -> dict[str, bool]:
+        if value:
+            from kilo_loop.safety.packs import PACK_NAMES  # only when set: the packs import the shell parser
+
+            unknown = sorted(set(value) - set(PACK_NAMES))
+            if unknown:
+                raise ValueError(f"unknown guard pack(s) {', '.join(unknown)}; the packs are {', '.join(PACK_NAMES)}")
         return value
 
     @classmethod

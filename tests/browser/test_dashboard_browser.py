@@ -2,40 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from tests.web.support import ServerProcess, git_env, make_project, start_server
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 ANSWER = "Refactor into smaller modules, but keep the public API"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Chromium is not installed at /usr/bin/chromium")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture

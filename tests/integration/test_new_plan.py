@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kilo_loop.commands.new_plan import new_plan_command
+from kilo_loop.cli import main
 from kilo_loop.goal.parse import load_goal
 from kilo_loop.goal.registry import discover_plans
 from kilo_loop.goal.scaffold import DEFAULT_TEMPLATE, build_plan, render_plan, slugify
@@ -20,7 +20,7 @@ DATE = datetime.fromtimestamp(EPOCH / 1000).date().isoformat()
 
 
 def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(new_plan_command, list(args), catch_exceptions=False)
+    result = CliRunner().invoke(main, ["new-plan", *args], catch_exceptions=False)
     return result.exit_code, result.stdout, result.stderr
 
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from kilo_loop.cli import main
 from kilo_loop.commands import revert as revert_module
-from kilo_loop.commands.revert import revert_command, show_path
-from kilo_loop.safety.checkpoint import capture_checkpoint
+from kilo_loop.commands.revert import show_path
+from kilo_loop.safety.checkpoint import capture_checkpoint, capture_patch_checkpoint
 
 
 @pytest.fixture(autouse=True)
@@ -26,9 +27,10 @@ def git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A repo with run `run-1` whose checkpoint 1 has README "before"; the agent then changed things."""
+@pytest.fixture(params=[capture_checkpoint, capture_patch_checkpoint], ids=["trees", "patches"])
+def project(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+    """A repo with run `run-1` whose checkpoint 1 has README "before"; the agent then changed things.
+    Checkpoint 1 is in today's format (trees) or in the one runs were recorded in before (patches)."""
     root = tmp_path / "project"
     root.mkdir()
     git(root, "init", "-q")
@@ -39,14 +41,14 @@ def project(tmp_path: Path) -> Path:
     run_dir = root / ".kilocode-loop/runs/run-1"
     run_dir.mkdir(parents=True)
     (run_dir / "state.json").write_text("{}")
-    capture_checkpoint(root, run_dir / "checkpoints", 1)
+    request.param(root, run_dir / "checkpoints", 1)
     (root / "README.md").write_text("agent\n")
     (root / "agent.txt").write_text("new\n")
     return root
 
 
 def invoke(project: Path, *args: str, input: str | None = None) -> tuple[int, str]:
-    result = CliRunner().invoke(revert_command, ["-C", str(project), *args], input=input)
+    result = CliRunner().invoke(main, ["revert", "-C", str(project), *args], input=input)
     return result.exit_code, result.output
 
 
@@ -86,7 +88,7 @@ def test_non_interactive_stdin_without_yes_refuses(project: Path, monkeypatch: p
 @pytest.mark.parametrize("run_id", ["nope", "../run-1", "..", "run-1/../run-1", "/etc"])
 def test_unknown_or_unsafe_run_id_is_a_clear_error(project: Path, run_id: str) -> None:
     code, output = invoke(project, "--run", run_id, "--before", "1", "--yes")
-    assert code == 1 and "Error:" in output and ("no saved run" in output or "invalid run id" in output)
+    assert code == 1 and "kilo-loop: " in output and ("no saved run" in output or "invalid run id" in output)
     assert untouched(project)
 
 

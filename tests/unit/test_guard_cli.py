@@ -34,7 +34,8 @@ def test_check_json() -> None:
     assert result.exit_code == 1
     assert json.loads(result.output) == {
         "decision": "deny", "rule": "git-commit",
-        "reason": "`git commit -m x`: the agent never commits; the loop checkpoints and the operator commits"}
+        "reason": "`git commit -m x`: the agent never commits; the loop checkpoints and the operator commits"
+                  " [git pack]"}
 
 
 def test_check_cwd_makes_relative_targets_resolvable(tmp_path: Path) -> None:

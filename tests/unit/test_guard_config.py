@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kilo_loop.safety.guard_config import (
+    allow_exceptions,
     bash_rules,
     deny_patterns,
     inline_config_env,
@@ -47,6 +48,8 @@ def injected(env: dict[str, str], key: str = "KILO_CONFIG_CONTENT") -> dict[str,
     "rm -rf /etc", "rm -rf /etc/nginx", "rm -r /usr/local", "rm -Rf /opt/app", "rm -rf /root", "rm -rf /boot",
     "rm -rf /srv/www", "rm -rf .git", "rm -rf .git/", "rm -rf ./.git", "rm -r -f /", "rm --recursive /etc",
     "rm -rf build /etc", "sudo rm -rf /", "sudo rm -rf ~", "sudo git push",
+    "git checkout -- .", "git restore .", "kubectl delete pod x", "terraform destroy", "docker system prune -af",
+    "lerna publish", "changeset publish", "shutdown -h now", "reboot", "kill -9 -1", "dropdb prod",
 ])
 def test_destructive_commands_are_denied_by_the_cli_rules(command: str) -> None:
     assert action(bash_rules(), command) == "deny"
@@ -57,6 +60,7 @@ def test_destructive_commands_are_denied_by_the_cli_rules(command: str) -> None:
     "npm install", "npm test", "pnpm build", "ls ~", "cat /etc/hosts", "rm -rf /tmp/build", "rm -rf node_modules",
     "rm -rf build/.git", "rm -f .gitignore", "rm file.txt", "dd if=/dev/zero of=/dev/null count=1",
     "echo x > /dev/null", "rm -rf /tmp/home-copy",
+    "npm publish --dry-run", "cargo publish --dry-run", "git checkout main", "kubectl get pods", "terraform plan",
 ])
 def test_ordinary_commands_stay_allowed(command: str) -> None:
     assert action(bash_rules(), command) == "allow"
@@ -66,8 +70,9 @@ def test_catch_all_comes_first_and_denies_after() -> None:
     rules = bash_rules()
     keys = list(rules)
     assert keys[0] == "*" and rules["*"] == "allow"
-    assert all(rules[k] == "deny" for k in keys[1:])
-    assert keys[1:] == list(deny_patterns())
+    denies = list(deny_patterns())
+    assert keys[1:len(denies) + 1] == denies and all(rules[k] == "deny" for k in denies)
+    assert keys[len(denies) + 1:] == list(allow_exceptions()) and all(rules[k] == "allow" for k in keys[len(denies) + 1:])
 
 
 def test_existing_rules_are_kept_in_order_and_ours_appended() -> None:

@@ -1,10 +1,11 @@
-"""The guard's score on the public dcg corpus (`../shared/corpora/dcg/`, MIT).
+"""The guard's score on the public dcg corpus (`tests/corpora/dcg/`, MIT, copied in with its LICENSE).
 
-Our policy is stricter than dcg's on one point: the agent never commits, pushes or
-publishes, so a case that *executes* `git commit`, `git push` or `npm`/`pnpm publish`
-is expected `deny` even where dcg says `allow`. In this corpus every such case is a
-command that starts with those words (mentions inside echo, grep or a commit message
-never do), which is how the relabelling below decides. Every other case keeps dcg's label.
+Our policy is stricter than dcg's: the agent never commits, pushes or publishes (seed 000),
+and issue 10 adds classes dcg allows — `git rebase`, commands that make commits (`git merge`,
+and `git pull`, which merges), `docker system prune`, `kubectl delete`. A case that *executes*
+one of these is expected `deny` even where dcg says `allow`. In this corpus every such case is
+a command that starts with those words (mentions inside echo, grep or a commit message never
+do), which is how the relabelling below decides. Every other case keeps dcg's label.
 Target: every deny case denied, at most 3% of allow cases denied.
 """
 
@@ -22,11 +23,10 @@ import pytest
 from kilo_loop.commands.guard import hook_response
 from kilo_loop.safety.guard import Guard
 
-CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
-DCG = CORPORA / "dcg"
-pytestmark = pytest.mark.skipif(not DCG.is_dir(), reason=f"the dcg corpus is not checked out at {DCG}")
+DCG = Path(__file__).resolve().parents[1] / "corpora" / "dcg"
 
-_NEVER = {("git", "commit"), ("git", "push"), ("npm", "publish"), ("pnpm", "publish")}
+_NEVER = {("git", "commit"), ("git", "push"), ("npm", "publish"), ("pnpm", "publish"),
+          ("git", "rebase"), ("git", "merge"), ("git", "pull"), ("docker", "system"), ("kubectl", "delete")}
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def test_corpus_score() -> None:
     assert not missed and len(wrongly) <= 0.03 * allow_total, f"{score}\n{detail}"
 
 
-@pytest.mark.parametrize("case", _cases("hook") if DCG.is_dir() else [], ids=lambda c: c.get("id", "?"))
+@pytest.mark.parametrize("case", _cases("hook"), ids=lambda c: c.get("id", "?"))
 def test_hook_json_cases_through_the_hook(case: dict[str, Any]) -> None:
     response = hook_response(case["raw_input"], lambda cwd: Guard())
     decision = "deny" if response else "allow"

@@ -1,14 +1,17 @@
-"""Properties of the guard over generated input: it never crashes, quoted data never runs,
-wrappers never hide a destructive command."""
+"""Properties of the guard over generated input: the parser never crashes or hangs, quoted data
+never runs, a command decides the same bare, wrapped in any known wrapper or handed over as a
+shell string. Every command here is data for Guard.check_command, never run."""
 
 from __future__ import annotations
 
 import shlex
+from datetime import timedelta
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kilo_loop.safety.guard import Guard
+from kilo_loop.safety.shell.parse import parse
 
 GUARD = Guard(temp_dirs=["/tmp"])
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -51,9 +54,10 @@ def test_arbitrary_tool_uses_never_crash(tool: str, tool_input: dict[str, object
 
 
 @SETTINGS
-@given(text=_ANY_TEXT)
+@given(text=_ANY_TEXT.filter(lambda t: "\x00" not in t))  # a NUL cannot be in a bash command: it is denied
 def test_single_quoted_data_never_runs(text: str) -> None:
-    for command in (f"echo {shlex.quote(text)}", f"grep -n {shlex.quote(text)} notes.md"):
+    quoted = "'" + text.replace("'", "'\\''") + "'"
+    for command in (f"echo {quoted}", f"grep -n {quoted} notes.md"):
         assert GUARD.check_command(command).decision == "allow", command
 
 
@@ -71,3 +75,67 @@ def test_recursive_delete_inside_temp_only(name: str) -> None:
     assert GUARD.check_command(f"cd /tmp && rm -rf {shlex.quote(name)}").decision == "allow"
     assert GUARD.check_command(f"rm -rf /tmp/{name}/../..").decision == "deny"
     assert GUARD.check_command(f"rm -rf {shlex.quote(name)}", "/repo").decision == "deny"
+
+
+# ----------------------------------------------------------------------------- the tree-sitter parser
+BOUNDED = settings(max_examples=200, deadline=timedelta(seconds=5), suppress_health_check=[HealthCheck.too_slow])
+
+
+@BOUNDED
+@given(raw=st.binary(max_size=400))
+def test_parser_never_crashes_or_hangs_on_arbitrary_bytes(raw: bytes) -> None:
+    tree = parse(raw)
+    assert isinstance(tree, str) or tree.type == "program"
+    decision = GUARD.check_command(raw.decode("utf-8", "surrogateescape"), "/repo")
+    assert decision.decision in ("allow", "deny") and decision.rule != "guard-error", decision
+
+
+@BOUNDED
+@given(command=_ANY_TEXT, repeat=st.integers(min_value=1, max_value=40))
+def test_parser_never_hangs_on_long_repetitive_text(command: str, repeat: int) -> None:
+    decision = GUARD.check_command(command * repeat, None)
+    assert decision.rule != "guard-error", decision
+
+
+# ----------------------------------------------------------------------------- wrapped = bare
+_BARE = st.sampled_from([
+    "git push", "git status", "git reset --hard", "git diff --stat", "git checkout -- .", "rm -rf /home/me",
+    "rm -rf /tmp/scratch", "rm -f /tmp/x.log", "npm publish", "npm publish --dry-run", "npm test",
+    "kubectl delete pod x", "kubectl get pods", "dd if=/dev/zero of=/dev/sda", "ls -la /srv",
+    "docker system prune -af", "docker ps", "terraform destroy", "terraform plan", "psql -c 'DROP TABLE t'",
+    "psql -c 'select 1'", "find / -delete", "find /tmp/w -name '*.o' -delete", "chmod -R 777 /",
+    "python3 -c 'print(1)'", "shutdown -h now", "echo hello", "cat /etc/hostname", "kill -9 -1", "make test",
+])
+_ARGV_WRAPPERS = [
+    "sudo {}", "sudo -u deploy {}", "doas {}", "pkexec {}", "runuser -u app -- {}", "env FOO=1 {}", "env -i {}",
+    "command {}", "builtin {}", "exec {}", "nohup {}", "nice -n 5 {}", "time {}", "timeout 10 {}", "stdbuf -oL {}",
+    "ionice -c3 {}", "taskset 0x1 {}", "taskset -c 0 {}", "setsid {}", "chronic {}", "unbuffer {}", "toybox {}",
+    "busybox {}", "strace -f {}", "systemd-run --user {}", "unshare -r {}", "xvfb-run -a {}", "screen -dmS job {}",
+    "poetry run {}", "uv run {}", "pipenv run {}", "pdm run {}", "hatch run {}", "conda run -n base {}",
+    "npm exec -- {}", "pnpm exec {}", "direnv exec . {}", "watch -x {}", "flock /tmp/lock {}", "coproc {}",
+]
+_STRING_FORMS = [
+    "bash -c {q}", "sh -c {q}", "zsh -c {q}", "bash -lc {q}", "eval {q}", "bash <<<{q}", "echo {q} | bash",
+    "printf '%s\\n' {q} | sh", "su -c {q}", "su me -c {q}", "runuser -l app -c {q}", "sudo -s {q}",
+    "tmux new-session -d {q}", "tmux send-keys -t w {q} Enter", "watch -n 5 {q}", "flock /tmp/l -c {q}",
+    "at now <<<{q}", "parallel ::: {q}", "script -qc {q} /dev/null", "bash <<'EOF'\n{}\nEOF", "trap {q} EXIT",
+    "npx -c {q}",
+]
+
+
+@SETTINGS
+@given(bare=_BARE, wrap=st.sampled_from(_ARGV_WRAPPERS + _STRING_FORMS))
+def test_any_wrapper_or_shell_string_is_decided_like_the_bare_command(bare: str, wrap: str) -> None:
+    wrapped = wrap.replace("{q}", shlex.quote(bare)).replace("{}", bare)
+    expected = GUARD.check_command(bare, None).decision
+    assert GUARD.check_command(wrapped, None).decision == expected, (bare, wrapped)
+
+
+@SETTINGS
+@given(bare=_BARE, outer=st.sampled_from(_ARGV_WRAPPERS), inner=st.sampled_from(_STRING_FORMS))
+def test_wrappers_nest(bare: str, outer: str, inner: str) -> None:
+    wrapped = outer.replace("{}", inner.replace("{q}", shlex.quote(bare)).replace("{}", bare))
+    if "\n" in wrapped:
+        return  # a heredoc cannot be an argv word
+    expected = GUARD.check_command(bare, None).decision
+    assert GUARD.check_command(wrapped, None).decision == expected, (bare, wrapped)

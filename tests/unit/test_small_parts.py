@@ -7,6 +7,7 @@ import pytest
 
 from kilo_loop.agent.cli_backend import KILO, OPENCODE, build_command, child_environment, detect_runtime
 from kilo_loop.agent.protocol import AgentRequest, AgentResult
+from kilo_loop.loop.commands import Pause, SetSharedContext, command_for
 from kilo_loop.loop.control import AnswerItem, ControlError, RunControl
 from kilo_loop.loop.hitl import match_answers, resolve_option
 from kilo_loop.loop.retry import backoff_delay_ms, transient_reason
@@ -53,20 +54,18 @@ def test_exit_codes() -> None:
 
 
 async def test_control_channel() -> None:
+    assert command_for("pause") == Pause() and command_for("set-shared-context", True) == SetSharedContext(True)
+    with pytest.raises(ControlError):
+        command_for("set-shared-context", "yes")
+    with pytest.raises(ControlError):
+        command_for("explode")
     control = RunControl()
-    control.apply("pause")
+    control.pause()
     assert control.paused
-    control.apply("resume")
-    control.apply("set-shared-context", True)
-    assert control.shared_context and not control.paused
-    with pytest.raises(ControlError):
-        control.apply("set-shared-context", "yes")
-    with pytest.raises(ControlError):
-        control.apply("explode")
     control.submit_answers([AnswerItem("q", "a")])
     assert (await control.next_answers()) == [AnswerItem("q", "a")]
     control.stop()
-    assert await control.next_answers() is None
+    assert not control.paused and await control.next_answers() is None
 
 
 def test_answers_match_questions() -> None:

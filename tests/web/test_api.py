@@ -267,6 +267,24 @@ async def test_revert_refused_while_the_agent_works_then_restores(harness: Harne
     assert app.read_text() == "print('v1')\n" and not (harness.project / "src" / "new_module.py").exists()
 
 
+async def test_revert_of_another_run_is_refused_mid_session_and_logged_when_done(harness: Harness) -> None:
+    older = await harness.run_to_end(iterations=1)
+    readme = harness.project / "README.md"
+    readme.write_text("work in progress\n")
+    live = await harness.start(iterations=4)
+    await harness.wait_state(lambda s: s["runId"] == live and s["status"] == "running")
+    refused = await harness.client.post("/api/revert", json={"iteration": 1, "run": older})
+    assert refused.status_code == 409, refused.text
+    assert readme.read_text() == "work in progress\n"
+    await harness.wait_state(lambda s: s["status"] == "waiting-answer")
+    done = await harness.client.post("/api/revert", json={"iteration": 1, "run": older})
+    assert done.status_code == 200, done.text
+    assert readme.read_text() == "hello\n"
+    state = await harness.state()
+    reverts = [e for e in state["logTail"] if e["type"] == "revert"]
+    assert len(reverts) == 1 and reverts[0]["data"]["run"] == older
+
+
 async def test_revert_of_a_saved_run_and_bad_input(harness: Harness) -> None:
     run_id = await harness.run_to_end(iterations=2)
     (harness.project / "README.md").write_text("edited\n")

@@ -9,16 +9,22 @@ from typing import Any
 import orjson
 import pytest
 
-from kilo_loop.run.events import EventBus, RunEvent
+from kilo_loop.run.bus import EventBus
+from kilo_loop.run.events import RunEvent, TextOut, UsageCounted
+from kilo_loop.run.store import read_log_lines
 from kilo_loop.web.sse import EventHub, event_stream, parse_last_event_id, sse_frame
 from tests.web.conftest import Harness
+
+
+def _redact(value: Any) -> Any:
+    return orjson.loads(orjson.dumps(value).replace(b"SECRET", b"[REDACTED]"))
 
 
 class Source:
     """A run as the hub sees it, backed by a real EventBus and events.jsonl."""
 
     def __init__(self, path: Path, run_id: str = "run-1") -> None:
-        self.bus = EventBus(path, lambda value: value)
+        self.bus = EventBus(path, _redact)
         self._run_id = run_id
         self.events_path = path
         self.state_listeners: list[Callable[[], None]] = []
@@ -31,9 +37,6 @@ class Source:
     def seq(self) -> int:
         return self.bus.seq
 
-    def redact(self, value: Any) -> Any:
-        return orjson.loads(orjson.dumps(value).replace(b"SECRET", b"[REDACTED]"))
-
     def subscribe(
         self, on_event: Callable[[RunEvent], None], on_state: Callable[[], None]
     ) -> Callable[[], None]:
@@ -45,7 +48,7 @@ class Source:
 
     def emit(self, count: int, text: str = "line") -> None:
         for _ in range(count):
-            self.bus.emit(RunEvent("text", f"{text} {self.bus.seq + 1}"))
+            self.bus.emit(TextOut(message=f"{text} {self.bus.seq + 1}"))
 
 
 def parse(frame: bytes) -> tuple[str | None, int | None, Any]:
@@ -102,14 +105,15 @@ async def test_missed_lines_are_replayed_from_disk_once(source: Source) -> None:
     hub = EventHub()
     hub.attach(source)
     source.emit(5, "SECRET")
+    source.bus.emit(UsageCounted(tokens=5))  # a state-only record: on disk, never a log frame
     stream = event_stream(hub, 2, "run-1")
     await anext(stream)  # hello: the client is subscribed from here on
     source.emit(1)  # lands on disk and in the queue: must be sent once
     frames = await take(stream, 4)
-    assert [event_id for _, event_id, _ in frames] == [3, 4, 5, 6]
-    assert "[REDACTED]" in frames[0][2]["message"]  # what is read from disk is redacted again
+    assert [event_id for _, event_id, _ in frames] == [3, 4, 5, 7]
+    assert "[REDACTED]" in frames[0][2]["message"]  # the bus redacted it once, before it was written
     source.emit(1)
-    assert (await take(stream, 1))[0][1] == 7
+    assert (await take(stream, 1))[0][1] == 8
     await stream.aclose()
 
 
@@ -169,7 +173,9 @@ async def test_events_over_http_resume_with_last_event_id(harness: Harness) -> N
                 seen.append(int(line[4:]))
             if len(seen) == 8:
                 break
-    assert seen == list(range(1, 9))
+    events = harness.project / ".kilocode-loop" / "runs" / run_id / "events.jsonl"
+    log_seqs = [int(event["seq"]) for event in read_log_lines(events)]  # state-only records are no frames
+    assert seen == log_seqs[:8]
     resumed: list[int] = []
     headers = {"Last-Event-ID": "5"}
     async with harness.client.stream("GET", f"/api/events?after=0&run={run_id}", headers=headers) as response:
@@ -178,4 +184,4 @@ async def test_events_over_http_resume_with_last_event_id(harness: Harness) -> N
                 resumed.append(int(line[4:]))
             if len(resumed) == 3:
                 break
-    assert resumed == [6, 7, 8]
+    assert resumed == [seq for seq in log_seqs if seq > 5][:3]

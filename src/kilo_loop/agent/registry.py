@@ -7,10 +7,11 @@ import inspect
 from typing import Any
 
 from kilo_loop.agent.protocol import AgentBackend
+from kilo_loop.errors import UsageError
 
 
-class BackendLoadError(ValueError):
-    pass
+class BackendLoadError(UsageError, ValueError):
+    """KILO_LOOP_BACKEND names no usable agent backend."""
 
 
 def load_backend(reference: str) -> AgentBackend:

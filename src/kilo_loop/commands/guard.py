@@ -12,30 +12,23 @@ from typing import Any
 
 import click
 
+from kilo_loop.errors import ConfigError
+from kilo_loop.git import project_root
+from kilo_loop.guard_patterns import GuardPatterns, project_guard_patterns
 from kilo_loop.safety.guard import Guard, GuardDecision
 
 GuardFactory = Callable[[str | None], Guard]
 
 
-def _project_of(start: Path) -> Path:
-    """The nearest directory holding `.kilocode-loop/` or `.git`, else `start` itself."""
-    for directory in (start, *start.parents):
-        if (directory / ".kilocode-loop").is_dir() or (directory / ".git").exists():
-            return directory
-    return start
-
-
 def _guard_for(cwd: str | None, deny: Sequence[str], allow: Sequence[str]) -> Guard:
-    """A guard with the project's guardDeny/guardAllow (config.json, KILO_LOOP_* env) plus the given ones."""
-    from kilo_loop.settings import ConfigError, load_settings
-
+    """A guard with the project's guardDeny/guardAllow/guardPacks (config.json, KILO_LOOP_* env)
+    plus the given patterns."""
     try:
-        settings = load_settings({}, _project_of(Path(cwd or os.getcwd()).resolve()))
-        project_deny, project_allow = list(settings.guard_deny), list(settings.guard_allow)
+        project = project_guard_patterns(project_root(Path(cwd) if cwd else None))
     except (ConfigError, OSError) as exc:
         click.echo(f"kilo-loop guard: ignoring the project config: {exc}", err=True)
-        project_deny, project_allow = [], []
-    return Guard([*project_deny, *deny], [*project_allow, *allow])
+        project = GuardPatterns()
+    return Guard([*project.deny, *deny], [*project.allow, *allow], packs=dict(project.packs))
 
 
 def _absolute(cwd: str | None) -> str | None:
@@ -155,3 +148,31 @@ def hook_command() -> None:
     response = hook_response(raw, guard_for)
     if response is not None:
         click.echo(_line(response))
+
+
+def packs_listing(guard: Guard) -> list[dict[str, Any]]:
+    """Every rule pack: name, whether it is on, what it covers and its rule ids."""
+    return [{"name": pack.name, "enabled": enabled, "title": pack.title,
+             "rules": sorted({rule.id for rule in pack.rules} | {rule.id for rule in pack.text_rules}),
+             "table_rows": len(pack.rules) + len(pack.text_rules)}
+            for pack, enabled in guard.pack_states()]
+
+
+@guard_group.command("packs", help=(
+    "List the guard's rule packs and whether each is on for this project (switch them with "
+    "\"guardPacks\": {\"<pack>\": false} in .kilocode-loop/config.json)."))
+@click.option("--json", "as_json", is_flag=True, help="print the list as one JSON document")
+@click.option("--cwd", type=click.Path(file_okay=False), help="project directory (default: the current one)")
+def packs_command(as_json: bool, cwd: str | None) -> None:
+    try:
+        guard = _guard_for(cwd, (), ())
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    listing = packs_listing(guard)
+    if as_json:
+        click.echo(json.dumps(listing, ensure_ascii=False))
+        return
+    width = max(len(p["name"]) for p in listing)
+    for pack in listing:
+        state = "on " if pack["enabled"] else "off"
+        click.echo(f"{pack['name']:<{width}}  {state}  {pack['title']} ({pack['table_rows']} rules)")

@@ -6,17 +6,8 @@ from pathlib import Path
 
 import click
 
-from kilo_loop.goal.scaffold import DEFAULT_DIR, ScaffoldError, build_plan, write_plan
-from kilo_loop.loop.workspace import NotAGitRepo, git_root
-
-
-def default_project() -> Path:
-    """The git root of the current directory, or the directory itself outside a repository."""
-    cwd = Path.cwd()
-    try:
-        return git_root(cwd)
-    except NotAGitRepo:
-        return cwd
+from kilo_loop.git import project_root
+from kilo_loop.goal.scaffold import DEFAULT_DIR, build_plan, write_plan
 
 
 @click.command("new-plan")
@@ -41,16 +32,13 @@ def new_plan_command(
     force: bool,
 ) -> None:
     """Scaffold a plan from <project>/.kilo/templates/plan.md ({{title}}, {{date}}, {{slug}})."""
-    root = (project or default_project()).resolve()
-    try:
-        plan = build_plan(root, title, slug=slug, epoch_ms=epoch_ms, directory=directory)
-        if print_only:
-            click.echo(f"# would write {plan.relative}", err=True)
-            click.echo(plan.content, nl=False)
-            return
-        write_plan(plan, force=force)
-    except ScaffoldError as exc:
-        raise click.ClickException(str(exc)) from None
+    root = project.resolve() if project else project_root()
+    plan = build_plan(root, title, slug=slug, epoch_ms=epoch_ms, directory=directory)  # ScaffoldError: exit 1
+    if print_only:
+        click.echo(f"# would write {plan.relative}", err=True)
+        click.echo(plan.content, nl=False)
+        return
+    write_plan(plan, force=force)
     click.echo(f"Created {plan.relative}")
     click.echo(f"Run it:  kilo-loop --goal {plan.relative}")
     if not plan.discoverable:

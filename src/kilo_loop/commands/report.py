@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 import orjson
 
-from kilo_loop.loop.workspace import project_root
+from kilo_loop.git import project_root
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.report import run_report_md
-from kilo_loop.run.store import RunNotFound, load_state, resolve_run
+from kilo_loop.run.store import load_state, resolve_run
 from kilo_loop.safety.redact import Redactor
 
 
@@ -22,12 +21,8 @@ from kilo_loop.safety.redact import Redactor
 @click.option("-C", "--project", type=click.Path(path_type=Path), help="repository (default: cwd's git root)")
 def report_command(run_id: str | None, last: bool, as_json: bool, project: Path | None) -> None:
     layout = ProjectLayout(project_root(project))
-    try:
-        run = resolve_run(layout, run_id if run_id and not last else "last")
-        state = load_state(run)
-    except RunNotFound as exc:
-        click.echo(f"kilo-loop report: {exc}", err=True)
-        sys.exit(1)
+    run = resolve_run(layout, run_id if run_id and not last else "last")  # RunNotFound: exit 1
+    state = load_state(run)
     redactor = Redactor()
     if as_json:
         click.echo(orjson.dumps(redactor.redact_value(state.wire()), option=orjson.OPT_INDENT_2).decode())

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import click
 
-from kilo_loop.loop.workspace import project_root
+from kilo_loop.errors import KiloLoopError
+from kilo_loop.git import project_root
 from kilo_loop.run.layout import ProjectLayout
-from kilo_loop.run.store import RunNotFound, resolve_run
+from kilo_loop.run.store import resolve_run
 from kilo_loop.safety.checkpoint import (
     CheckpointError,
     RevertPlan,
@@ -73,13 +74,10 @@ def describe_result(result: RevertResult) -> str:
 @click.option("-C", "--project", type=click.Path(path_type=Path), help="repository (default: cwd's git root)")
 def revert_command(run_ref: str, iteration: int, yes: bool, project: Path | None) -> None:
     root = project_root(project)
-    try:
-        run = resolve_run(ProjectLayout(root), run_ref)
-        plan = plan_revert(root, run.checkpoints, iteration)
-    except (RunNotFound, CheckpointError) as exc:
-        raise click.ClickException(str(exc)) from exc
+    run = resolve_run(ProjectLayout(root), run_ref)  # RunNotFound, CheckpointError: exit 1
+    plan = plan_revert(root, run.checkpoints, iteration)
     if plan.head_moved:
-        raise click.ClickException(
+        raise CheckpointError(
             f"HEAD moved since checkpoint {iteration} ({plan.checkpoint_head or 'no commit'} -> "
             f"{plan.current_head or 'no commit'}): something committed during the run; refusing to revert.")
     click.echo(describe_plan(plan, run.run_id))
@@ -88,13 +86,10 @@ def revert_command(run_ref: str, iteration: int, yes: bool, project: Path | None
         return
     if not yes:
         if not stdin_is_interactive():
-            raise click.ClickException("not reverting without confirmation: stdin is not a terminal (use --yes)")
+            raise KiloLoopError("not reverting without confirmation: stdin is not a terminal (use --yes)")
         if not click.confirm(f"Revert the working tree to before iteration {iteration}?", default=False,
                              prompt_suffix=" "):
             click.echo("Revert cancelled; nothing changed.")
             sys.exit(1)
-    try:
-        result = revert_to_checkpoint(root, run.checkpoints, iteration)
-    except CheckpointError as exc:
-        raise click.ClickException(str(exc)) from exc
+    result = revert_to_checkpoint(root, run.checkpoints, iteration)
     click.echo(describe_result(result))

@@ -14,49 +14,51 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import click
 
-from kilo_loop.agent.protocol import AgentBackend
+from kilo_loop.cli import report_error
+from kilo_loop.errors import KiloLoopError
 from kilo_loop.goal.listing import format_plan_list
-from kilo_loop.goal.model import Goal
 from kilo_loop.goal.registry import discover_plans
 from kilo_loop.run.state import RunState
 from kilo_loop.run.status import exit_code_for
 from kilo_loop.runner import (
-    PreparedRun,
+    AllStagesDone,
     RunHandle,
+    RunPlan,
     SetupError,
     attach_terminal,
     execute_run,
-    make_backend,
-    prepare_run,
-    resolve_goal,
+    plan_run,
     resolve_project,
 )
 from kilo_loop.settings import Settings
 from kilo_loop.ui.console import ConsoleView, make_console
 from kilo_loop.ui.preflight import ask_start, render_preflight, scenario_rows, should_confirm
-from kilo_loop.web.binding import BindError, PortInUse
-from kilo_loop.web.controller import RunHooks
-from kilo_loop.web.server import Dashboard, prepare_dashboard
+
+if TYPE_CHECKING:  # the dashboard stack (FastAPI, uvicorn) is imported only when the dashboard is on
+    from kilo_loop.web.controller import RunHooks
+    from kilo_loop.web.server import Dashboard
 
 Say = Callable[[str], None]
 
 
-def _reopen_all(goal: Goal) -> Goal:
-    return goal.model_copy(update={"stages": [s.model_copy(update={"done": False}) for s in goal.stages]})
-
-
-def _confirmed(
-    settings: Settings, goal: Goal, project: Path, prepared: PreparedRun, dashboard: Dashboard | None
-) -> bool:
+def _confirmed(plan: RunPlan, dashboard: Dashboard | None) -> bool:
     """The pre-flight box and `Start this run? [Y/n]`; runs before anything is created."""
-    console = make_console(no_color=settings.no_color)
-    rows = scenario_rows(settings, goal, project, prepared.state.runtime, dashboard.url if dashboard else None,
-                         prepared.state.agent)
-    render_preflight(console, rows, goal)
+    console = make_console(no_color=plan.settings.no_color)
+    state = plan.prepared.state
+    rows = scenario_rows(plan.settings, plan.goal, plan.project, state.runtime,
+                         dashboard.url if dashboard else None, state.agent)
+    render_preflight(console, rows, plan.goal)
     return ask_start(input)
+
+
+def _prepare_dashboard(settings: Settings, project: Path, mode: Literal["launcher", "direct"]) -> Dashboard:
+    from kilo_loop.web.server import prepare_dashboard
+
+    return prepare_dashboard(settings, project, mode)
 
 
 def _dashboard_line(dashboard: Dashboard) -> str:
@@ -76,38 +78,31 @@ def run_main(settings: Settings, list_goals: bool = False) -> int:
                     "no --goal given and the dashboard is off: pass --goal <file.json|file.md> or "
                     '--goal-text "…", or drop --no-dashboard to pick a plan in the launcher'
                 )
-            dashboard = prepare_dashboard(settings, project, "launcher")
+            dashboard = _prepare_dashboard(settings, project, "launcher")
             return _launcher(settings, dashboard)
-        goal = resolve_goal(settings, project)
-        if goal.all_done() and not settings.resume:
-            if not settings.force:
-                click.echo(
-                    f"kilo-loop: every stage of '{goal.title}' is already done; pass --force to run it again"
-                )
-                return 0
-            goal = _reopen_all(goal)
-        backend, runtime = make_backend(settings)
-        prepared = prepare_run(settings, goal, project, runtime)
+        try:
+            plan = plan_run(settings, project)
+        except AllStagesDone as exc:
+            click.echo(f"kilo-loop: {exc}; pass --force to run it again")
+            return 0
         if settings.dashboard:
-            dashboard = prepare_dashboard(settings, project, "direct")
-        if should_confirm(settings) and not _confirmed(settings, goal, project, prepared, dashboard):
+            dashboard = _prepare_dashboard(settings, project, "direct")
+        if should_confirm(settings) and not _confirmed(plan, dashboard):
             if dashboard is not None:
                 dashboard.sock.close()
             click.echo("Cancelled: nothing was started.")
             return 2
-    except (SetupError, PortInUse, BindError) as exc:
+    except KiloLoopError as exc:  # set-up: nothing was started
         if dashboard is not None:
             dashboard.sock.close()
-        click.echo(f"kilo-loop: {exc}", err=True)
-        return 2
+        return report_error(exc)
     out = _Output(settings)
     view = ConsoleView(out.console, quiet=settings.quiet)
     if dashboard is None:
-        state = asyncio.run(execute_run(settings, project, goal, backend, runtime, prepared, view, out.say))
+        state = asyncio.run(execute_run(plan, view, out.say))
     else:
         dashboard.controller.hooks = out.hooks("the dashboard is still open")
-        direct = _Direct(settings, project, goal, backend, runtime, prepared)
-        state = asyncio.run(direct.run(dashboard, view, out.say))
+        state = asyncio.run(_Direct(plan).run(dashboard, view, out.say))
     if not settings.quiet:
         view.summary(state)
     return exit_code_for(state.status)
@@ -124,6 +119,8 @@ class _Output:
         self.console.print(message, style="bold", soft_wrap=True)  # a URL must stay on one line
 
     def hooks(self, after: str) -> RunHooks:
+        from kilo_loop.web.controller import RunHooks
+
         def started(handle: RunHandle) -> None:
             handle.bus.subscribe(ConsoleView(self.console, quiet=self.settings.quiet))
             self.say(f"run {handle.run_id} started from the dashboard: {handle.goal.title}")
@@ -140,15 +137,10 @@ class _Output:
 class _Direct:
     """A direct run with the dashboard: the RunHandle is made on the loop, then adopted."""
 
-    settings: Settings
-    project: Path
-    goal: Goal
-    backend: AgentBackend
-    runtime: str
-    prepared: PreparedRun
+    plan: RunPlan
 
     async def run(self, dashboard: Dashboard, view: ConsoleView, say: Say) -> RunState:
-        handle = RunHandle(self.settings, self.project, self.goal, self.backend, self.runtime, self.prepared)
+        handle = self.plan.handle()
         handle.bus.subscribe(view)
         await dashboard.start()
         try:
@@ -159,7 +151,7 @@ class _Direct:
                 state = await handle.run()
             finally:
                 detach()
-            if self.settings.keep_open:
+            if self.plan.settings.keep_open:
                 say(f"Dashboard still open at {dashboard.url} — press Ctrl+C to close it")
                 await _until_interrupted(dashboard, say)
         finally:

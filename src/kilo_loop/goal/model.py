@@ -7,11 +7,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from kilo_loop.errors import UsageError
+
 GoalKind = Literal["json", "markdown", "text"]
 
 
-class GoalError(Exception):
+class GoalError(UsageError):
     """A goal that cannot be used; the message names the file, line and problem."""
+
+    label = "goal error"
 
     def __init__(self, message: str, source: Path | None = None, line: int | None = None) -> None:
         self.message = message

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
+from kilo_loop.errors import KiloLoopError
 from kilo_loop.goal.model import GoalError
 from kilo_loop.goal.parse import parse_markdown_goal
 from kilo_loop.goal.registry import is_plan_location
@@ -51,7 +52,7 @@ that command exits 0), and ` :: acceptance: <criteria>` to say what done means.
 """
 
 
-class ScaffoldError(ValueError):
+class ScaffoldError(KiloLoopError, ValueError):
     """A plan that cannot be scaffolded; the message says why and what to do."""
 
 

@@ -1,10 +1,11 @@
-"""The one control channel: terminal keys and the dashboard both call these methods,
-and the orchestrator reads them between (and, for stop, during) iterations."""
+"""The loop's control flags (paused, stop, abort after the session, shared context, the
+operator's instructions) and the answer hand-over. Only the command handler
+(`loop/commands.py`) changes them; the orchestrator reads them between (and, for stop,
+during) iterations. Terminal keys and the dashboard send commands, never call these."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -19,9 +20,6 @@ class ControlError(ValueError):
     pass
 
 
-CONTROL_ACTIONS = ("pause", "resume", "abort-after-current", "stop", "set-shared-context")
-
-
 class RunControl:
     def __init__(self, shared_context: bool = False) -> None:
         self._resume = asyncio.Event()
@@ -31,14 +29,7 @@ class RunControl:
         self.abort_after_current = False
         self.shared_context = shared_context
         self.waiting_for_answers = False
-        self._listeners: list[Callable[[str, object], None]] = []
-
-    def on_change(self, listener: Callable[[str, object], None]) -> None:
-        self._listeners.append(listener)
-
-    def _changed(self, what: str, value: object) -> None:
-        for listener in list(self._listeners):
-            listener(what, value)
+        self.prompt_extra: str | None = None
 
     @property
     def paused(self) -> bool:
@@ -50,45 +41,17 @@ class RunControl:
 
     def pause(self) -> None:
         self._resume.clear()
-        self._changed("pause", True)
 
     def resume(self) -> None:
         self._resume.set()
-        self._changed("pause", False)
-
-    def toggle_pause(self) -> None:
-        self.resume() if self.paused else self.pause()
 
     def request_abort_after_current(self) -> None:
         self.abort_after_current = True
         self._resume.set()  # a paused loop wakes up to end the run instead of running one more session
-        self._changed("abort-after-current", True)
 
     def stop(self) -> None:
         self._stop.set()
         self._resume.set()
-        self._changed("stop", True)
-
-    def set_shared_context(self, value: bool) -> None:
-        self.shared_context = value
-        self._changed("set-shared-context", value)
-
-    def apply(self, action: str, value: object = None) -> None:
-        """Apply a dashboard/API action by name."""
-        if action == "pause":
-            self.pause()
-        elif action == "resume":
-            self.resume()
-        elif action == "abort-after-current":
-            self.request_abort_after_current()
-        elif action == "stop":
-            self.stop()
-        elif action == "set-shared-context":
-            if not isinstance(value, bool):
-                raise ControlError("set-shared-context needs a boolean 'value'")
-            self.set_shared_context(value)
-        else:
-            raise ControlError(f"unknown action {action!r}; expected one of {', '.join(CONTROL_ACTIONS)}")
 
     async def wait_until_resumed(self) -> None:
         await self._resume.wait()

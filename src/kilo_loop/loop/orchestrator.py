@@ -1,5 +1,9 @@
 """The iteration state machine: pick the stage, checkpoint, prompt, run the session
-(with retries), read the report, verify, ask the human, enforce budgets — repeat."""
+(with retries), read the report, verify, ask the human, enforce the stop policy — repeat.
+
+The orchestrator only emits events (the reducer turns them into state) and reads the
+state back; when to stop is `stop_policy`, which stage is next is `stages.StageBook`,
+the handoff packet is `handoff.HandoffStore`, and notifications subscribe to the bus."""
 
 from __future__ import annotations
 
@@ -16,27 +20,42 @@ from typing import Protocol
 
 from kilo_loop.agent.protocol import AgentBackend, AgentRequest, StepFinished
 from kilo_loop.goal.model import Goal, Stage
+from kilo_loop.loop import stop_policy
 from kilo_loop.loop.control import RunControl
+from kilo_loop.loop.handoff import HandoffStore
 from kilo_loop.loop.hitl import AnswerBook, collect_answers
 from kilo_loop.loop.progress import Progress, completion_percent, first_open_stage_title, read_progress
-from kilo_loop.loop.prompt import PromptInput, build_prompt, clip_handoff
+from kilo_loop.loop.prompt import PromptInput, build_prompt
 from kilo_loop.loop.retry import backoff_delay_ms, transient_reason
 from kilo_loop.loop.session import GuardLike, SessionOutcome, SessionRunner
+from kilo_loop.loop.stages import StageBook
 from kilo_loop.loop.workspace import Snapshot, changed_between, snapshot_worktree
-from kilo_loop.run.events import now_iso
+from kilo_loop.run.events import (
+    AgentFailed,
+    AnswerReceived,
+    CheckpointTaken,
+    Crashed,
+    IterationFinished,
+    IterationStarted,
+    QuestionAsked,
+    RunFinished,
+    StageBlocked,
+    StageDone,
+    UsageCounted,
+    VerifyFinished,
+    Warned,
+    now_iso,
+)
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.report import iteration_line
-from kilo_loop.run.state import IterationSummary, Question, RetryState, VerifyResult
+from kilo_loop.run.state import IterationSummary, Question, RunState, VerifyResult
 from kilo_loop.run.status import RunStatus
 from kilo_loop.settings import Settings
 
 Stop = tuple[RunStatus, str]
 ALWAYS_QUESTION = "Any instructions or corrections for the next iteration? (empty to continue)"
-
-
-class NotifierLike(Protocol):
-    def notify(self, event: str, title: str, text: str) -> None: ...
+_DONE_OUTCOMES = ("ok", "failed", "timeout", "stopped")
 
 
 class Hooks(Protocol):
@@ -60,7 +79,6 @@ class LoopContext:
     answers: AnswerBook
     hooks: Hooks
     guard: GuardLike | None = None
-    notifier: NotifierLike | None = None
     agent_env: dict[str, str] = field(default_factory=dict)
     answer_channel_open: Callable[[], bool] = lambda: False
     rng: random.Random = field(default_factory=random.Random)
@@ -69,22 +87,21 @@ class LoopContext:
 class Orchestrator:
     def __init__(self, ctx: LoopContext) -> None:
         self.ctx = ctx
-        self.state = ctx.recorder.state
         self.layout = ProjectLayout(ctx.project)
-        self._completed: set[str] = set(self.state.completed_stages)
-        self._blocked: set[str] = set()
-        self._previous: dict[str, str] = {}
-        self._run_files: dict[str, None] = {}
-        self._handoff: str | None = None
-        self._safety_feedback: str | None = self.state.guard_note or None
-        self._verify_feedback: str | None = None
-        self._had_errors = False
+        self.limits = stop_policy.Limits.from_settings(ctx.settings)
+        self.stages = StageBook(ctx.goal)
+        self.handoffs = HandoffStore(self.layout.handoff, ctx.recorder.layout.handoff_pending,
+                                     lambda text: str(ctx.recorder.redact(text)))
+        state = self.state
+        self._run_files: dict[str, None] = dict.fromkeys(f for item in state.iterations for f in item.files_changed)
         self._last_snapshot: Snapshot | None = None
         self._budget_stop: str | None = None
-        self._first_iteration = self.state.iteration + 1
-        self._last_iteration = self.state.iteration + ctx.settings.iterations
-        self.state.max_iterations = self._last_iteration
-        ctx.control.on_change(self._on_control)
+        self._first_iteration = state.iteration + 1
+        self._last_iteration = state.max_iterations
+
+    @property
+    def state(self) -> RunState:
+        return self.ctx.recorder.state
 
     # ----------------------------------------------------------------- run
     async def run(self) -> RunStatus:
@@ -93,7 +110,7 @@ class Orchestrator:
         try:
             status, reason = await self._loop()
         except Exception as exc:  # noqa: BLE001 — the run must end with a saved state and report, whatever broke
-            rec.emit("crash", f"internal error: {exc}", "error", traceback=traceback.format_exc()[-4000:])
+            rec.emit(Crashed(message=f"internal error: {exc}", traceback=traceback.format_exc()[-4000:]))
             status, reason = "error", f"internal error: {exc}"
         self._finish(status, reason)
         return status
@@ -104,18 +121,17 @@ class Orchestrator:
             stop = await self._between_iterations()
             if stop:
                 return stop
-            stage = self._next_stage()
+            stage = self.stages.next_stage(self.state)
             if stage is None:
                 return "done", "all stages done"
-            self.state.iteration += 1
-            stop = await self._iteration(stage)
+            stop = await self._iteration(stage, self.state.iteration + 1)
             if stop:
                 return stop
             if ctx.control.abort_after_current:
                 return "aborted", "aborted after the session by the operator"
-        if self._next_stage() is None:
+        if self.stages.next_stage(self.state) is None:
             return "done", "all stages done"
-        left = len([s for s in ctx.goal.stages if not self._is_done(s)])
+        left = self.stages.open_count(self.state)
         return "done-with-errors", f"{self._last_iteration} iteration(s) used, {left} stage(s) not done"
 
     async def _between_iterations(self) -> Stop | None:
@@ -128,41 +144,19 @@ class Orchestrator:
             return "aborted", "stopped by the operator"
         if control.abort_after_current and self.state.iteration >= self._first_iteration:
             return "aborted", "aborted after the session by the operator"
-        budget = self._budget_exceeded()
+        budget = stop_policy.budget_reason(self.limits, self.state.totals)
         if budget:
             return "stopped-budget", budget
         if self.state.status != "running":
             self.ctx.recorder.set_status("running")
         return None
 
-    def _on_control(self, what: str, value: object) -> None:
-        self.state.paused = self.ctx.control.paused
-        self.state.abort_requested = self.ctx.control.abort_after_current
-        self.state.shared_context = self.ctx.control.shared_context
-        self.ctx.recorder.emit("control", f"control: {what} = {value}", "info", action=what, value=value)
-        self.ctx.recorder.save()
-
-    # ----------------------------------------------------------- stages
-    def _is_done(self, stage: Stage) -> bool:
-        return stage.done or stage.id in self._completed
-
-    def _next_stage(self) -> Stage | None:
-        return next((s for s in self.ctx.goal.stages if not self._is_done(s)), None)
-
-    def _set_stage_status(self, stage: Stage, status: str) -> None:
-        stage_state = self.state.stage_state(stage.id)
-        if stage_state is not None:
-            stage_state.status = status  # type: ignore[assignment]
-
     # -------------------------------------------------------- iteration
-    async def _iteration(self, stage: Stage) -> Stop | None:
-        rec, i = self.ctx.recorder, self.state.iteration
+    async def _iteration(self, stage: Stage, i: int) -> Stop | None:
+        rec = self.ctx.recorder
         summary = IterationSummary(iteration=i, stage_id=stage.id, stage_title=stage.title, started_at=now_iso())
-        self.state.current_stage_id = stage.id
-        self._set_stage_status(stage, "in_progress")
-        rec.emit("iteration-started", f"Iteration {i}/{self._last_iteration} — {stage.title}", "heading",
-                 stage_id=stage.id)
-        rec.start_iteration(summary)
+        rec.emit(IterationStarted(message=f"Iteration {i}/{self._last_iteration} — {stage.title}", iteration=i,
+                                  stage_id=stage.id, stage_title=stage.title))
         before = await self._checkpoint_and_snapshot(i)
         request = self._request(stage, i)
         outcome = await self._run_session(request, summary)
@@ -182,7 +176,7 @@ class Orchestrator:
     async def _checkpoint(self, iteration: int) -> None:
         try:
             note = await self.ctx.hooks.checkpoint(self.ctx.project, self.ctx.recorder.layout.checkpoints, iteration)
-            self.ctx.recorder.emit("checkpoint", f"checkpoint before iteration {iteration}: {note}")
+            self.ctx.recorder.emit(CheckpointTaken(message=f"checkpoint before iteration {iteration}: {note}"))
         except Exception as exc:  # noqa: BLE001 — a failed checkpoint is reported, not fatal
             self.ctx.recorder.warn(f"checkpoint before iteration {iteration} failed: {exc}")
 
@@ -190,17 +184,21 @@ class Orchestrator:
         ctx, state = self.ctx, self.state
         shared = ctx.control.shared_context
         fresh_session = not shared or state.session_id is None
-        handoff = self._take_handoff(iteration) if fresh_session else None
-        if handoff is None:
-            self.layout.handoff.unlink(missing_ok=True)
+        handoff = self.handoffs.take() if fresh_session else None
+        if handoff is not None:
+            ctx.recorder.archive(iteration, "handoff-in.md", handoff + "\n")
+        else:
+            self.handoffs.drop_agent_file()
         self.layout.progress.unlink(missing_ok=True)
         prompt = build_prompt(
             PromptInput(
                 goal=ctx.goal, stage=stage, iteration=iteration, max_iterations=self._last_iteration,
-                completed=self._completed, blocked=self._blocked, previous=self._previous,
-                answers=ctx.answers.answers, files_changed=list(self._run_files), handoff=handoff,
-                prompt_extra=state.prompt_extra, shared_context=shared and not handoff,
-                safety_feedback=self._safety_feedback, verify_feedback=self._verify_feedback,
+                completed=self.stages.completed(state), blocked=set(state.blocked_stages),
+                previous=_previous(state), answers=ctx.answers.answers, files_changed=list(self._run_files),
+                handoff=handoff, prompt_extra=ctx.control.prompt_extra or state.prompt_extra,
+                shared_context=shared and not handoff, safety_feedback=state.guard_note or None,
+                verify_feedback=state.verify_feedback or None,
+                unanswered=[q.question for q in state.unanswered],
             )
         )
         ctx.recorder.archive(iteration, "prompt.md", prompt)
@@ -211,19 +209,6 @@ class Orchestrator:
             session_id=state.session_id if shared else None, thinking=s.thinking, auto_approve=s.auto,
             timeout_s=s.max_iteration_minutes * 60, env=ctx.agent_env,
         )
-
-    def _take_handoff(self, iteration: int) -> str | None:
-        """The packet the previous session left (or one the loop synthesized); archived, then gone."""
-        text = self._handoff
-        self._handoff = None
-        if text is None and self.layout.handoff.is_file():
-            text = self.layout.handoff.read_text(encoding="utf-8", errors="replace")
-        self.layout.handoff.unlink(missing_ok=True)
-        if not text or not text.strip():
-            return None
-        text = clip_handoff(text)
-        self.ctx.recorder.archive(iteration, "handoff-in.md", text + "\n")
-        return text
 
     # ---------------------------------------------------------- session
     async def _run_session(self, request: AgentRequest, summary: IterationSummary) -> SessionOutcome:
@@ -237,12 +222,11 @@ class Orchestrator:
                 break
             attempt += 1
             summary.retries, summary.retry_reason = attempt, reason
-            self.state.retry = RetryState(attempt=attempt, max_retries=s.max_retries, reason=reason)
             delay = backoff_delay_ms(attempt, s.retry_delay, s.retry_max_delay, ctx.rng)
             rec.set_status("retrying")
-            rec.warn(f"transient agent failure ({reason}); auto-retry ×{attempt} in {delay / 1000:.1f} s,"
-                     " continuing the same session", reason=reason, attempt=attempt)
-            self._notify("model-retry", f"Retrying iteration {summary.iteration}", f"{reason} (attempt {attempt})")
+            rec.emit(Warned(message=f"transient agent failure ({reason}); auto-retry ×{attempt} in "
+                                    f"{delay / 1000:.1f} s, continuing the same session",
+                            about="retry", reason=reason, attempt=attempt, max_retries=s.max_retries))
             if await self._sleep_or_stop(delay / 1000):
                 break
             request = replace(request, session_id=outcome.result.session_id or request.session_id)
@@ -257,29 +241,17 @@ class Orchestrator:
         return True
 
     def _on_step(self, step: StepFinished, summary: IterationSummary) -> str | None:
-        totals, tokens = self.state.totals, step.tokens
-        totals.tokens += tokens.total
-        totals.input += tokens.input
-        totals.output += tokens.output
-        totals.reasoning += tokens.reasoning
-        totals.cache_read += tokens.cache_read
-        totals.cache_write += tokens.cache_write
-        totals.cost = round(totals.cost + step.cost, 6)
+        tokens = step.tokens
         summary.tokens += tokens.total
         summary.input_tokens += tokens.input
         summary.output_tokens += tokens.output
         summary.cost = round(summary.cost + step.cost, 6)
-        summary.context_tokens = self.state.context_tokens = tokens.total
-        self._budget_stop = self._budget_exceeded()
+        summary.context_tokens = tokens.total
+        self.ctx.recorder.emit(UsageCounted(tokens=tokens.total, input=tokens.input, output=tokens.output,
+                                            reasoning=tokens.reasoning, cache_read=tokens.cache_read,
+                                            cache_write=tokens.cache_write, cost=step.cost))
+        self._budget_stop = stop_policy.budget_reason(self.limits, self.state.totals)
         return self._budget_stop
-
-    def _budget_exceeded(self) -> str | None:
-        s, totals = self.ctx.settings, self.state.totals
-        if s.max_cost is not None and totals.cost >= s.max_cost:
-            return f"cost ${totals.cost:.4f} reached --max-cost ${s.max_cost}"
-        if s.max_tokens is not None and totals.tokens >= s.max_tokens:
-            return f"{totals.tokens} tokens reached --max-tokens {s.max_tokens}"
-        return None
 
     # ------------------------------------------------------ after session
     async def _after_session(
@@ -290,15 +262,9 @@ class Orchestrator:
         summary.tool_calls = outcome.tool_calls
         for line in cli_warnings(result.stderr_tail):
             rec.warn(f"agent CLI: {line}")
-        self.state.retry = RetryState()
-        if ctx.control.shared_context and not outcome.guard_rule and result.session_id:
-            self.state.session_id = result.session_id
-        self._check_context(result.context_tokens)
+        session_id = self._next_session_id(outcome)
         if outcome.guard_rule:
             return self._guard_hit(stage, summary, outcome)
-        self.state.consecutive_guard_blocks = 0
-        self._safety_feedback = None
-        self.state.guard_note = ""
         progress = read_progress(self.layout.progress, result.text)
         for warning in progress.warnings:
             rec.warn(warning)
@@ -310,19 +276,30 @@ class Orchestrator:
         self._fill_summary(summary, progress, changed)
         if outcome.stopped:
             summary.outcome, summary.error = "stopped", "stopped by the operator"
-            rec.record_iteration(summary)
+            rec.record_iteration(summary, session_id)
             return "aborted", "stopped by the operator"
         advanced = await self._settle_stage(stage, summary, outcome, progress)
-        self._update_percent(summary, progress)
+        percent = self._update_percent(summary, progress)
+        stale = stop_policy.next_stale_count(self.state.stale_iterations, bool(tree_changes), advanced)
         if self.ctx.control.stop_requested:
             summary.outcome = "stopped"
-            rec.record_iteration(summary)
+            rec.record_iteration(summary, session_id)
             return "aborted", "stopped by the operator"
-        rec.record_iteration(summary)
-        rec.emit("iteration-finished", iteration_line(summary), "info", outcome=summary.outcome)
+        rec.record_iteration(summary, session_id, stale)
+        rec.emit(IterationFinished(message=iteration_line(summary), outcome=summary.outcome, percent=percent))
         if summary.verify is not None or advanced:
             self._last_snapshot = None  # verify output and the ticked goal are not the agent's changes
-        return await self._after_report(summary, progress, tree_changes, advanced)
+        return await self._after_report(summary)
+
+    def _next_session_id(self, outcome: SessionOutcome) -> str | None:
+        """The shared session the next iteration continues ("" = start a fresh one; None = unchanged)."""
+        shared = self.ctx.control.shared_context
+        if self._context_too_big(outcome.result.context_tokens, shared):
+            self._start_fresh_session("the shared session grew past the context threshold")
+            return ""
+        if shared and not outcome.guard_rule and outcome.result.session_id:
+            return outcome.result.session_id
+        return None
 
     def _fill_summary(self, summary: IterationSummary, progress: Progress, changed: list[str]) -> None:
         summary.topic = progress.topic
@@ -332,9 +309,8 @@ class Orchestrator:
         summary.warnings = progress.warnings
         summary.questions = progress.questions if progress.needs_input else []
         summary.duration_ms = _elapsed_ms(summary.started_at)
-        if not self.ctx.control.shared_context and self.layout.handoff.is_file():
-            self._handoff = self.layout.handoff.read_text(encoding="utf-8", errors="replace")
-            self.layout.handoff.unlink(missing_ok=True)
+        if not self.ctx.control.shared_context:
+            self.handoffs.collect()
 
     async def _settle_stage(
         self, stage: Stage, summary: IterationSummary, outcome: SessionOutcome, progress: Progress
@@ -342,20 +318,19 @@ class Orchestrator:
         """Decide the stage's status; True when it became done this iteration."""
         result = outcome.result
         if result.failed:
-            self._had_errors = True
             summary.outcome = "timeout" if result.timed_out else "failed"
             summary.error = result.error or "agent failed"
-            self.ctx.recorder.emit("agent-failed", f"agent session failed: {summary.error}", "error",
-                                   stderr=result.stderr_tail[-2000:])
+            self.ctx.recorder.emit(AgentFailed(message=f"agent session failed: {summary.error}",
+                                               stderr=result.stderr_tail[-2000:]))
             return False
         summary.outcome = "ok"
         claims_done = progress.stage_status == "done" and progress.stage_id in (None, stage.id)
         if progress.stage_status == "blocked" and progress.stage_id in (None, stage.id):
-            self._blocked.add(stage.id)
-            self._set_stage_status(stage, "blocked")
+            self.ctx.recorder.emit(StageBlocked(message=f"the agent reports stage '{stage.title}' blocked",
+                                                stage_id=stage.id))
         if not claims_done:
             return False
-        command = (stage.verify or self.ctx.goal.verify or self.ctx.settings.verify or "").strip()
+        command = self.stages.verify_command(stage, self.ctx.settings.verify)
         if command and not self.ctx.settings.dry_run:
             verdict = await self._verify_unless_stopped(command)
             if verdict is None:
@@ -364,7 +339,7 @@ class Orchestrator:
             if not verdict.passed:
                 self._verify_failed(stage, verdict)
                 return False
-            self.ctx.recorder.emit("verify", f"verify passed: `{command}`", "info", passed=True)
+            self.ctx.recorder.emit(VerifyFinished(message=f"verify passed: `{command}`", passed=True))
         self._mark_done(stage)
         return True
 
@@ -384,111 +359,85 @@ class Orchestrator:
         return None
 
     def _verify_failed(self, stage: Stage, verdict: VerifyResult) -> None:
-        self._blocked.add(stage.id)
-        self._set_stage_status(stage, "blocked")
         why = "timed out" if verdict.timed_out else f"exited {verdict.exit_code}"
-        self._verify_feedback = f"`{verdict.command}` {why}. Output (tail):\n```\n{verdict.output_tail}\n```"
-        self.ctx.recorder.emit("verify", f"verify failed: `{verdict.command}` {why}; stage '{stage.title}' is blocked",
-                               "error", passed=False, exit_code=verdict.exit_code)
-        self._notify("verify-failed", f"Verify failed: {stage.title}", f"`{verdict.command}` {why}")
+        feedback = f"`{verdict.command}` {why}. Output (tail):\n```\n{verdict.output_tail}\n```"
+        self.ctx.recorder.emit(VerifyFinished(
+            message=f"verify failed: `{verdict.command}` {why}; stage '{stage.title}' is blocked", level="error",
+            passed=False, exit_code=verdict.exit_code, stage_id=stage.id, command=verdict.command, feedback=feedback))
 
     def _mark_done(self, stage: Stage) -> None:
-        self._completed.add(stage.id)
-        self._blocked.discard(stage.id)
-        self._verify_feedback = None
-        self.state.completed_stages = [s.id for s in self.ctx.goal.stages if s.id in self._completed]
-        self._set_stage_status(stage, "done")
-        self.ctx.recorder.emit("stage-done", f"stage done: {stage.title}", "info", stage_id=stage.id)
+        self.ctx.recorder.emit(StageDone(message=f"stage done: {stage.title}", stage_id=stage.id))
         # A dry run changes no file but the loop's own, so the goal file is left as it is.
         s = self.ctx.settings
         syncs = s.sync_goal and self.ctx.goal.kind == "markdown" and not s.dry_run
         if syncs and not self.ctx.hooks.sync_markdown(self.ctx.goal, stage):
             self.ctx.recorder.warn(f"could not tick '{stage.title}' in {self.ctx.goal.source}")
 
-    def _update_percent(self, summary: IterationSummary, progress: Progress) -> None:
-        ratio = completion_percent(self.ctx.goal, self._completed)
+    def _update_percent(self, summary: IterationSummary, progress: Progress) -> int:
+        completed = self.stages.completed(self.state)
+        ratio = completion_percent(self.ctx.goal, completed)
         verified_block = summary.verify is not None and not summary.verify.passed
         summary.percent = ratio if progress.percent is None or verified_block else progress.percent
-        summary.next_stage = progress.next_stage or first_open_stage_title(self.ctx.goal, self._completed)
-        self.state.last_percent = summary.percent
-        self._previous = {"topic": summary.topic, "summary": summary.summary, "percent": f"{summary.percent}%",
-                          "nextStage": summary.next_stage}
+        summary.next_stage = progress.next_stage or first_open_stage_title(self.ctx.goal, completed)
+        return summary.percent
 
-    def _check_context(self, context_tokens: int) -> None:
+    def _context_too_big(self, context_tokens: int, shared: bool) -> bool:
         s, rec = self.ctx.settings, self.ctx.recorder
         if s.context_warn_tokens and context_tokens > s.context_warn_tokens:
             rec.warn(f"context is {context_tokens} tokens (over --context-warn-tokens {s.context_warn_tokens})")
-        if self.ctx.control.shared_context and s.auto_fresh_tokens and context_tokens > s.auto_fresh_tokens:
+        if shared and s.auto_fresh_tokens and context_tokens > s.auto_fresh_tokens:
             rec.warn(f"context passed --auto-fresh-tokens {s.auto_fresh_tokens}: next iteration starts a fresh session")
-            self._start_fresh_session("the shared session grew past the context threshold")
+            return True
+        return False
 
     def _start_fresh_session(self, why: str) -> None:
-        self.state.session_id = None
-        prev = self._previous
-        self._handoff = (
+        prev = _previous(self.state)
+        self.handoffs.put(
             f"# Synthesized handoff ({why})\n\n- Last topic: {prev.get('topic', '—')}\n"
             f"- Last summary: {prev.get('summary', '—')}\n- Next: {prev.get('nextStage', '—')}\n"
         )
 
     def _guard_hit(self, stage: Stage, summary: IterationSummary, outcome: SessionOutcome) -> Stop | None:
-        s, state = self.ctx.settings, self.state
         self._last_snapshot = None  # the aborted session's changes were never snapshotted
-        state.guard_blocks += 1
-        state.consecutive_guard_blocks += 1
         summary.outcome, summary.guard_hits, summary.guard_reason = "guard", 1, outcome.guard_reason
         summary.duration_ms = _elapsed_ms(summary.started_at)
-        note = (f"Your previous session was aborted by the loop's command guard ({outcome.guard_rule}): "
-                f"{outcome.guard_reason}. Reach the same result without that command; never commit, push, "
-                "publish or delete outside temp directories.")
-        self._safety_feedback = state.guard_note = note
+        session_id: str | None = None
         if self.ctx.control.shared_context:
             self._start_fresh_session("the previous session was aborted by the guard")
-        self.ctx.recorder.record_iteration(summary)
-        self._notify("guard", "Guard blocked a command", outcome.guard_reason)
-        if s.guard_stop:
-            return "stopped-guard", f"guard hit with --guard-stop: {outcome.guard_reason}"
-        if state.consecutive_guard_blocks >= s.max_guard_blocks:
-            return "stopped-guard", f"{state.consecutive_guard_blocks} consecutive guard hits (--max-guard-blocks)"
-        return None
+            session_id = ""
+        self.ctx.recorder.record_iteration(summary, session_id)
+        why = stop_policy.guard_reason(self.limits, self.state.consecutive_guard_blocks, outcome.guard_reason)
+        return ("stopped-guard", why) if why else None
 
-    async def _after_report(
-        self, summary: IterationSummary, progress: Progress, changed: list[str], advanced: bool
-    ) -> Stop | None:
+    async def _after_report(self, summary: IterationSummary) -> Stop | None:
         if self._budget_stop:
-            self._notify("budget", "Budget reached", self._budget_stop)
             self._report_unasked(summary)
             return "stopped-budget", self._budget_stop
         if self._no_iteration_follows():
             self._report_unasked(summary)
             return None
-        stop = await self._ask_operator(summary, progress)
+        stop = await self._ask_operator(summary)
         if stop:
             return stop
-        return self._check_stale(changed, advanced)
+        why = stop_policy.stale_reason(self.limits, self.state.stale_iterations,
+                                       self.stages.next_stage(self.state) is not None)
+        return ("stalled", why) if why else None
 
     def _no_iteration_follows(self) -> bool:
         """Waiting for an answer is pointless when nothing will read it."""
         control = self.ctx.control
         last = self.state.iteration >= self._last_iteration
-        return last or self._next_stage() is None or control.abort_after_current or control.stop_requested
+        return (last or self.stages.next_stage(self.state) is None or control.abort_after_current
+                or control.stop_requested)
 
     def _report_unasked(self, summary: IterationSummary) -> None:
         if summary.questions:
             text = "; ".join(q.question for q in summary.questions)
-            self.ctx.recorder.warn(f"the agent asked, but the run is ending: {text}")
-            self._notify("question", "The agent asked a question (run ending)", text)
-
-    def _check_stale(self, changed: list[str], advanced: bool) -> Stop | None:
-        limit = self.ctx.settings.max_stale_iterations
-        self.state.stale_iterations = 0 if (changed or advanced) else self.state.stale_iterations + 1
-        if limit and self.state.stale_iterations >= limit and self._next_stage() is not None:
-            why = f"{self.state.stale_iterations} iteration(s) changed no file and advanced no stage"
-            self._notify("stalled", "Run stalled", why)
-            return "stalled", why
-        return None
+            self.ctx.recorder.emit(Warned(message=f"the agent asked, but the run is ending: {text}", about="unasked",
+                                          reason=text))
 
     # ------------------------------------------------------------- HITL
-    async def _ask_operator(self, summary: IterationSummary, progress: Progress) -> Stop | None:
+    async def _ask_operator(self, summary: IterationSummary) -> Stop | None:
         ctx, rec = self.ctx, self.ctx.recorder
         mode = ctx.settings.hitl
         questions = list(summary.questions)
@@ -503,52 +452,49 @@ class Orchestrator:
                      "continuing without an answer")
             return None
         ctx.control.begin_question_round()
-        self.state.pending_questions = questions
         for q in questions:
             options = "".join(f"\n    {n}. {o}" for n, o in enumerate(q.options, 1))
-            rec.emit("question", f"? {q.question}{options}", "warn", question=q.question, options=q.options)
-        self._notify("question", "The agent needs a decision", "\n".join(q.question for q in questions))
+            rec.emit(QuestionAsked(message=f"? {q.question}{options}", question=q.question, options=q.options))
         rec.set_status("waiting-answer")
         self._last_snapshot = None  # the operator may edit files while deciding
         answers = await collect_answers(ctx.control, questions, summary.iteration)
-        self.state.pending_questions = []
         if answers is None:
             return "aborted", "stopped while waiting for an answer"
         ctx.answers.add(answers)
-        self.state.answers = len(ctx.answers.answers)
         for a in answers:
-            rec.emit("answer", f"answer: {a.question} → {a.answer}", "info", source=a.source)
+            rec.emit(AnswerReceived(message=f"answer: {a.question} → {a.answer}", source=a.source))
         rec.set_status("running")
         return None
 
     # ------------------------------------------------------------ finish
-    def _notify(self, event: str, title: str, text: str) -> None:
-        if self.ctx.notifier is not None:
-            self.ctx.notifier.notify(event, f"{title} — {self.state.goal_title}", text)
-
     def _finish(self, status: RunStatus, reason: str) -> None:
-        state, rec = self.state, self.ctx.recorder
-        if status == "done" and self._had_errors:
+        rec = self.ctx.recorder
+        had_errors = any(item.outcome in ("failed", "timeout") for item in self.state.iterations
+                         if item.iteration >= self._first_iteration)
+        if status == "done" and had_errors:
             reason = f"{reason} (some iterations failed)"
-        state.finished_at = now_iso()
-        state.current_stage_id = None
-        if status != "done":
-            state.resume_command = resume_command(self.ctx.settings, state.run_id)
+        resume = "" if status == "done" else resume_command(self.ctx.settings, self.state.run_id)
         # Best effort, step by step: a full disk must not leave the run looking alive and unexplained.
+        # (report.md follows the run-finished event: the recorder writes it.)
         steps: list[tuple[str, Callable[[], object]]] = [
             ("status", lambda: rec.set_status(status, reason)),
-            ("report", rec.write_run_report),
-            ("event", lambda: rec.emit("run-finished", f"run {status}: {reason}",
-                                       "heading" if status == "done" else "warn",
-                                       status=status, resume=state.resume_command)),
-            ("notify", lambda: self._notify("run-done", f"Run {status}", reason)),
-            ("state", rec.save),
+            ("event", lambda: rec.emit(RunFinished(message=f"run {status}: {reason}",
+                                                   level="heading" if status == "done" else "warn",
+                                                   status=status, resume=resume))),
         ]
         for name, step in steps:
             try:
                 step()
             except Exception as exc:  # noqa: BLE001 — report and go on with the rest
                 print(f"kilo-loop: could not write the run's final {name}: {exc}", file=sys.stderr)
+
+
+def _previous(state: RunState) -> dict[str, str]:
+    """The last settled iteration's report, as the next prompt shows it."""
+    item = next((i for i in reversed(state.iterations) if i.outcome in _DONE_OUTCOMES), None)
+    if item is None:
+        return {}
+    return {"topic": item.topic, "summary": item.summary, "percent": f"{item.percent}%", "nextStage": item.next_stage}
 
 
 def cli_warnings(stderr: str) -> list[str]:

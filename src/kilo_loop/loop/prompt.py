@@ -48,6 +48,14 @@ class PromptInput:
     shared_context: bool = False
     safety_feedback: str | None = None
     verify_feedback: str | None = None
+    unanswered: Sequence[str] = ()
+
+
+def guard_note(rule: str, reason: str) -> str:
+    """What the next session is told after the guard aborted the previous one."""
+    return (f"Your previous session was aborted by the loop's command guard ({rule}): {reason}. "
+            "Reach the same result without that command; never commit, push, publish or delete outside "
+            "temp directories.")
 
 
 def _clip(text: str, limit: int = MAX_SECTION_CHARS) -> str:
@@ -139,6 +147,10 @@ def build_prompt(data: PromptInput) -> str:
         sections.append("## Verify failed last iteration\n" + _clip(data.verify_feedback))
     sections.append(_previous_section(data.previous))
     sections.append(_answers_section(data.answers))
+    if data.unanswered:
+        asked = "\n".join(f"- {_clip(q, 500)}" for q in data.unanswered)
+        sections.append("## Unanswered questions\nNobody answered these in time; decide yourself, say what you "
+                        "chose in the summary, and keep it easy to change:\n" + asked)
     sections.append(_files_section(data.files_changed))
     if data.handoff and not data.shared_context:
         sections.append("## Handoff from the previous session\n" + clip_handoff(data.handoff))

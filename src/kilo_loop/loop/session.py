@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,11 +23,29 @@ from kilo_loop.agent.protocol import (
     ToolUse,
 )
 from kilo_loop.loop.control import RunControl
+from kilo_loop.loop.prompt import guard_note
+from kilo_loop.run.events import (
+    AgentErrored,
+    GuardBlocked,
+    GuardPreDenied,
+    ReasoningOut,
+    SessionOpened,
+    TextOut,
+    ToolUsed,
+)
 from kilo_loop.run.recorder import RunRecorder
+from kilo_loop.safety.guard import GuardDecision
 
 
 class GuardLike(Protocol):
-    def check_tool_use(self, tool: str, tool_input: Any, cwd: str | None = None) -> Any: ...
+    def check_tool_use(self, tool: str, tool_input: Mapping[str, Any], cwd: str | None = None) -> GuardDecision: ...
+
+
+def checked(decision: object) -> GuardDecision:
+    """A guard answers with a GuardDecision; anything else is a miswired guard, and that denies."""
+    if isinstance(decision, GuardDecision):
+        return decision
+    return GuardDecision("deny", "guard-miswired", f"the guard answered {type(decision).__name__}, not a decision")
 
 
 @dataclass
@@ -110,13 +128,13 @@ class SessionRunner:
         rec = self._recorder
         if isinstance(event, ToolUse):
             outcome.tool_calls += 1
-            rec.emit("tool", tool_heading(event), "tool", tool=event.tool, status=event.status,
-                     input=_clipped(event.input), error=event.error[:2000])
+            rec.emit(ToolUsed(message=tool_heading(event), tool=event.tool, status=event.status,
+                              input=_clipped(event.input), error=event.error[:2000]))
             return await self._check_guard(event, run, outcome, cwd)
         if isinstance(event, Text) and event.text.strip():
-            rec.emit("text", event.text.strip()[:4000], "info")
+            rec.emit(TextOut(message=event.text.strip()[:4000]))
         elif isinstance(event, Reasoning) and event.text.strip():
-            rec.emit("reasoning", event.text.strip()[:4000], "info")
+            rec.emit(ReasoningOut(message=event.text.strip()[:4000]))
         elif isinstance(event, StepFinished):
             over_budget = self._on_tokens(event)
             # A final step ("stop") ends the session anyway: let its report count; the run stops after.
@@ -125,9 +143,9 @@ class SessionRunner:
                 await run.kill(f"budget: {over_budget}")
                 return True
         elif isinstance(event, SessionStarted):
-            rec.emit("session", f"session {event.session_id}", session_id=event.session_id)
+            rec.emit(SessionOpened(message=f"session {event.session_id}", session_id=event.session_id))
         elif isinstance(event, AgentError):
-            rec.emit("agent-error", f"agent error: {event.name}: {event.message}", "error")
+            rec.emit(AgentErrored(message=f"agent error: {event.name}: {event.message}"))
         elif isinstance(event, GarbageLine):
             rec.warn(f"skipped a garbage line from the agent ({event.problem}): {event.line[:120]}")
         return False
@@ -135,19 +153,19 @@ class SessionRunner:
     async def _check_guard(self, event: ToolUse, run: Any, outcome: SessionOutcome, cwd: str) -> bool:
         if self._guard is None:
             return False
-        decision = self._guard.check_tool_use(event.tool, event.input, cwd)
-        if getattr(decision, "decision", "allow") != "deny":
+        decision = checked(self._guard.check_tool_use(event.tool, event.input, cwd))
+        if not decision.denied:
             return False
         command = event.input.get("command", event.tool)
         if event.status == "error":
             # The CLI refused it (pre-execution deny rules): nothing ran, so no damage to control.
-            self._recorder.emit("guard-pre", f"denied before execution: `{command}`", "warn", rule=decision.rule)
+            self._recorder.emit(GuardPreDenied(message=f"denied before execution: `{command}`", rule=decision.rule))
             return False
         outcome.guard_rule = str(decision.rule or "guard")
         outcome.guard_reason = str(decision.reason)
-        self._recorder.emit(
-            "guard", f"guard blocked `{command}`: {decision.reason}", "error",
-            rule=outcome.guard_rule, reason=decision.reason,
-        )
+        self._recorder.emit(GuardBlocked(
+            message=f"guard blocked `{command}`: {decision.reason}", rule=outcome.guard_rule, reason=decision.reason,
+            note=guard_note(outcome.guard_rule, outcome.guard_reason),
+        ))
         await run.kill(f"guard: {decision.reason}")
         return True

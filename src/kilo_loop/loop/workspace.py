@@ -3,36 +3,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
+from kilo_loop.git import run_git
 from kilo_loop.run.layout import LOOP_DIR
 
 Snapshot = dict[str, tuple[str, int, int]]
-
-
-class NotAGitRepo(RuntimeError):
-    pass
-
-
-def git_root(path: Path) -> Path:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "--show-toplevel"],
-            capture_output=True, text=True, check=True, stdin=subprocess.DEVNULL,
-        )
-    except (subprocess.CalledProcessError, FileNotFoundError) as exc:
-        raise NotAGitRepo(f"{path} is not inside a git repository (run `git init` there first)") from exc
-    return Path(out.stdout.strip())
-
-
-def project_root(path: Path | None) -> Path:
-    """The git root of `path` (default: cwd), or the directory itself outside a repository."""
-    start = (path or Path.cwd()).expanduser().resolve()
-    try:
-        return git_root(start)
-    except NotAGitRepo:
-        return start
 
 
 def _stat(path: Path) -> tuple[int, int]:
@@ -45,11 +21,7 @@ def _stat(path: Path) -> tuple[int, int]:
 
 def snapshot_worktree(project: Path) -> Snapshot:
     """Status code and stat of every changed or untracked file (the loop's own folder excluded)."""
-    out = subprocess.run(
-        ["git", "status", "--porcelain=v1", "-z", "--untracked-files=all"],
-        cwd=project, capture_output=True, check=False, stdin=subprocess.DEVNULL,
-        env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-    ).stdout
+    out = run_git(project, "status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
     entries = out.split(b"\0")
     snapshot: Snapshot = {}
     index = 0

@@ -8,7 +8,7 @@ from pathlib import Path
 
 LOOP_DIR = ".kilocode-loop"
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_IGNORED = ("runs/", "trash/", "progress.json", "answers.json", "handoff.md", "review.json", ".gitignore")
+_IGNORED = ("runs/", "trash/", "worktrees/", "progress.json", "answers.json", "handoff.md", "review.json", ".gitignore")
 _GITIGNORE = "# kilo-loop working files (goals/ and config.json may be committed)\n" + "".join(f"{p}\n" for p in _IGNORED)
 
 
@@ -54,6 +54,12 @@ class ProjectLayout:
         ignore = self.root / ".gitignore"
         if not ignore.exists():
             ignore.write_text(_GITIGNORE, encoding="utf-8")
+            return
+        # A file written by an older version gains the entries added since (e.g. worktrees/).
+        lines = ignore.read_text(encoding="utf-8").splitlines()
+        missing = [entry for entry in _IGNORED if entry not in lines]
+        if missing:
+            ignore.write_text("\n".join([*lines, *missing]) + "\n", encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,11 @@ class RunLayout:
     @property
     def checkpoints(self) -> Path:
         return self.dir / "checkpoints"
+
+    @property
+    def handoff_pending(self) -> Path:
+        """The handoff packet the next fresh session gets (moved here from the project, redacted)."""
+        return self.dir / "handoff-pending.md"
 
     def iteration_file(self, iteration: int, suffix: str) -> Path:
         return self.iterations / f"{iteration:02d}-{suffix}"

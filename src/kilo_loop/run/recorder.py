@@ -1,17 +1,43 @@
-"""Owns a run's state and its files: every change is an event; state.json and
-reports are written atomically, through the one redactor."""
+"""Owns a run's state and its files: every change is an event on the bus; the reducer folds
+it into the state; state.json (a snapshot), the iteration reports and the run report are
+written from what the bus already redacted."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from kilo_loop.run.events import EventBus, RunEvent, now_iso
+from kilo_loop.run.bus import EventBus
+from kilo_loop.run.events import (
+    AnswerReceived,
+    ControlChanged,
+    IterationReported,
+    IterationStarted,
+    QuestionUnanswered,
+    QuotaWait,
+    Reverted,
+    RunEvent,
+    RunFinished,
+    StateOpened,
+    StatusChanged,
+    Warned,
+    now_iso,
+)
 from kilo_loop.run.files import write_json_atomic, write_text_atomic
 from kilo_loop.run.layout import RunLayout
+from kilo_loop.run.reducer import header_wire, reduce
 from kilo_loop.run.report import iteration_report_md, run_report_md
-from kilo_loop.run.state import LOG_TAIL_LINES, IterationSummary, RunState
+from kilo_loop.run.state import IterationSummary, RunState
 from kilo_loop.run.status import RunStatus
+
+# After these the snapshot is written (fsynced for the ones that end something); after the
+# others (text, tools, usage…) it is not: a resume replays them from events.jsonl.
+_SAVE_AFTER: dict[type[RunEvent], bool] = {
+    StateOpened: True, StatusChanged: True, IterationReported: True, RunFinished: True,
+    IterationStarted: False, ControlChanged: False, AnswerReceived: False, QuestionUnanswered: False,
+    QuotaWait: False, Reverted: False,
+}
 
 
 class RunRecorder:
@@ -20,74 +46,68 @@ class RunRecorder:
         self.state = state
         self.bus = bus
         self._redact = redact
-        bus.subscribe(self._keep_tail)
         self._state_listeners: list[Callable[[RunState], None]] = []
-        # Finished iterations never change again: redact each once, not on every save.
-        self._redacted_iterations: dict[int, Any] = {}
+        bus.subscribe(self._fold, first=True)
+        bus.subscribe(self._write_after)
+
+    def redact(self, value: Any) -> Any:
+        return self._redact(value)
 
     def on_state(self, listener: Callable[[RunState], None]) -> None:
         self._state_listeners.append(listener)
 
-    def _keep_tail(self, event: RunEvent) -> None:
-        tail = self.state.log_tail
-        tail.append(event.to_wire())
-        if len(tail) > LOG_TAIL_LINES:
-            del tail[: len(tail) - LOG_TAIL_LINES]
+    def _fold(self, event: RunEvent) -> None:
+        self.state = reduce(self.state, event)
 
-    def emit(self, type_: str, message: str = "", level: str = "info", **data: Any) -> RunEvent:
-        return self.bus.emit(RunEvent(type_, message, level, self.state.iteration or None, data))
+    def _write_after(self, event: RunEvent) -> None:
+        """The files that follow from an event: the iteration's reports, the snapshot, the run report."""
+        if isinstance(event, IterationReported):
+            self._write_iteration_reports(IterationSummary.model_validate(dict(event.summary)))
+        durable = _SAVE_AFTER.get(type(event))
+        if durable is not None:
+            self.save(durable)
+        if isinstance(event, RunFinished):
+            write_text_atomic(self.layout.report, run_report_md(self.state))
+
+    def open(self, state: RunState, resumed: bool) -> None:
+        """Start (or resume) the run from `state`'s header: the first event of this process."""
+        self.emit(StateOpened(state=header_wire(state), resumed=resumed))
+
+    def emit(self, event: RunEvent) -> RunEvent:
+        if event.iteration is None and self.state.iteration:
+            event = dataclasses.replace(event, iteration=self.state.iteration)
+        return self.bus.emit(event)
 
     def warn(self, message: str, **data: Any) -> None:
-        self.emit("warning", message, "warn", **data)
+        self.emit(Warned(message=message, **data))
 
     def set_status(self, status: RunStatus, reason: str = "") -> None:
         if status == self.state.status and not reason:
             return
-        self.state.status = status
-        if reason:
-            self.state.stop_reason = reason
-        self.emit("status", f"status: {status}" + (f" — {reason}" if reason else ""), status=status)
-        self.save()
+        message = f"status: {status}" + (f" — {reason}" if reason else "")
+        self.emit(StatusChanged(message=message, status=status, reason=reason or None))
 
     def save(self, durable: bool = True) -> None:
-        state = self.state
-        wire = self._redact(state.model_dump(mode="json", by_alias=True, exclude={"iterations", "log_tail"}))
-        wire["iterations"] = [self._iteration_wire(item) for item in state.iterations]
-        wire["logTail"] = state.log_tail  # events were redacted by the bus before they got here
-        write_json_atomic(self.layout.state, wire, durable)
+        """state.json: the reducer's state, built from redacted events, so written as it is."""
+        write_json_atomic(self.layout.state, self.state.snapshot(), durable)
         for listener in list(self._state_listeners):
             listener(self.state)
-
-    def _iteration_wire(self, item: IterationSummary) -> Any:
-        cached = self._redacted_iterations.get(item.iteration)
-        return cached if cached is not None else self._redact(item.wire())
 
     def archive(self, iteration: int, suffix: str, text: str) -> None:
         # Archives are regenerable records, so no fsync: state.json is what resume relies on.
         write_text_atomic(self.layout.iteration_file(iteration, suffix), self._redact(text), durable=False)
 
-    def start_iteration(self, summary: IterationSummary) -> None:
-        self._redacted_iterations.pop(summary.iteration, None)
-        self._put(summary)
-        # Renamed into place, so a kill -9 still finds it; the fsync waits for the iteration's end.
-        self.save(durable=False)
+    def record_iteration(
+        self, summary: IterationSummary, session_id: str | None = None, stale_iterations: int | None = None
+    ) -> None:
+        """The iteration's final report, as an event: the reducer and the report files take it from there."""
+        wire = summary.wire()
+        wire["finishedAt"] = wire.get("finishedAt") or now_iso()
+        self.emit(IterationReported(summary=wire, session_id=session_id, stale_iterations=stale_iterations,
+                                    iteration=summary.iteration))
 
-    def record_iteration(self, summary: IterationSummary) -> None:
-        """The iteration's final report: NN-report.json / .md, and state.json."""
-        summary.finished_at = summary.finished_at or now_iso()
-        self._put(summary)
-        wire = self._redact(summary.wire())
-        self._redacted_iterations[summary.iteration] = wire
-        write_json_atomic(self.layout.iteration_file(summary.iteration, "report.json"), wire, durable=False)
-        self.archive(summary.iteration, "report.md", iteration_report_md(summary))
-        self.save()
-
-    def _put(self, summary: IterationSummary) -> None:
-        items = self.state.iterations
-        if items and items[-1].iteration == summary.iteration:
-            items[-1] = summary
-        else:
-            items.append(summary)
-
-    def write_run_report(self) -> None:
-        write_text_atomic(self.layout.report, self._redact(run_report_md(self.state)))
+    def _write_iteration_reports(self, item: IterationSummary) -> None:
+        # Regenerable records (the event holds the same), so no fsync.
+        write_json_atomic(self.layout.iteration_file(item.iteration, "report.json"), item.wire(), durable=False)
+        write_text_atomic(self.layout.iteration_file(item.iteration, "report.md"), iteration_report_md(item),
+                          durable=False)

@@ -103,6 +103,8 @@ class RetryState(WireModel):
 
 
 class RunState(WireModel):
+    """Written only by `run.reducer.reduce`; state.json is a snapshot of it."""
+
     run_id: str
     status: RunStatus = "starting"
     project: str
@@ -112,6 +114,7 @@ class RunState(WireModel):
     stages: list[StageState] = Field(default_factory=list)
     current_stage_id: str | None = None
     completed_stages: list[str] = Field(default_factory=list)
+    blocked_stages: list[str] = Field(default_factory=list)
     runtime: str = "kilo"
     agent: str | None = None
     model: str | None = None
@@ -134,13 +137,24 @@ class RunState(WireModel):
     guard_blocks: int = 0
     consecutive_guard_blocks: int = 0
     guard_note: str = ""
+    verify_feedback: str = ""
+    unanswered: list[Question] = Field(default_factory=list)
+    quota_until: str | None = None
     stale_iterations: int = 0
     paused: bool = False
     abort_requested: bool = False
     stop_reason: str = ""
     last_error: str = ""
     resume_command: str = ""
+    seq: int = 0  # the last event folded into this state: resume replays events.jsonl past it
     log_tail: list[dict[str, Any]] = Field(default_factory=list)
+
+    def snapshot(self) -> dict[str, Any]:
+        """state.json's content: the header, then the history (iterations, log tail) last."""
+        wire = self.model_dump(mode="json", by_alias=True, exclude={"iterations", "log_tail"})
+        wire["iterations"] = [item.wire() for item in self.iterations]
+        wire["logTail"] = self.log_tail
+        return wire
 
     def stage_state(self, stage_id: str) -> StageState | None:
         return next((stage for stage in self.stages if stage.id == stage_id), None)

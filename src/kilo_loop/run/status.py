@@ -11,6 +11,7 @@ RunStatus = Literal[
     "paused",
     "waiting-answer",
     "retrying",
+    "waiting-quota",
     "done",
     "done-with-errors",
     "error",

@@ -8,13 +8,16 @@ from typing import Any
 
 import orjson
 
+from kilo_loop.errors import KiloLoopError
+from kilo_loop.run.events import from_wire, is_log_line
 from kilo_loop.run.files import read_json
 from kilo_loop.run.layout import ProjectLayout, RunLayout, valid_run_id
+from kilo_loop.run.reducer import reduce
 from kilo_loop.run.state import RunState
 
 
-class RunNotFound(LookupError):
-    pass
+class RunNotFound(KiloLoopError, LookupError):
+    """No saved run by that id (or no run at all)."""
 
 
 def list_run_dirs(layout: ProjectLayout) -> list[RunLayout]:
@@ -47,6 +50,21 @@ def load_state(run: RunLayout) -> RunState:
         raise RunNotFound(f"cannot read {run.state}: {exc}") from exc
 
 
+def load_for_resume(run: RunLayout) -> RunState:
+    """The state at the moment the run's process ended: the snapshot, then every event written
+    after it (a kill -9 can land between an event and the next snapshot)."""
+    try:
+        raw = read_json(run.state)
+        state = RunState.model_validate(raw)
+    except (OSError, ValueError) as exc:
+        raise RunNotFound(f"cannot read {run.state}: {exc}") from exc
+    if not isinstance(raw, dict) or "seq" not in raw:
+        return state  # written before snapshots carried their seq: nothing to replay against
+    for wire in read_events(run.events, after_seq=state.seq):
+        state = reduce(state, from_wire(wire))
+    return state
+
+
 def read_events(path: Path, after_seq: int = 0, limit: int | None = None) -> Iterator[dict[str, Any]]:
     """Events from events.jsonl; a torn or garbled line (e.g. after kill -9) is skipped."""
     if not path.is_file():
@@ -64,6 +82,11 @@ def read_events(path: Path, after_seq: int = 0, limit: int | None = None) -> Ite
             count += 1
             if limit is not None and count >= limit:
                 return
+
+
+def read_log_lines(path: Path, after_seq: int = 0) -> Iterator[dict[str, Any]]:
+    """The events a person reads (state-only records such as `usage` left out)."""
+    return (event for event in read_events(path, after_seq) if is_log_line(event))
 
 
 def last_seq(path: Path) -> int:

@@ -1,12 +1,22 @@
 """Per-iteration git checkpoints and "revert before #N".
 
-Before each iteration the loop records, under `runs/<runId>/checkpoints/`:
+Before each iteration the loop records the tracked files in git's own object
+store, which stores a file once however many checkpoints hold it:
 
-- `iter-NN.patch`: `git diff HEAD --binary` (the working tree against HEAD),
-- `iter-NN.staged.patch`: `git diff --cached HEAD --binary`, only when the
-  index differs from HEAD, so revert can give the index back too,
-- `iter-NN.json`: HEAD, the untracked files, the ignored entries present, the
-  tracked paths that differed from HEAD, and the names and sizes of the patches.
+- the work tree's tracked files as a tree, written through a scratch copy of the
+  index (`git add -u` + `git write-tree` with GIT_INDEX_FILE pointing at it), only
+  when they differ from HEAD; the index as a tree too, only when it differs from
+  HEAD. Both are kept reachable (so `git gc` keeps them) by refs
+  `refs/kilo-loop/<runId>/iter-NN` and `…/iter-NN-index`;
+- `runs/<runId>/checkpoints/iter-NN.json` (format 2): HEAD, the two trees, the
+  untracked files, the ignored entries present and the tracked paths that
+  differed from HEAD.
+
+Runs recorded before (format 1) hold `iter-NN.patch` (`git diff HEAD --binary`)
+and `iter-NN.staged.patch` (`git diff --cached HEAD --binary`) beside the JSON;
+they are still read and reverted to, and an index with unmerged entries (which
+cannot be written as a tree) is still captured that way. Revert works on patches
+either way: for format 2 it derives them from the trees (`git diff HEAD <tree>`).
 
 Capture never commits and never writes the index (`GIT_OPTIONAL_LOCKS=0` stops
 even git's opportunistic stat refresh). Revert brings the tracked files back to
@@ -28,38 +38,42 @@ import json
 import logging
 import os
 import re
-import subprocess
+import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from kilo_loop.errors import KiloLoopError
+from kilo_loop.git import GitError, git_output, run_git
 from kilo_loop.run.files import write_bytes_atomic
 from kilo_loop.run.layout import LOOP_DIR
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # trees in git's object store
+PATCH_FORMAT = 1  # patches beside the JSON
+REF_ROOT = "refs/kilo-loop"
+_REF_SAFE_RE = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*")
 _NAME_RE = re.compile(r"iter-(\d{2,})\.json")
 _OID_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _GITLINK_MODE = "160000"
 _PATHS_PER_CALL = 500  # pathspecs per git command line, well under ARG_MAX
-# Inherited variables that would point git at another repository, index or work
-# tree, or run an external program for diffs.
-_GIT_REDIRECTS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
-                  "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE", "GIT_EXTERNAL_DIFF")
 _DIFF_ARGS = ("diff", "--binary", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color",
               "--ignore-submodules=all", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/")
 _NAMES_ARGS = ("diff", "--name-only", "--no-renames", "--no-ext-diff", "--ignore-submodules=all",
                "--no-relative")
-_STATUS_ARGS = ("status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all",
-                "--ignore-submodules=all")
+# --branch puts HEAD's commit in the same call ("# branch.oid …"), one git process less.
+_STATUS_ARGS = ("status", "--porcelain=v2", "--branch", "--no-ahead-behind", "-z", "--no-renames",
+                "--untracked-files=all", "--ignore-submodules=all")
 
 
-class CheckpointError(Exception):
+class CheckpointError(KiloLoopError):
     """A checkpoint cannot be captured, read or reverted to; the message says why."""
 
 
@@ -77,15 +91,22 @@ class Checkpoint:
     ignored: tuple[str, ...] = ()
     staged_patch_file: str | None = None
     prefix: str = ""
+    version: int = PATCH_FORMAT
+    tree: str | None = None  # format 2: the tracked files of the work tree; None = as HEAD
+    index_tree: str | None = None  # format 2: the index; None = as HEAD
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "version": FORMAT_VERSION, "iteration": self.iteration, "head": self.head,
+        common = {
+            "version": self.version, "iteration": self.iteration, "head": self.head,
             "createdAt": self.created_at, "dirty": self.dirty, "prefix": self.prefix,
-            "patchFile": self.patch_file, "patchBytes": self.patch_bytes,
-            "stagedPatchFile": self.staged_patch_file, "changed": list(self.changed),
-            "untracked": list(self.untracked), "ignored": list(self.ignored),
+            "patchBytes": self.patch_bytes,
         }
+        if self.version == PATCH_FORMAT:
+            common |= {"patchFile": self.patch_file, "stagedPatchFile": self.staged_patch_file}
+        else:
+            common |= {"tree": self.tree, "indexTree": self.index_tree}
+        return common | {"changed": list(self.changed), "untracked": list(self.untracked),
+                         "ignored": list(self.ignored)}
 
 
 @dataclass(frozen=True)
@@ -148,23 +169,46 @@ class StatusLists:
     changed: frozenset[str]  # differs from HEAD in the index or the work tree
     untracked: frozenset[str]
     staged: bool  # the index differs from HEAD
+    unmerged: bool = False  # a merge conflict is in the index: it cannot be written as a tree
 
 
-def parse_status(data: bytes) -> StatusLists:
-    """`git status --porcelain=v1 -z --no-renames --untracked-files=all` output, root-relative paths."""
+def parse_status(data: bytes) -> tuple[str | None, StatusLists]:
+    """HEAD's commit (None before the first commit) and the lists, from `git status --porcelain=v2
+    --branch -z --no-renames --untracked-files=all`; paths are relative to the top level."""
+    head: str | None = None
     changed: set[str] = set()
     untracked: set[str] = set()
-    staged = False
-    for entry in data.split(b"\0"):
-        if len(entry) < 4:
-            continue
-        code, name = entry[:2], os.fsdecode(entry[3:])
-        if code == b"??":
-            untracked.add(name)
-            continue
-        changed.add(name)
-        staged = staged or code[:1] not in (b" ", b"?")
-    return StatusLists(frozenset(changed), frozenset(untracked), staged)
+    staged = unmerged = False
+    entries = iter(data.split(b"\0"))
+    for entry in entries:
+        kind = entry[:2]
+        if entry.startswith(b"# branch.oid "):
+            oid = entry.removeprefix(b"# branch.oid ").decode("ascii", "replace")
+            head = oid if _OID_RE.fullmatch(oid) else None  # "(initial)": no commit yet
+        elif kind == b"? ":
+            untracked.add(os.fsdecode(entry[2:]))
+        elif kind in (b"1 ", b"2 ", b"u "):
+            # "1 XY sub mH mI mW hH hI path"; "2 … Xscore path" is followed by its source path;
+            # "u XY sub m1 m2 m3 mW h1 h2 h3 path".
+            fields = {b"1 ": 8, b"2 ": 9, b"u ": 10}[kind]
+            parts = entry.split(b" ", fields)
+            changed.add(os.fsdecode(parts[-1]))
+            staged = staged or parts[1][:1] != b"."
+            unmerged = unmerged or kind == b"u "
+            if kind == b"2 ":
+                next(entries, None)
+    return head, StatusLists(frozenset(changed), frozenset(untracked), staged, unmerged)
+
+
+def ref_component(run_id: str) -> str:
+    """`run_id` as one component of a ref name (hex-encoded when git would refuse it as is)."""
+    if _REF_SAFE_RE.fullmatch(run_id) and not run_id.endswith(".lock"):
+        return run_id
+    return "x-" + run_id.encode("utf-8", "surrogateescape").hex()
+
+
+def checkpoint_ref(run_id: str, iteration: int, index: bool = False) -> str:
+    return f"{REF_ROOT}/{ref_component(run_id)}/{checkpoint_stem(iteration)}{'-index' if index else ''}"
 
 
 def parse_entries(data: bytes) -> list[tuple[str, str]]:
@@ -313,15 +357,29 @@ def checkpoint_from_json(data: object, path: Path, iteration: int) -> Checkpoint
     if head is not None and not (isinstance(head, str) and _OID_RE.fullmatch(head)):
         raise CheckpointError(f"{path}: head {head!r} is not a commit id")
     stem = checkpoint_stem(iteration)
+    version = data.get("version", PATCH_FORMAT)
+    if version not in (PATCH_FORMAT, FORMAT_VERSION):
+        raise CheckpointError(f"{path}: format version {version!r} is not one this kilo-loop reads")
     staged = data.get("stagedPatchFile")
+    patches = version == PATCH_FORMAT
     return Checkpoint(
         iteration=iteration, head=head, created_at=_str_field(data, "createdAt", path),
-        untracked=_paths_field(data, "untracked", path), patch_file=f"{stem}.patch",
+        untracked=_paths_field(data, "untracked", path), patch_file=f"{stem}.patch" if patches else "",
         patch_bytes=_int_field(data, "patchBytes", path), dirty=bool(data.get("dirty")), path=path,
         changed=_paths_field(data, "changed", path), ignored=_paths_field(data, "ignored", path),
-        staged_patch_file=f"{stem}.staged.patch" if staged else None,
-        prefix=_str_field(data, "prefix", path, default=""),
+        staged_patch_file=f"{stem}.staged.patch" if staged and patches else None,
+        prefix=_str_field(data, "prefix", path, default=""), version=version,
+        tree=None if patches else _oid_field(data, "tree", path),
+        index_tree=None if patches else _oid_field(data, "indexTree", path),
     )
+
+
+def _oid_field(data: Mapping[str, object], key: str, path: Path) -> str | None:
+    # Object ids are handed to git as arguments: accept an object id and nothing else.
+    value = data.get(key)
+    if value is not None and not (isinstance(value, str) and _OID_RE.fullmatch(value)):
+        raise CheckpointError(f"{path}: {key} {value!r} is not an object id")
+    return value
 
 
 def _str_field(data: Mapping[str, object], key: str, path: Path, default: str | None = None) -> str:
@@ -348,28 +406,17 @@ def _paths_field(data: Mapping[str, object], key: str, path: Path) -> tuple[str,
 # ---------------------------------------------------------------- git I/O
 
 
-def _git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key not in _GIT_REDIRECTS}
-    env.update(GIT_OPTIONAL_LOCKS="0", GIT_LITERAL_PATHSPECS="1", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
-    env.update(extra or {})
-    return env
-
-
 @dataclass(frozen=True)
 class _Repo:
     root: Path  # the work tree's top level
     prefix: str  # the project relative to root: "" or "sub/dir/"
+    index: Path  # the index file
 
     @classmethod
     def open(cls, project: Path) -> _Repo:
         if not project.is_dir():
             raise CheckpointError(f"project directory {project} does not exist")
-        out = _run_git(project, "rev-parse", "--is-inside-work-tree", "--show-toplevel", "--show-prefix",
-                       what=f"{project} is not inside a git work tree")
-        inside, toplevel, prefix = (os.fsdecode(out).split("\n") + ["", "", ""])[:3]
-        if inside != "true":
-            raise CheckpointError(f"{project} is not inside a git work tree")
-        return cls(Path(toplevel), prefix)
+        return _open_repo(project.resolve())
 
     def git(self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None,
             what: str | None = None) -> bytes:
@@ -380,8 +427,10 @@ class _Repo:
         return ("--", self.prefix) if self.prefix else ()
 
     def head(self) -> str | None:
-        proc = subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=self.root,
-                              env=_git_env(), capture_output=True, check=False)
+        try:
+            proc = run_git(self.root, "rev-parse", "-q", "--verify", "HEAD^{commit}")
+        except GitError as exc:
+            raise CheckpointError(str(exc)) from exc
         if proc.returncode != 0:
             return None  # an unborn branch: no commit yet
         return proc.stdout.decode().strip() or None
@@ -401,35 +450,118 @@ class _Repo:
         return parse_entries(self.git("ls-files", "-s", "-z"))
 
 
+@lru_cache(maxsize=32)
+def _open_repo(project: Path) -> _Repo:
+    """Where `project` lies in its repository; cached, as it does not change while the loop runs
+    (one git process less per iteration)."""
+    out = _run_git(project, "rev-parse", "--is-inside-work-tree", "--show-toplevel", "--show-prefix",
+                   "--git-path", "index", what=f"{project} is not inside a git work tree")
+    inside, toplevel, prefix, index = (os.fsdecode(out).split("\n") + ["", "", "", ""])[:4]
+    if inside != "true":
+        raise CheckpointError(f"{project} is not inside a git work tree")
+    return _Repo(Path(toplevel), prefix, project / index)
+
+
 def _run_git(cwd: Path, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None,
              what: str | None = None) -> bytes:
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, input=stdin, env=_git_env(env),
-                              capture_output=True, check=False)
-    except OSError as exc:
-        raise CheckpointError(f"cannot run git: {exc}") from exc
-    if proc.returncode != 0:
-        detail = proc.stderr.decode(errors="replace").strip()
-        raise CheckpointError(f"{what or 'git ' + args[0] + ' failed'}: {detail}")
-    return proc.stdout
+        return git_output(cwd, *args, stdin=stdin, env=env, what=what)
+    except GitError as exc:
+        raise CheckpointError(str(exc)) from exc
 
 
 # ---------------------------------------------------------------- capture
 
 
 def capture_checkpoint(project: Path, checkpoints_dir: Path, iteration: int) -> Checkpoint:
-    """Record the working tree's state before `iteration`; overwrites an older capture of it."""
+    """Record the working tree's state before `iteration` as trees in git's object store (format 2);
+    overwrites an older capture of it. The run id for the refs is the run directory's name."""
+    repo = _Repo.open(project)
+    # One status call gives HEAD, the changed and untracked lists and whether anything is staged.
+    head, status = parse_status(repo.git(*_STATUS_ARGS, *repo.scope))
+    if status.unmerged:  # a conflicted index cannot be written as a tree; patches can hold it
+        return capture_patch_checkpoint(project, checkpoints_dir, iteration)
+    tree, index_tree = _write_trees(repo, head, status)
+    _keep_reachable(repo, checkpoints_dir.parent.name, iteration, tree, index_tree)
+    stem = checkpoint_stem(iteration)
+    checkpoint = Checkpoint(
+        iteration=iteration, head=head, created_at=_now(), untracked=tuple(sorted(status.untracked)),
+        patch_file="", patch_bytes=_changed_bytes(repo, status.changed),
+        dirty=bool(status.changed or status.untracked), path=checkpoints_dir / f"{stem}.json",
+        changed=tuple(sorted(status.changed)), ignored=tuple(sorted(_ignored(repo))), prefix=repo.prefix,
+        version=FORMAT_VERSION, tree=tree, index_tree=index_tree,
+    )
+    for stale in (f"{stem}.patch", f"{stem}.staged.patch"):  # from an older capture of this iteration
+        (checkpoints_dir / stale).unlink(missing_ok=True)
+    _write_json(checkpoint)
+    return checkpoint
+
+
+def _write_trees(repo: _Repo, head: str | None, status: StatusLists) -> tuple[str | None, str | None]:
+    """(work tree, index) as tree objects, each None when it is as HEAD. Uses a scratch copy of the
+    index, so the real one is never written and its stat cache spares re-hashing unchanged files."""
+    want_index = status.staged or head is None
+    if not (status.changed or want_index):
+        return None, None
+    with tempfile.TemporaryDirectory(prefix="kilo-loop-checkpoint-") as scratch:
+        index = Path(scratch) / "index"
+        if repo.index.is_file():
+            shutil.copyfile(repo.index, index)
+        env = {"GIT_INDEX_FILE": str(index)}
+        index_tree = _oid(repo.git("write-tree", env=env)) if want_index else None
+        if not status.changed:
+            return None, index_tree
+        # Only the paths status named: `add -u` then looks at those instead of the whole work tree.
+        repo.git("add", "-u", "--pathspec-from-file=-", "--pathspec-file-nul", env=env,
+                 stdin=_pathspec_stdin(sorted(status.changed)))
+        return _oid(repo.git("write-tree", env=env)), index_tree
+
+
+def _keep_reachable(repo: _Repo, run_id: str, iteration: int, tree: str | None, index_tree: str | None) -> None:
+    """Point refs/kilo-loop/<runId>/iter-NN(-index) at the trees so `git gc` keeps them."""
+    updates = [f"update {checkpoint_ref(run_id, iteration, index)} {oid}\n"
+               for index, oid in ((False, tree), (True, index_tree)) if oid]
+    if updates:
+        repo.git("update-ref", "--stdin", stdin="".join(updates).encode())
+
+
+def _changed_bytes(repo: _Repo, changed: Iterable[str]) -> int:
+    """Format 2's `patchBytes`: the size of the tracked files that differ from HEAD (no patch is made)."""
+    total = 0
+    for path in changed:
+        try:
+            total += (repo.root / path).lstat().st_size
+        except OSError:
+            pass  # deleted in the work tree
+    return total
+
+
+def _ignored(repo: _Repo) -> list[str]:
+    return repo.names("ls-files", "--others", "--ignored", "--exclude-standard", "--directory")
+
+
+def _oid(out: bytes) -> str:
+    return out.decode("ascii").strip()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _write_json(checkpoint: Checkpoint) -> None:
+    # The JSON goes last: its presence marks a complete checkpoint. The stdlib
+    # encoder (ASCII-escaped) keeps undecodable file names (lone surrogates) intact.
+    write_bytes_atomic(checkpoint.path, json.dumps(checkpoint.to_json(), indent=2).encode() + b"\n")
+
+
+def capture_patch_checkpoint(project: Path, checkpoints_dir: Path, iteration: int) -> Checkpoint:
+    """Format 1: the working tree's state before `iteration` as patches beside the JSON."""
     stem = checkpoint_stem(iteration)
     repo = _Repo.open(project)
-    head = repo.head()
+    head, status = parse_status(repo.git(*_STATUS_ARGS, *repo.scope))
     base = head or repo.empty_tree()
-    # One status call gives the changed and untracked lists (and whether anything is staged),
-    # where separate diff --name-only / ls-files calls would cost three more processes.
-    status = parse_status(repo.git(*_STATUS_ARGS, *repo.scope))
     patch = repo.git(*_DIFF_ARGS, base, *repo.scope)
     staged = repo.git(*_DIFF_ARGS, "--cached", base, *repo.scope) if status.staged or head is None else b""
-    changed, untracked = status.changed, status.untracked
-    ignored = repo.names("ls-files", "--others", "--ignored", "--exclude-standard", "--directory")
     checkpoints_dir.mkdir(parents=True, exist_ok=True)
     write_bytes_atomic(checkpoints_dir / f"{stem}.patch", patch)
     staged_name = f"{stem}.staged.patch" if staged else None
@@ -438,15 +570,12 @@ def capture_checkpoint(project: Path, checkpoints_dir: Path, iteration: int) -> 
     else:
         (checkpoints_dir / f"{stem}.staged.patch").unlink(missing_ok=True)
     checkpoint = Checkpoint(
-        iteration=iteration, head=head, created_at=datetime.now(UTC).isoformat(timespec="milliseconds"),
-        untracked=tuple(sorted(untracked)), patch_file=f"{stem}.patch", patch_bytes=len(patch),
-        dirty=bool(patch or staged or untracked), path=checkpoints_dir / f"{stem}.json",
-        changed=tuple(sorted(changed)), ignored=tuple(sorted(ignored)), staged_patch_file=staged_name,
-        prefix=repo.prefix,
+        iteration=iteration, head=head, created_at=_now(), untracked=tuple(sorted(status.untracked)),
+        patch_file=f"{stem}.patch", patch_bytes=len(patch), dirty=bool(patch or staged or status.untracked),
+        path=checkpoints_dir / f"{stem}.json", changed=tuple(sorted(status.changed)),
+        ignored=tuple(sorted(_ignored(repo))), staged_patch_file=staged_name, prefix=repo.prefix,
     )
-    # The JSON goes last: its presence marks a complete checkpoint. The stdlib
-    # encoder (ASCII-escaped) keeps undecodable file names (lone surrogates) intact.
-    write_bytes_atomic(checkpoint.path, json.dumps(checkpoint.to_json(), indent=2).encode() + b"\n")
+    _write_json(checkpoint)
     return checkpoint
 
 
@@ -481,13 +610,52 @@ def list_checkpoints(checkpoints_dir: Path) -> list[Checkpoint]:
     return sorted(found, key=lambda checkpoint: checkpoint.iteration)
 
 
-def read_checkpoint_patch(checkpoints_dir: Path, iteration: int) -> str:
-    """The `git diff HEAD` captured before `iteration` (undecodable bytes replaced)."""
+def read_checkpoint_patch(checkpoints_dir: Path, iteration: int, project: Path | None = None) -> str:
+    """The `git diff HEAD` of the work tree before `iteration` (undecodable bytes replaced).
+
+    Format 2 asks the repository of `project`, by default the one holding the run directory
+    (`<project>/.kilocode-loop/runs/<runId>/checkpoints`)."""
     checkpoint = load_checkpoint(checkpoints_dir, iteration)
+    if checkpoint.version == FORMAT_VERSION:
+        repo = _Repo.open(project or _project_of(checkpoints_dir))
+        return _tree_diff(repo, checkpoint, _source(repo, checkpoint), checkpoint.tree).decode("utf-8", "replace")
     try:
         return (checkpoints_dir / checkpoint.patch_file).read_bytes().decode("utf-8", errors="replace")
     except OSError as exc:
         raise CheckpointError(f"cannot read the patch of checkpoint {iteration}: {exc}") from exc
+
+
+def _project_of(checkpoints_dir: Path) -> Path:
+    for directory in checkpoints_dir.resolve().parents:
+        if directory.name == LOOP_DIR:
+            return directory.parent
+    raise CheckpointError(f"{checkpoints_dir} is not inside a project's {LOOP_DIR} folder")
+
+
+def _tree_diff(repo: _Repo, checkpoint: Checkpoint, source: str, tree: str | None) -> bytes:
+    """A format-2 tree as the patch format 1 stored: `git diff --binary <source> <tree>` in scope."""
+    if tree is None:
+        return b""
+    return repo.git(*_DIFF_ARGS, source, tree, *repo.scope,
+                    what=f"checkpoint {checkpoint.iteration}'s tree {tree} cannot be read from the repository")
+
+
+@contextmanager
+def _patches(repo: _Repo, checkpoints_dir: Path, checkpoint: Checkpoint,
+             source: str) -> Iterator[tuple[Path | None, Path | None]]:
+    """(staged patch, working-tree patch) files to apply, None where there is nothing to apply:
+    format 1's own files, or format 2's trees written out as patches for the revert's duration."""
+    if checkpoint.version == PATCH_FORMAT:
+        yield _patch_paths(checkpoints_dir, checkpoint)
+        return
+    with tempfile.TemporaryDirectory(prefix="kilo-loop-revert-") as scratch:
+        found: list[Path | None] = []
+        for name, tree in (("staged.patch", checkpoint.index_tree), ("tree.patch", checkpoint.tree)):
+            data = _tree_diff(repo, checkpoint, source, tree)
+            found.append(Path(scratch) / name if data else None)
+            if data:
+                (Path(scratch) / name).write_bytes(data)
+        yield found[0], found[1]
 
 
 # ---------------------------------------------------------------- revert
@@ -525,7 +693,8 @@ def _protected(repo: _Repo, gitlinks: Iterable[str], checkpoints_dir: Path) -> f
     return protected_roots(repo.prefix, gitlinks, extra)
 
 
-def _survey(repo: _Repo, checkpoint: Checkpoint, source: str, checkpoints_dir: Path) -> Survey:
+def _survey(repo: _Repo, checkpoint: Checkpoint, source: str, checkpoints_dir: Path,
+            patches: tuple[Path | None, Path | None]) -> Survey:
     current_head = repo.head()
     source_entries = repo.tree_entries(source)
     index_entries = repo.index_entries()
@@ -533,7 +702,7 @@ def _survey(repo: _Repo, checkpoint: Checkpoint, source: str, checkpoints_dir: P
     gitlinks = {path for mode, path in [*source_entries, *index_entries, *head_entries] if mode == _GITLINK_MODE}
     changed = set(repo.names(*_NAMES_ARGS, source)) | set(repo.names(*_NAMES_ARGS, "--cached", source))
     candidates = restore_candidates(checkpoint, changed, gitlinks)
-    staged, patch = _patch_paths(checkpoints_dir, checkpoint)
+    staged, patch = patches
     return Survey(
         current_head=current_head,
         source_files=frozenset(path for mode, path in source_entries if mode != _GITLINK_MODE),
@@ -550,7 +719,9 @@ def plan_revert(project: Path, checkpoints_dir: Path, iteration: int) -> RevertP
     """What `revert_to_checkpoint` would restore, delete and keep; changes nothing."""
     checkpoint = load_checkpoint(checkpoints_dir, iteration)
     repo = _open_for(project, checkpoint)
-    return build_plan(checkpoint, _survey(repo, checkpoint, _source(repo, checkpoint), checkpoints_dir))
+    source = _source(repo, checkpoint)
+    with _patches(repo, checkpoints_dir, checkpoint, source) as patches:
+        return build_plan(checkpoint, _survey(repo, checkpoint, source, checkpoints_dir, patches))
 
 
 def _open_for(project: Path, checkpoint: Checkpoint) -> _Repo:
@@ -623,15 +794,15 @@ def revert_to_checkpoint(project: Path, checkpoints_dir: Path, iteration: int, f
     checkpoint = load_checkpoint(checkpoints_dir, iteration)
     repo = _open_for(project, checkpoint)
     source = _source(repo, checkpoint)
-    plan = build_plan(checkpoint, _survey(repo, checkpoint, source, checkpoints_dir))
-    if plan.head_moved and not force:
-        raise CheckpointError(
-            f"HEAD moved since checkpoint {iteration} ({_short(plan.checkpoint_head)} -> "
-            f"{_short(plan.current_head)}); something committed during the run. Refusing to revert onto "
-            "another commit; force the revert to restore the files as they were anyway.")
-    staged, patch = _patch_paths(checkpoints_dir, checkpoint)
-    _restore_tracked(repo, plan, source)
-    _apply_patches(repo, staged, patch)
+    with _patches(repo, checkpoints_dir, checkpoint, source) as patches:
+        plan = build_plan(checkpoint, _survey(repo, checkpoint, source, checkpoints_dir, patches))
+        if plan.head_moved and not force:
+            raise CheckpointError(
+                f"HEAD moved since checkpoint {iteration} ({_short(plan.checkpoint_head)} -> "
+                f"{_short(plan.current_head)}); something committed during the run. Refusing to revert onto "
+                "another commit; force the revert to restore the files as they were anyway.")
+        _restore_tracked(repo, plan, source)
+        _apply_patches(repo, *patches)
     deleted = _delete_new_untracked(repo, checkpoint, plan, checkpoints_dir)
     stop = repo.root / repo.prefix if repo.prefix else repo.root
     _prune_empty_dirs(repo.root, stop, deleted)

@@ -55,7 +55,20 @@ _GIT_DENY = (
 _PUBLISH_DENY = (
     "npm publish*", "pnpm publish*", "pnpm -r publish*", "pnpm --recursive publish*",
     "yarn publish*", "yarn npm publish*", "bun publish*",
+    "lerna publish*", "npx lerna publish*", "changeset publish*", "npx changeset publish*", "cargo publish*",
 )
+# Clear-cut cases of the classes issue 10 added; the runtime guard decides everything finer.
+_CLASS_DENY = (
+    "git checkout -- .", "git checkout .", "git restore .", "git update-ref *",
+    "kubectl delete *", "helm uninstall *", "terraform destroy*", "tofu destroy*", "pulumi destroy*",
+    "docker system prune*", "docker volume prune*", "podman system prune*", "aws s3 rm * --recursive*",
+    "dropdb *", "shutdown*", "reboot*", "poweroff*", "halt", "halt *", "sudo reboot*", "sudo shutdown*",
+    "kill -9 -1*", "kill -KILL -1*", "kill -- -1*", ":(){*", "curl * | sh*", "curl * | bash*", "wget * | sh*",
+    "wget * | bash*",
+)
+# A dry run publishes nothing: these come after the denies, so they win (the last matching rule wins).
+_ALLOW_AFTER = ("npm publish --dry-run*", "pnpm publish --dry-run*", "yarn npm publish --dry-run*",
+                "bun publish --dry-run*", "cargo publish --dry-run*")
 
 
 def deny_patterns() -> tuple[str, ...]:
@@ -65,16 +78,25 @@ def deny_patterns() -> tuple[str, ...]:
     for device in _DEVICES:
         disk += [f"dd *of=/dev/{device}*", f"*> /dev/{device}*", f"*>/dev/{device}*"]
     git = [*_GIT_DENY, *(f"sudo {pattern}" for pattern in _GIT_DENY[:4])]
-    return tuple(dict.fromkeys([*git, *_PUBLISH_DENY, *disk, *rm]))
+    return tuple(dict.fromkeys([*git, *_PUBLISH_DENY, *_CLASS_DENY, *disk, *rm]))
+
+
+def allow_exceptions() -> tuple[str, ...]:
+    """Patterns allowed again after the denies (dry runs that publish nothing)."""
+    return _ALLOW_AFTER
 
 
 def bash_rules(existing: Mapping[str, Any] | None = None, catch_all: bool = True) -> dict[str, Any]:
-    """`existing` rules kept in order, `"*": "allow"` first (unless left out or present), ours last."""
+    """`existing` rules kept in order, `"*": "allow"` first (unless left out or present), our denies
+    after them and our dry-run exceptions last."""
     rules: dict[str, Any] = {"*": "allow"} if catch_all and "*" not in (existing or {}) else {}
     rules.update(existing or {})
     for pattern in deny_patterns():
         rules.pop(pattern, None)
         rules[pattern] = "deny"
+    for pattern in allow_exceptions():
+        rules.pop(pattern, None)
+        rules[pattern] = "allow"
     return rules
 
 

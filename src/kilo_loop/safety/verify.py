@@ -15,9 +15,9 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+from kilo_loop.run.state import VerifyResult
 from kilo_loop.safety.process_group import terminate_process_group
 
 BUFFER_BYTES = 64 * 1024
@@ -27,16 +27,6 @@ _READ_CHUNK = 16 * 1024
 # After the shell exits, how long to wait for the pipe to close once its group
 # is gone (a descendant that escaped into another session could hold it open).
 _DRAIN_S = 2.0
-
-
-@dataclass(frozen=True)
-class VerifyOutcome:
-    command: str
-    exit_code: int | None
-    passed: bool
-    output_tail: str
-    duration_ms: int
-    timed_out: bool
 
 
 class TailBuffer:
@@ -150,14 +140,14 @@ async def _supervise(
 def _finish(
     command: str, sink: TailBuffer, exit_code: int | None, timed_out: bool, started: float,
     redact: Callable[[str], str], note: str = "",
-) -> VerifyOutcome:
+) -> VerifyResult:
     # Redact the whole buffer before cutting the tail, so a secret split by the
     # cut can't slip through half-masked.
     text = sink.text()
     if note:
         text = text.rstrip("\n") + "\n" + note if text else note
     text = redact(text)
-    return VerifyOutcome(
+    return VerifyResult(
         command=command,
         exit_code=exit_code,
         passed=exit_code == 0 and not timed_out,
@@ -175,7 +165,7 @@ async def run_verify(
     env: Mapping[str, str] | None = None,
     *,
     kill_grace_s: float = 3.0,
-) -> VerifyOutcome:
+) -> VerifyResult:
     """Run `command` with `/bin/sh -c` in `cwd`; passed means exit 0 within `timeout_s` seconds.
 
     `env` is the complete environment (None: inherit ours); PWD is set to `cwd`.

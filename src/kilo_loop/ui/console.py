@@ -28,6 +28,8 @@ class ConsoleView:
         self.quiet = quiet
 
     def __call__(self, event: RunEvent) -> None:
+        if event.RECORD_ONLY:
+            return
         if self.quiet and event.type not in _QUIET_TYPES and event.level != "error":
             return
         handler = getattr(self, "_on_" + event.type.replace("-", "_"), None)

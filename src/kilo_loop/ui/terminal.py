@@ -18,8 +18,16 @@ import tty
 from collections.abc import Callable
 from typing import Any
 
-from kilo_loop.loop.control import AnswerItem, RunControl
-from kilo_loop.run.state import Question
+from kilo_loop.loop.commands import (
+    AbortAfterSession,
+    Command,
+    SetSharedContext,
+    StopNow,
+    SubmitAnswers,
+    TogglePause,
+)
+from kilo_loop.loop.control import AnswerItem
+from kilo_loop.run.state import Question, RunState
 
 KEY_HELP = (
     "keys: X abort after this session · P pause/resume · S toggle shared context · Q stop now · "
@@ -54,16 +62,18 @@ class TerminalMode:
 
 
 class TerminalInput:
+    """Reads keys and answers; sends commands to the run and reads its state, nothing more."""
+
     def __init__(
         self,
-        control: RunControl,
-        pending: Callable[[], list[Question]],
+        send: Callable[[Command], None],
+        state: Callable[[], RunState],
         say: Callable[[str], None],
         fd: int | None = None,
         echo: Callable[[str], None] | None = None,
     ) -> None:
-        self._control = control
-        self._pending = pending
+        self._send = send
+        self._state = state
         self._say = say
         self._fd = sys.stdin.fileno() if fd is None else fd
         self._echo = echo or _write_stdout
@@ -165,7 +175,7 @@ class TerminalInput:
             return
         answers = [AnswerItem(q.question, a, "terminal") for q, a in zip(questions, self._round, strict=False)]
         self._round = []
-        self._control.submit_answers(answers)
+        self._send(SubmitAnswers(tuple(answers)))
 
     def flush_early_answers(self) -> None:
         """Answers typed (or piped) before the questions arrived, one per pending question."""
@@ -180,22 +190,27 @@ class TerminalInput:
         return bool(self._early_answers)
 
     # --------------------------------------------------------------- keys
+    def _pending(self) -> list[Question]:
+        return self._state().pending_questions
+
     def _abort(self) -> None:
-        self._control.request_abort_after_current()
+        self._send(AbortAfterSession())
         self._say("X: will abort after the current session")
 
     def _pause(self) -> None:
-        self._control.toggle_pause()
-        self._say("P: paused — the next iteration waits (P again to resume)" if self._control.paused else "P: resumed")
+        pausing = not self._state().paused
+        self._send(TogglePause())
+        self._say("P: paused — the next iteration waits (P again to resume)" if pausing else "P: resumed")
 
     def _shared(self) -> None:
-        self._control.set_shared_context(not self._control.shared_context)
-        mode = "one shared session" if self._control.shared_context else "fresh session + handoff"
+        shared = not self._state().shared_context
+        self._send(SetSharedContext(shared))
+        mode = "one shared session" if shared else "fresh session + handoff"
         self._say(f"S: context from the next iteration: {mode}")
 
     def _stop(self) -> None:
         self._say("Q: stopping now — killing the agent session")
-        self._control.stop()
+        self._send(StopNow())
 
 
 def _write_stdout(text: str) -> None:

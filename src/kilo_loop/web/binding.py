@@ -13,18 +13,20 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kilo_loop.errors import UsageError
+
 LOOPBACK = "127.0.0.1"
 WILDCARDS = frozenset({"0.0.0.0", "::", ""})
 LOCAL_NAMES = ("localhost", "127.0.0.1", "[::1]")
 
 
-class PortInUse(OSError):
+class PortInUse(UsageError, OSError):
     def __init__(self, port: int) -> None:
         super().__init__(f"port {port} is in use; pass --port N")
         self.port = port
 
 
-class BindError(OSError):
+class BindError(UsageError, OSError):
     """The host cannot be bound (not an address of this machine, unresolvable)."""
 
 

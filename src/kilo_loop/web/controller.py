@@ -10,16 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from kilo_loop.goal.model import GoalError
 from kilo_loop.goal.registry import resolve_plan_file
+from kilo_loop.loop.commands import Command, Reply, SetPromptExtra, StopNow
 from kilo_loop.run.events import RunEvent
-from kilo_loop.run.state import Question
+from kilo_loop.run.state import Question, RunState
 from kilo_loop.run.status import is_final
-from kilo_loop.runner import RunHandle, SetupError, make_backend, prepare_run, resolve_goal
+from kilo_loop.runner import AllStagesDone, RunHandle, SetupError, plan_run
 from kilo_loop.settings import Settings
-from kilo_loop.web.launcher import reopen_all, run_settings
+from kilo_loop.web.launcher import run_settings
 from kilo_loop.web.schemas import StartRequest
 from kilo_loop.web.snapshot import HEAD_ITERATIONS, KEPT_ITERATIONS, compact_state, state_head
 from kilo_loop.web.sse import EventHub
@@ -44,7 +43,6 @@ class LiveRun:
         self.task = task
         self._saves = 0
         self._cache: tuple[tuple[int, int], dict[str, Any]] | None = None
-        self._iteration_cache: dict[Any, tuple[bytes, dict[str, Any]]] = {}
         # The pending-question list the dashboard already answered: a double click sends nothing twice.
         self.answered: list[Question] | None = None
         handle.recorder.on_state(self._count_save)
@@ -55,6 +53,15 @@ class LiveRun:
     @property
     def run_id(self) -> str:
         return self.handle.run_id
+
+    @property
+    def state(self) -> RunState:
+        """The run's current state (read only)."""
+        return self.handle.state
+
+    async def ask(self, command: Command) -> Reply:
+        """Send a command to the run and wait for its reply (CommandRefused when refused)."""
+        return await self.handle.ask(command)
 
     @property
     def seq(self) -> int:
@@ -70,9 +77,6 @@ class LiveRun:
             return self.task.done()
         return is_final(self.handle.state.status)
 
-    def redact(self, value: Any) -> Any:
-        return self.handle.redactor.redact_value(value)
-
     def subscribe(
         self, on_event: Callable[[RunEvent], None], on_state: Callable[[], None]
     ) -> Callable[[], None]:
@@ -87,7 +91,8 @@ class LiveRun:
         return stop
 
     def _wire(self, newest: int) -> dict[str, Any]:
-        """The state on the wire with only its `newest` iterations: a long run is never dumped whole."""
+        """The state on the wire with only its `newest` iterations: a long run is never dumped whole.
+        It needs no redaction: the state is built from events the bus redacted."""
         state = self.handle.state
         wire = state.model_dump(mode="json", by_alias=True, exclude={"iterations", "log_tail"})
         wire["iterations"] = [item.wire() for item in state.iterations[-newest:]]
@@ -97,46 +102,17 @@ class LiveRun:
     def _extras(self) -> dict[str, Any]:
         return {"idle": False, "seq": self.seq, "running": not self.finished}
 
-    def _redacted(self, value: dict[str, Any]) -> dict[str, Any]:
-        redacted = self.redact(value)
-        assert isinstance(redacted, dict)
-        return redacted
-
-    def _redacted_iteration(self, item: dict[str, Any]) -> dict[str, Any]:
-        """Finished iterations do not change: each is redacted once, then served from the cache."""
-        raw = orjson.dumps(item)
-        number = item.get("iteration")
-        cached = self._iteration_cache.get(number)
-        if cached is None or cached[0] != raw:
-            cached = (raw, self._redacted(item))
-            self._iteration_cache[number] = cached
-        return cached[1]
-
-    def _redacted_view(self, view: dict[str, Any]) -> dict[str, Any]:
-        """Redact a view of the state; its log tail came through the bus, which redacted it already."""
-        items, tail = view.pop("iterations"), view.pop("logTail", None)
-        redacted = self._redacted(view)
-        redacted["iterations"] = [self._redacted_iteration(item) for item in items]
-        if tail is not None:
-            redacted["logTail"] = tail
-        shown = {item.get("iteration") for item in items}
-        if len(self._iteration_cache) > 2 * KEPT_ITERATIONS:
-            self._iteration_cache = {n: v for n, v in self._iteration_cache.items() if n in shown}
-        return redacted
-
     def snapshot(self) -> dict[str, Any]:
-        """The state for /api/state (redacted), recomputed only after something changed."""
+        """The state for /api/state, recomputed only after something changed."""
         key = (self.seq, self._saves)
         if self._cache is None or self._cache[0] != key:
             total = len(self.handle.state.iterations)
-            compact = compact_state(self._wire(KEPT_ITERATIONS), iterations_total=total)
-            self._cache = (key, self._redacted_view(compact))
+            self._cache = (key, compact_state(self._wire(KEPT_ITERATIONS), iterations_total=total))
         return {**self._cache[1], **self._extras()}
 
     def head(self) -> dict[str, Any]:
         total = len(self.handle.state.iterations)
-        view = state_head(self._wire(HEAD_ITERATIONS), iterations_total=total)
-        return {**self._redacted_view(view), **self._extras()}
+        return {**state_head(self._wire(HEAD_ITERATIONS), iterations_total=total), **self._extras()}
 
 
 @dataclass
@@ -187,7 +163,7 @@ class RunController:
         except SetupError as exc:
             raise StartRefused(str(exc)) from exc
         if request.prompt_extra and request.prompt_extra.strip():
-            handle.state.prompt_extra = request.prompt_extra.strip()
+            handle.send(SetPromptExtra(request.prompt_extra))
         self.hooks.started(handle)
         task = asyncio.create_task(handle.run(), name=f"kilo-loop run {handle.run_id}")
         task.add_done_callback(lambda done: self._on_done(handle, done))
@@ -196,16 +172,10 @@ class RunController:
     def _prepare(self, request: StartRequest) -> RunHandle:
         path = resolve_plan_file(self.project, request.file)
         settings = run_settings(self.base, request, path, self.global_verify)
-        goal = resolve_goal(settings, self.project)
-        if goal.all_done():
-            if not request.force:
-                raise StartRefused(
-                    f"every stage of '{goal.title}' is already done: Clear done first, or start with force"
-                )
-            goal = reopen_all(goal)
-        backend, runtime = make_backend(settings)
-        prepared = prepare_run(settings, goal, self.project, runtime)
-        return RunHandle(settings, self.project, goal, backend, runtime, prepared)
+        try:
+            return plan_run(settings, self.project).handle()
+        except AllStagesDone as exc:
+            raise StartRefused(f"{exc}: Clear done first, or start with force") from exc
 
     def _on_done(self, handle: RunHandle, task: asyncio.Task[Any]) -> None:
         if not task.cancelled() and task.exception() is not None:
@@ -217,6 +187,6 @@ class RunController:
         live = self.live
         if live is None or live.finished:
             return
-        live.handle.control.stop()
+        live.handle.send(StopNow())
         if live.task is not None:
             await asyncio.wait({live.task})

@@ -16,7 +16,7 @@ import orjson
 from kilo_loop.run.layout import ProjectLayout, RunLayout, valid_run_id
 from kilo_loop.run.report import run_report_md
 from kilo_loop.run.state import RunState
-from kilo_loop.run.store import RunNotFound, list_run_dirs, read_events, resolve_run
+from kilo_loop.run.store import RunNotFound, list_run_dirs, read_log_lines, resolve_run
 from kilo_loop.safety.checkpoint import CheckpointError, list_checkpoints, read_checkpoint_patch
 from kilo_loop.web.snapshot import slim_event
 
@@ -117,7 +117,7 @@ def page_iterations(run: RunLayout, known: list[Any], start: int, end: int) -> l
 
 
 def log_tail(run: RunLayout, lines: int = LOG_LINES) -> list[dict[str, Any]]:
-    return [slim_event(event) for event in deque(read_events(run.events), maxlen=lines)]
+    return [slim_event(event) for event in deque(read_log_lines(run.events), maxlen=lines)]
 
 
 def iteration_report_md(run: RunLayout, iteration: int) -> str:

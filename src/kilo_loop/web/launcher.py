@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kilo_loop.goal.model import Goal
 from kilo_loop.goal.registry import discover_plans, resolve_plan_file, trash_plan
 from kilo_loop.goal.sync import set_all_done, set_stage_verify
 from kilo_loop.run.files import read_json, write_json_atomic
@@ -109,8 +108,6 @@ def run_settings(
         update["dry_run"] = request.dry_run
     if global_verify is not None:
         update["verify"] = global_verify or None
+    update["force"] = request.force
     return base.model_copy(update=update)
 
-
-def reopen_all(goal: Goal) -> Goal:
-    return goal.model_copy(update={"stages": [s.model_copy(update={"done": False}) for s in goal.stages]})

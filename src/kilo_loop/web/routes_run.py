@@ -9,14 +9,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query
 from starlette.responses import Response, StreamingResponse
 
+from kilo_loop.loop.commands import CommandRefused, Revert, SubmitAnswers, command_for
 from kilo_loop.loop.control import AnswerItem, ControlError
 from kilo_loop.safety.checkpoint import CheckpointError, RevertResult, revert_to_checkpoint
 from kilo_loop.web.context import ApiError, DashboardContext, json_response
 from kilo_loop.web.schemas import AnswerRequest, ControlRequest, RevertRequest
 from kilo_loop.web.sse import event_stream, parse_last_event_id
-
-# While the agent may be writing files, a revert would race it.
-REVERT_SAFE_STATUSES = frozenset({"paused", "waiting-answer"})
 
 
 def idle_state(ctx: DashboardContext) -> dict[str, Any]:
@@ -64,33 +62,34 @@ def run_router(ctx: DashboardContext) -> APIRouter:
     @router.post("/control", summary="pause | resume | abort-after-current | stop | set-shared-context")
     async def post_control(body: ControlRequest) -> Response:
         live = ctx.live_run()
-        async with ctx.lock:
-            try:
-                live.handle.control.apply(body.action, body.value)
-            except ControlError as exc:
-                raise ApiError(400, str(exc)) from exc
+        try:
+            await live.ask(command_for(body.action, body.value))
+        except ControlError as exc:
+            raise ApiError(400, str(exc)) from exc
+        except CommandRefused as exc:
+            raise ApiError(exc.status, exc.message) from exc
+        state = live.state
         return json_response(
-            {
-                "ok": True,
-                "action": body.action,
-                "paused": live.handle.control.paused,
-                "sharedContext": live.handle.control.shared_context,
-            }
+            {"ok": True, "action": body.action, "paused": state.paused, "sharedContext": state.shared_context}
         )
 
     @router.post("/answer", summary="Answer the pending questions; the answers go into the next session")
     async def post_answer(body: AnswerRequest) -> Response:
         live = ctx.live_run()
-        pending = live.handle.state.pending_questions
+        pending = live.state.pending_questions
         if not pending or live.answered is pending:
             raise ApiError(409, "no question is waiting for an answer")
-        items = [
+        items = tuple(
             AnswerItem(a.question, a.answer.strip(), "dashboard") for a in body.answers if a.answer.strip()
-        ]
+        )
         if not items:
             raise ApiError(400, "every answer is empty: type an answer or pick an option")
-        live.handle.control.submit_answers(items)
-        live.answered = pending
+        live.answered = pending  # a double click sends nothing twice
+        try:
+            await live.ask(SubmitAnswers(items))
+        except CommandRefused as exc:
+            live.answered = None
+            raise ApiError(exc.status, exc.message) from exc
         return json_response({"ok": True, "answers": len(items)})
 
     @router.post("/revert", summary="Restore the checkpoint taken before iteration N (destructive)")
@@ -100,31 +99,22 @@ def run_router(ctx: DashboardContext) -> APIRouter:
         if run_id is None:
             raise ApiError(409, "no run is active: name the saved run with 'run'")
         layout = ctx.run_layout(run_id)
-        mid_session = (
-            live is not None
-            and live.run_id == run_id
-            and not live.finished
-            and live.handle.state.status not in REVERT_SAFE_STATUSES
-        )
-        if mid_session:
-            raise ApiError(
-                409, "the agent may be writing files: pause the run (and wait for 'paused') before reverting"
-            )
-        async with ctx.lock:
+        if live is not None and not live.finished:
+            # The live run decides whether a revert is safe now (never mid-session, whatever run it
+            # names) and records it as one of its own events.
             try:
-                result = await asyncio.to_thread(
-                    revert_to_checkpoint, ctx.project, layout.checkpoints, body.iteration, body.force
-                )
-            except CheckpointError as exc:
-                raise ApiError(409, str(exc)) from exc
-        if live is not None and live.run_id == run_id:
-            live.handle.recorder.emit(
-                "revert",
-                f"reverted to the checkpoint before iteration {body.iteration}: "
-                f"{len(result.restored)} restored, {len(result.deleted)} deleted",
-                "warn",
-                iteration_reverted=body.iteration,
-            )
+                reply = await live.ask(Revert(body.iteration, run_id, body.force))
+            except CommandRefused as exc:
+                raise ApiError(exc.status, exc.message) from exc
+            result = reply.result
+        else:
+            async with ctx.lock:
+                try:
+                    result = await asyncio.to_thread(
+                        revert_to_checkpoint, ctx.project, layout.checkpoints, body.iteration, body.force
+                    )
+                except CheckpointError as exc:
+                    raise ApiError(409, str(exc)) from exc
         return json_response(ctx.redactor_for(run_id).redact_value(_revert_payload(result)))
 
     return router

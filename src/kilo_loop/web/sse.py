@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import orjson
 
 from kilo_loop.run.events import RunEvent
-from kilo_loop.run.store import read_events
+from kilo_loop.run.store import read_log_lines
 from kilo_loop.web.snapshot import slim_event
 
 CLIENT_QUEUE_FRAMES = 1000
@@ -54,8 +54,6 @@ class LiveSource(Protocol):
 
     @property
     def events_path(self) -> Path: ...
-
-    def redact(self, value: Any) -> Any: ...
 
     def subscribe(
         self, on_event: Callable[[RunEvent], None], on_state: Callable[[], None]
@@ -132,7 +130,8 @@ class EventHub:
             client.offer(frame)
 
     def _on_event(self, event: RunEvent) -> None:
-        if self._clients:  # the bus already redacted the event
+        # The bus redacted the event already; state-only records are not log lines.
+        if self._clients and not event.RECORD_ONLY:
             self._broadcast(Frame(event.seq, sse_frame(slim_event(event.to_wire()), "log", event.seq)))
 
     def _on_state(self) -> None:
@@ -150,13 +149,13 @@ def _take(events: Iterator[dict[str, Any]], count: int) -> list[dict[str, Any]]:
 
 
 async def replay_missed(source: LiveSource, after: int) -> AsyncIterator[tuple[int, bytes]]:
-    """(seq, frame) for every event after `after` on disk, in small batches between which the
-    loop runs other work."""
-    events = read_events(source.events_path, after_seq=after)
+    """(seq, frame) for every log line after `after` on disk (written redacted), in small batches
+    between which the loop runs other work."""
+    events = read_log_lines(source.events_path, after_seq=after)
     while batch := _take(events, REPLAY_BATCH):
         for event in batch:
             seq = int(event.get("seq", 0))
-            yield seq, sse_frame(slim_event(source.redact(event)), "log", seq)
+            yield seq, sse_frame(slim_event(event), "log", seq)
         await asyncio.sleep(0)
 
 

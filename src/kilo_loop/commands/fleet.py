@@ -1,0 +1,159 @@
+"""`kilo-loop worker`, `kilo-loop submit` and `kilo-loop fleet`: plans on a queue, run by workers
+anywhere that reach the same Redis, watched and answered from one dashboard."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
+
+import click
+
+if TYPE_CHECKING:
+    from kilo_loop.fleet.serve import FleetDashboard
+
+BROKER_HELP = "Redis URL of the queue (redis://host:port/db); also KILO_LOOP_BROKER"
+
+
+def masked(url: str) -> str:
+    """The broker URL without its password, for anything printed."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username or ''}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+@click.command("worker")
+@click.option("--broker", required=True, envvar="KILO_LOOP_BROKER", help=BROKER_HELP)
+@click.option("--workspace", type=click.Path(path_type=Path), default=Path(".kilo-loop-fleet"), show_default=True,
+              help="where this worker clones repositories (one folder per run)")
+@click.option("--concurrency", type=click.IntRange(1, 32), default=1, show_default=True, help="runs at once")
+def worker_command(broker: str, workspace: Path, concurrency: int) -> None:
+    """Run plans from the queue (a Dramatiq worker on Redis) until Ctrl+C.
+
+    A run's job is acknowledged only when the run ends; if this worker dies, another one resumes
+    the run from its last saved iteration. Ctrl+C stops running plans resumably and puts their
+    jobs back on the queue."""
+    import dramatiq
+
+    from kilo_loop.fleet.jobrun import SHUTDOWN, WorkerConfig
+    from kilo_loop.fleet.queue import QUEUE, declare_actor, make_broker
+
+    redis_broker = make_broker(broker)
+    config = WorkerConfig(workspace=workspace.expanduser().resolve())
+    declare_actor(redis_broker, config)
+    worker = dramatiq.Worker(redis_broker, queues={QUEUE}, worker_threads=concurrency)
+    worker.queue_prefetch = concurrency  # never hold a job another worker could be running
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    worker.start()
+    click.echo(f"kilo-loop worker {config.worker_id}: queue {QUEUE} on {masked(broker)}, "
+               f"workspace {config.workspace}, {concurrency} at once", err=True)
+    stop.wait()
+    click.echo("stopping: running plans stop after saving and go back on the queue", err=True)
+    SHUTDOWN.set()
+    worker.stop(timeout=120_000)
+
+
+@click.command("submit", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.option("--broker", required=True, envvar="KILO_LOOP_BROKER", help=BROKER_HELP)
+@click.option("--repo", required=True, help="git URL or path the worker clones")
+@click.option("--ref", help="branch, tag or commit to start from (default: the repository's HEAD)")
+@click.option("--goal", "goal", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="the plan (.md or .json); its content travels in the job")
+@click.option("--run-id", help="name the run (default: time + plan name)")
+@click.option("--backend", help="quota group for rate-limit pauses (default: --runtime, else 'default')")
+@click.option("--push-branch", is_flag=True, help="push kilo-loop/<runId> to the repository instead of "
+              "only storing the patch")
+@click.pass_context
+def submit_command(ctx: click.Context, broker: str, repo: str, ref: str | None, goal: Path, run_id: str | None,
+                   backend: str | None, push_branch: bool) -> None:
+    """Queue a plan for the fleet. Run flags after the options (-n 5 --verify "pytest -q" …) are
+    handed to the run as they are."""
+    from kilo_loop.fleet.child import plan_flags, plan_label
+    from kilo_loop.fleet.queue import enqueue, make_broker
+    from kilo_loop.fleet.store import FleetStore, Job
+    from kilo_loop.run.layout import valid_run_id
+    from kilo_loop.runner import new_run_id
+
+    flags = plan_flags(ctx.args)
+    name = run_id or f"{new_run_id()}-{plan_label(goal, set())}"
+    if not valid_run_id(name):
+        raise click.BadParameter(f"invalid run id {name!r}", param_hint="--run-id")
+    local = Path(repo).expanduser()
+    source = str(local.resolve()) if local.exists() else repo
+    job = Job(run_id=name, repo=source, goal_name=goal.name, goal_text=goal.read_text(encoding="utf-8"), ref=ref,
+              flags=tuple(flags), backend=backend or _runtime_flag(flags) or "default", push_branch=push_branch)
+    redis_broker = make_broker(broker)
+    FleetStore(redis_broker.client).register(job)
+    enqueue(redis_broker, job)
+    click.echo(name)
+
+
+def _runtime_flag(flags: list[str]) -> str | None:
+    for index, flag in enumerate(flags):
+        if flag == "--runtime" and index + 1 < len(flags):
+            return flags[index + 1]
+        if flag.startswith("--runtime="):
+            return flag.split("=", 1)[1]
+    return None
+
+
+@click.command("fleet")
+@click.option("--broker", envvar="KILO_LOOP_BROKER", help=BROKER_HELP)
+@click.option("--local", "local_workers", type=click.IntRange(1, 16),
+              help="try-out: start redis-server on a free loopback port and this many workers here")
+@click.option("--workspace", type=click.Path(path_type=Path), help="with --local: where the workers clone")
+@click.option("-p", "--port", type=int, default=7999, show_default=True, help="dashboard port (0: any free port)")
+@click.option("--host", help="dashboard host (default 127.0.0.1)")
+@click.option("--lan", is_flag=True, help="bind every interface (a token is always required)")
+def fleet_command(broker: str | None, local_workers: int | None, workspace: Path | None, port: int,
+                  host: str | None, lan: bool) -> None:
+    """Watch and steer every run of every worker: one list, one inbox, controls per run."""
+    from kilo_loop.fleet.local import LocalFleetError, LocalWorker, RedisServer
+    from kilo_loop.fleet.serve import fleet_dashboard
+    from kilo_loop.fleet.sources import RedisRuns
+    from kilo_loop.fleet.store import FleetStore
+    from kilo_loop.web.binding import BindError, PortInUse
+
+    if not broker and not local_workers:
+        raise click.UsageError("pass --broker redis://… or --local N")
+    server: RedisServer | None = None
+    workers: list[LocalWorker] = []
+    try:
+        if local_workers:
+            base = (workspace or Path(tempfile.mkdtemp(prefix="kilo-loop-fleet-"))).expanduser().resolve()
+            server = RedisServer(base / "redis").start()
+            broker = server.url
+            workers = [LocalWorker(broker, base / f"worker-{n}").start() for n in range(1, local_workers + 1)]
+            click.echo(f"local fleet: redis-server at {broker}, {local_workers} worker(s) under {base}")
+            click.echo(f"queue a plan:  kilo-loop submit --broker {broker} --repo <path or URL> --goal plan.md")
+        assert broker is not None
+        dashboard = fleet_dashboard(RedisRuns(FleetStore.from_url(broker)), host, port, lan)
+        asyncio.run(_serve(dashboard))
+    except (LocalFleetError, PortInUse, BindError) as exc:
+        click.echo(f"kilo-loop: {exc}", err=True)
+        sys.exit(2)
+    finally:
+        for worker in workers:
+            worker.stop()
+        if server is not None:
+            server.stop()
+
+
+async def _serve(dashboard: FleetDashboard) -> None:
+    await dashboard.start()
+    click.echo(f"Fleet dashboard {dashboard.url} (Ctrl+C to quit)")
+    stopped = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopped.set)
+    await stopped.wait()
+    await dashboard.stop()

@@ -1,0 +1,61 @@
+"""Several plans at once from the command line (`--goal a.md --goal b.md --parallel N`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kilo_loop.fleet.child import plan_flags
+from kilo_loop.fleet.parallel import DashboardFactory, MergeMode, run_parallel
+from kilo_loop.fleet.worktree import WorktreeError
+from kilo_loop.git import NotAGitRepo, git_root
+
+
+def _ask(question: str) -> bool:
+    if not sys.stdin.isatty():
+        return False
+    return click.confirm(question, default=True)
+
+
+def parallel_main(params: dict[str, Any], argv: list[str]) -> int:
+    from kilo_loop.runner import new_run_id
+
+    goals = [Path(goal) for goal in params.get("goal") or ()]
+    if not goals:
+        click.echo("kilo-loop: --parallel needs at least one --goal", err=True)
+        return 2
+    start = Path(params["project"]) if params.get("project") else Path.cwd()
+    try:
+        project = git_root(start.expanduser().resolve())
+    except NotAGitRepo as exc:
+        click.echo(f"kilo-loop: {exc}", err=True)
+        return 2
+    missing = [str(g) for g in goals if not (g if g.is_absolute() else Path.cwd() / g).is_file()]
+    if missing:
+        click.echo(f"kilo-loop: goal file not found: {', '.join(missing)}", err=True)
+        return 2
+    goals = [(g if g.is_absolute() else Path.cwd() / g).resolve() for g in goals]
+    merge: MergeMode = params.get("merge") or "auto"
+    limit = params.get("parallel") or len(goals)
+    try:
+        factory = _dashboard_factory(params)
+        return run_parallel(project, goals, limit, merge, plan_flags(argv), new_run_id(),
+                            lambda line: click.echo(line), _ask, params.get("resume"), factory)
+    except (WorktreeError, OSError) as exc:
+        click.echo(f"kilo-loop: {exc}", err=True)
+        return 2
+
+
+def _dashboard_factory(params: dict[str, Any]) -> DashboardFactory | None:
+    """The many-runs dashboard, bound first thing in the run (a port in use stops it before any
+    worktree is made)."""
+    if params.get("dashboard") is False:
+        return None
+    from kilo_loop.fleet.serve import fleet_dashboard
+
+    port = params.get("port")
+    return lambda source: fleet_dashboard(source, params.get("host"), 7999 if port is None else port,
+                                          bool(params.get("lan")))

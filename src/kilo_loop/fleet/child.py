@@ -1,0 +1,55 @@
+"""One plan as its own `kilo-loop` process: the command line it gets, and the flags of the
+parent's command line that belong to the parent (goals, parallelism, the dashboard) and not to it."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+INBOX_ENV = "KILO_LOOP_INBOX"
+
+# The parent's own flags: with a value, and without.
+_VALUED = {"--goal", "--goal-text", "--parallel", "--merge", "-C", "--project", "--run-id", "--resume",
+           "-p", "--port", "--host", "--broker", "--repo", "--ref"}
+_BARE = {"--lan", "--local", "--keep-open", "--dashboard", "--no-dashboard", "--no-confirm", "--yes", "--quiet",
+         "--list-goals", "--push-branch"}
+
+
+def plan_flags(argv: Sequence[str]) -> list[str]:
+    """The run flags to hand every plan: the parent's argv without its own flags."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in _BARE:
+            continue
+        if name in _VALUED:
+            skip = "=" not in arg
+            continue
+        if re.fullmatch(r"-[Cp].+", arg):  # -C/path, -p8000 glued to their value
+            continue
+        kept.append(arg)
+    return kept
+
+
+def child_argv(goal: str, project: Path, run_id: str, flags: Sequence[str], resume: bool = False) -> list[str]:
+    """A plan's process: quiet, no dashboard and no confirmation (the parent shows and steers it)."""
+    argv = [sys.executable, "-m", "kilo_loop", "--goal", goal, "-C", str(project),
+            "--no-dashboard", "--no-confirm", "--quiet"]
+    argv += ["--resume", run_id] if resume else ["--run-id", run_id]
+    return argv + list(flags)
+
+
+def plan_label(goal: Path, taken: set[str]) -> str:
+    """A short, unique, run-id-safe name for a plan (its file's stem)."""
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", goal.stem).strip("-.") or "plan"
+    label, n = base[:40], 2
+    while label in taken:
+        label, n = f"{base[:36]}-{n}", n + 1
+    taken.add(label)
+    return label

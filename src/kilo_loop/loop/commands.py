@@ -1,0 +1,245 @@
+"""Commands in: what the terminal keys, Ctrl+C and the dashboard may ask of a run, as data
+on ONE queue. The run's command handler drains it, one command at a time, and is the only
+place that changes the loop's control flags (`RunControl`) — so "may I revert now?" and
+"is a question waiting?" are decided here and nowhere else. Every accepted command becomes
+an event; every command gets a reply (accepted, or refused with the reason and an HTTP-like
+status).
+
+To add a command: a frozen dataclass here, a case in `CommandHandler._apply`, and (if the
+dashboard sends it) a name in `command_for`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kilo_loop.loop.control import AnswerItem, ControlError, RunControl
+from kilo_loop.run.events import ControlChanged, Reverted
+from kilo_loop.run.recorder import RunRecorder
+
+# While the agent may be writing files (or verify is running), a revert would race it.
+REVERT_SAFE_STATUSES = frozenset({"paused", "waiting-answer"})
+CONTROL_ACTIONS = ("pause", "resume", "abort-after-current", "stop", "set-shared-context", "set-prompt-extra")
+
+
+@dataclass(frozen=True)
+class Pause:
+    pass
+
+
+@dataclass(frozen=True)
+class Resume:
+    pass
+
+
+@dataclass(frozen=True)
+class TogglePause:
+    pass
+
+
+@dataclass(frozen=True)
+class StopNow:
+    """Kill the running session (its process group) and end the run."""
+
+
+@dataclass(frozen=True)
+class AbortAfterSession:
+    """Let the running session finish, then end the run."""
+
+
+@dataclass(frozen=True)
+class SetSharedContext:
+    value: bool
+
+
+@dataclass(frozen=True)
+class SetPromptExtra:
+    text: str | None
+
+
+@dataclass(frozen=True)
+class SubmitAnswers:
+    items: tuple[AnswerItem, ...]
+
+
+@dataclass(frozen=True)
+class Revert:
+    """Restore the checkpoint taken before `iteration` of `run` (None: this run)."""
+
+    iteration: int
+    run: str | None = None
+    force: bool = False
+
+
+Command = Pause | Resume | TogglePause | StopNow | AbortAfterSession | SetSharedContext | SetPromptExtra | \
+    SubmitAnswers | Revert
+
+
+class CommandRefused(Exception):
+    """A command the run will not carry out now; `status` is what the dashboard answers."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class Reply:
+    ok: bool = True
+    result: Any = None
+
+
+@dataclass
+class _Envelope:
+    command: Command
+    reply: asyncio.Future[Reply] | None = field(default=None)
+
+
+def command_for(action: str, value: object = None) -> Command:
+    """The command a dashboard action names (`POST /api/control`)."""
+    simple: dict[str, Command] = {"pause": Pause(), "resume": Resume(), "abort-after-current": AbortAfterSession(),
+                                  "stop": StopNow()}
+    if action in simple:
+        return simple[action]
+    if action == "set-shared-context":
+        if not isinstance(value, bool):
+            raise ControlError("set-shared-context needs a boolean 'value'")
+        return SetSharedContext(value)
+    if action == "set-prompt-extra":
+        if value is not None and not isinstance(value, str):
+            raise ControlError("set-prompt-extra needs a string 'value' (or null to clear it)")
+        return SetPromptExtra(value)
+    raise ControlError(f"unknown action {action!r}; expected one of {', '.join(CONTROL_ACTIONS)}")
+
+
+RevertFn = Callable[[Path, int, bool], Awaitable[Any]]
+CheckpointsOf = Callable[[str | None], Path]
+
+
+class CommandQueue:
+    """The one way into a run: `send` (fire and forget, e.g. from a key press or a signal) or
+    `ask` (await the reply, e.g. from an HTTP handler)."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[_Envelope] = asyncio.Queue()
+
+    def send(self, command: Command) -> None:
+        self._queue.put_nowait(_Envelope(command))
+
+    async def ask(self, command: Command) -> Reply:
+        reply: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Envelope(command, reply))
+        return await reply
+
+    async def next(self) -> _Envelope:
+        return await self._queue.get()
+
+    def pending(self) -> list[_Envelope]:
+        items: list[_Envelope] = []
+        while not self._queue.empty():
+            items.append(self._queue.get_nowait())
+        return items
+
+
+class CommandHandler:
+    """Drains the queue for as long as the run goes; applies each command to the control
+    flags and records it as an event of the live run."""
+
+    def __init__(self, control: RunControl, recorder: RunRecorder, revert: RevertFn,
+                 checkpoints_of: CheckpointsOf) -> None:
+        self._control = control
+        self._recorder = recorder
+        self._revert = revert
+        self._checkpoints_of = checkpoints_of
+
+    async def serve(self, queue: CommandQueue) -> None:
+        while True:
+            envelope = await queue.next()
+            await self.handle(envelope)
+
+    def refuse_pending(self, queue: CommandQueue, why: str) -> None:
+        """The run ended: commands still queued get a refusal instead of waiting forever."""
+        for envelope in queue.pending():
+            _settle(envelope, CommandRefused(409, why))
+
+    async def handle(self, envelope: _Envelope) -> None:
+        try:
+            result = await self._apply(envelope.command)
+        except CommandRefused as refused:
+            _settle(envelope, refused)
+        except ControlError as exc:
+            _settle(envelope, CommandRefused(400, str(exc)))
+        else:
+            _settle(envelope, Reply(True, result))
+
+    async def _apply(self, command: Command) -> Any:
+        control = self._control
+        if isinstance(command, TogglePause):
+            command = Resume() if control.paused else Pause()
+        if isinstance(command, Pause):
+            control.pause()
+            return self._changed("pause", True)
+        if isinstance(command, Resume):
+            control.resume()
+            return self._changed("pause", False)
+        if isinstance(command, StopNow):
+            control.stop()
+            return self._changed("stop", True)
+        if isinstance(command, AbortAfterSession):
+            control.request_abort_after_current()
+            return self._changed("abort-after-current", True)
+        if isinstance(command, SetSharedContext):
+            control.shared_context = command.value
+            return self._changed("set-shared-context", command.value)
+        if isinstance(command, SetPromptExtra):
+            control.prompt_extra = command.text.strip() if command.text and command.text.strip() else None
+            return self._changed("set-prompt-extra", control.prompt_extra)
+        if isinstance(command, SubmitAnswers):
+            return self._answers(command)
+        return await self._revert_now(command)
+
+    def _changed(self, action: str, value: object) -> None:
+        self._recorder.emit(ControlChanged(message=f"control: {action} = {value}", action=action, value=value))
+
+    def _answers(self, command: SubmitAnswers) -> None:
+        if not self._control.waiting_for_answers and not self._recorder.state.pending_questions:
+            raise CommandRefused(409, "no question is waiting for an answer")
+        self._control.submit_answers(list(command.items))
+
+    async def _revert_now(self, command: Revert) -> Any:
+        status = self._recorder.state.status
+        if status not in REVERT_SAFE_STATUSES:
+            raise CommandRefused(
+                409, f"the run is {status}: the agent may be writing files — pause the run "
+                "(and wait for 'paused') before reverting any checkpoint")
+        result = await self._revert(self._checkpoints_of(command.run), command.iteration, command.force)
+        own = command.run in (None, self._recorder.state.run_id)
+        source = "" if own else f" of run {command.run}"
+        restored, deleted = len(getattr(result, "restored", ())), len(getattr(result, "deleted", ()))
+        self._recorder.emit(Reverted(
+            message=f"reverted to the checkpoint before iteration {command.iteration}{source}: "
+            f"{restored} restored, {deleted} deleted",
+            iteration_reverted=command.iteration, run=None if own else command.run))
+        return result
+
+
+def _settle(envelope: _Envelope, outcome: Reply | CommandRefused) -> None:
+    reply = envelope.reply
+    if reply is None or reply.done():
+        return
+    if isinstance(outcome, CommandRefused):
+        reply.set_exception(outcome)
+    else:
+        reply.set_result(outcome)
+
+
+async def stop_serving(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task

@@ -1,0 +1,53 @@
+"""When a run must stop, as pure functions of the limits and the state: budgets, stale
+iterations, guard hits. The orchestrator asks; nothing here does I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kilo_loop.run.state import Totals
+from kilo_loop.settings import Settings
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_cost: float | None = None
+    max_tokens: int | None = None
+    max_stale_iterations: int | None = None
+    max_guard_blocks: int = 3
+    guard_stop: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Limits:
+        return cls(max_cost=settings.max_cost, max_tokens=settings.max_tokens,
+                   max_stale_iterations=settings.max_stale_iterations, max_guard_blocks=settings.max_guard_blocks,
+                   guard_stop=settings.guard_stop)
+
+
+def budget_reason(limits: Limits, totals: Totals) -> str | None:
+    """Why the budget stops the run, or None while it lasts."""
+    if limits.max_cost is not None and totals.cost >= limits.max_cost:
+        return f"cost ${totals.cost:.4f} reached --max-cost ${limits.max_cost}"
+    if limits.max_tokens is not None and totals.tokens >= limits.max_tokens:
+        return f"{totals.tokens} tokens reached --max-tokens {limits.max_tokens}"
+    return None
+
+
+def next_stale_count(previous: int, changed_files: bool, advanced: bool) -> int:
+    """Iterations in a row that changed no file and advanced no stage."""
+    return 0 if (changed_files or advanced) else previous + 1
+
+
+def stale_reason(limits: Limits, stale: int, stages_left: bool) -> str | None:
+    if limits.max_stale_iterations and stale >= limits.max_stale_iterations and stages_left:
+        return f"{stale} iteration(s) changed no file and advanced no stage"
+    return None
+
+
+def guard_reason(limits: Limits, consecutive: int, reason: str) -> str | None:
+    """Why a guard hit ends the run (after `consecutive` hits in a row), or None to go on."""
+    if limits.guard_stop:
+        return f"guard hit with --guard-stop: {reason}"
+    if consecutive >= limits.max_guard_blocks:
+        return f"{consecutive} consecutive guard hits (--max-guard-blocks)"
+    return None

@@ -1,0 +1,265 @@
+"""The one writer of RunState: `reduce(state, event) -> state`, a pure function.
+
+The loop never changes the state; it emits events, and the recorder folds each one in
+here. state.json is a snapshot of the result (with the `seq` of the last event folded in),
+so a resume loads the snapshot and replays the tail of events.jsonl past it, and replaying
+a whole events.jsonl from nothing gives the same state again.
+
+The input is never modified: changed parts are copied, unchanged parts are shared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from kilo_loop.run.events import (
+    AnswerReceived,
+    ControlChanged,
+    GuardBlocked,
+    IterationFinished,
+    IterationReported,
+    IterationStarted,
+    QuestionAsked,
+    QuestionUnanswered,
+    QuotaWait,
+    RunEvent,
+    RunFinished,
+    StageBlocked,
+    StageDone,
+    StateOpened,
+    StatusChanged,
+    UsageCounted,
+    VerifyFinished,
+    Warned,
+)
+from kilo_loop.run.state import (
+    LOG_TAIL_LINES,
+    IterationSummary,
+    Question,
+    RetryState,
+    RunState,
+    StageState,
+    Totals,
+)
+
+E = TypeVar("E", bound=RunEvent)
+Changes = dict[str, Any]
+_UNFINISHED = ("running", "retrying")
+
+
+def reduce(state: RunState | None, event: RunEvent) -> RunState:
+    """The state after `event`. Before the first StateOpened there is no state to change."""
+    if isinstance(event, StateOpened):
+        return _opened(state, event)
+    if state is None:
+        raise ValueError(f"event {event.type!r} (seq {event.seq}) before the run's state-init event")
+    handler = _HANDLERS.get(type(event))
+    changes: Changes = handler(state, event) if handler is not None else {}
+    changes["seq"] = event.seq
+    if not event.RECORD_ONLY:
+        changes["log_tail"] = _tail(state.log_tail, event.to_wire())
+    return state.model_copy(update=changes)
+
+
+def replay(events: list[RunEvent], state: RunState | None = None) -> RunState | None:
+    for event in events:
+        state = reduce(state, event)
+    return state
+
+
+def header_wire(state: RunState) -> dict[str, Any]:
+    """What StateOpened carries: the state without its history (iterations, log tail, seq)."""
+    return state.model_dump(mode="json", by_alias=True, exclude={"iterations", "log_tail", "seq"})
+
+
+# ------------------------------------------------------------------ helpers
+def _tail(tail: list[dict[str, Any]], wire: dict[str, Any]) -> list[dict[str, Any]]:
+    kept = tail[-(LOG_TAIL_LINES - 1):] if len(tail) >= LOG_TAIL_LINES else tail
+    return [*kept, wire]
+
+
+def _stages(state: RunState, stage_id: str | None, status: str) -> list[StageState]:
+    return [s.model_copy(update={"status": status}) if s.id == stage_id else s for s in state.stages]
+
+
+def _with_current(state: RunState, update: Callable[[IterationSummary], Changes]) -> list[IterationSummary]:
+    """The iterations with the running (last) one changed."""
+    items = state.iterations
+    if not items or items[-1].iteration != state.iteration:
+        return items
+    return [*items[:-1], items[-1].model_copy(update=update(items[-1]))]
+
+
+def _interrupted(item: IterationSummary) -> IterationSummary:
+    if item.outcome not in _UNFINISHED:
+        return item
+    return item.model_copy(update={"outcome": "interrupted", "error": "the loop process ended during this iteration"})
+
+
+# ------------------------------------------------------------------ handlers
+def _opened(state: RunState | None, event: StateOpened) -> RunState:
+    header = RunState.model_validate(dict(event.state))
+    items = [] if state is None else state.iterations
+    if event.resumed:
+        items = [_interrupted(item) for item in items]
+    tail = [] if state is None else state.log_tail
+    return header.model_copy(update={"iterations": items, "log_tail": tail, "seq": event.seq})
+
+
+def _status(state: RunState, event: StatusChanged) -> Changes:
+    changes: Changes = {"status": event.status}
+    if event.reason:
+        changes["stop_reason"] = event.reason
+    if event.status != "waiting-answer" and state.pending_questions:
+        changes["pending_questions"] = []
+    if event.status != "waiting-quota" and state.quota_until is not None:
+        changes["quota_until"] = None
+    return changes
+
+
+def _iteration_started(state: RunState, event: IterationStarted) -> Changes:
+    number = event.iteration or state.iteration + 1
+    summary = IterationSummary(iteration=number, stage_id=event.stage_id, stage_title=event.stage_title,
+                               started_at=event.ts)
+    items = state.iterations
+    items = [*items[:-1], summary] if items and items[-1].iteration == number else [*items, summary]
+    return {"iteration": number, "current_stage_id": event.stage_id, "iterations": items,
+            "stages": _stages(state, event.stage_id, "in_progress")}
+
+
+def _usage(state: RunState, event: UsageCounted) -> Changes:
+    t = state.totals
+    totals = Totals(tokens=t.tokens + event.tokens, input=t.input + event.input, output=t.output + event.output,
+                    reasoning=t.reasoning + event.reasoning, cache_read=t.cache_read + event.cache_read,
+                    cache_write=t.cache_write + event.cache_write, cost=round(t.cost + event.cost, 6))
+
+    def add(item: IterationSummary) -> Changes:
+        return {"tokens": item.tokens + event.tokens, "input_tokens": item.input_tokens + event.input,
+                "output_tokens": item.output_tokens + event.output, "cost": round(item.cost + event.cost, 6),
+                "context_tokens": event.tokens}
+
+    return {"totals": totals, "context_tokens": event.tokens, "iterations": _with_current(state, add)}
+
+
+def _reported(state: RunState, event: IterationReported) -> Changes:
+    summary = IterationSummary.model_validate(dict(event.summary))
+    items = state.iterations
+    at = next((i for i in range(len(items) - 1, -1, -1) if items[i].iteration == summary.iteration), None)
+    items = [*items, summary] if at is None else [*items[:at], summary, *items[at + 1:]]
+    changes: Changes = {"iterations": items, "retry": RetryState()}
+    if summary.outcome not in (*_UNFINISHED, "guard"):
+        changes.update(consecutive_guard_blocks=0, guard_note="")
+    if event.session_id is not None:
+        changes["session_id"] = event.session_id or None
+    if event.stale_iterations is not None:
+        changes["stale_iterations"] = event.stale_iterations
+    if state.unanswered and summary.outcome not in _UNFINISHED:
+        changes["unanswered"] = []  # the prompt of this iteration told the agent about them
+    return changes
+
+
+def _finished(state: RunState, event: IterationFinished) -> Changes:
+    return {} if event.percent is None else {"last_percent": event.percent}
+
+
+def _stage_done(state: RunState, event: StageDone) -> Changes:
+    done = set(state.completed_stages) | {event.stage_id}
+    order = [s.id for s in state.stages]
+    completed = [i for i in order if i in done] + [i for i in state.completed_stages if i not in order]
+    if event.stage_id not in completed:
+        completed.append(event.stage_id)
+    return {"completed_stages": completed, "stages": _stages(state, event.stage_id, "done"),
+            "blocked_stages": [s for s in state.blocked_stages if s != event.stage_id], "verify_feedback": ""}
+
+
+def _blocked(state: RunState, stage_id: str) -> Changes:
+    blocked = state.blocked_stages if stage_id in state.blocked_stages else [*state.blocked_stages, stage_id]
+    return {"blocked_stages": blocked, "stages": _stages(state, stage_id, "blocked")}
+
+
+def _stage_blocked(state: RunState, event: StageBlocked) -> Changes:
+    return _blocked(state, event.stage_id)
+
+
+def _verify(state: RunState, event: VerifyFinished) -> Changes:
+    if event.passed or not event.stage_id:
+        return {}
+    return {**_blocked(state, event.stage_id), "verify_feedback": event.feedback or ""}
+
+
+def _guard(state: RunState, event: GuardBlocked) -> Changes:
+    changes: Changes = {"guard_blocks": state.guard_blocks + 1,
+                        "consecutive_guard_blocks": state.consecutive_guard_blocks + 1}
+    if event.note is not None:
+        changes["guard_note"] = event.note
+    return changes
+
+
+def _question(state: RunState, event: QuestionAsked) -> Changes:
+    question = Question(question=event.question, options=list(event.options))
+    return {"pending_questions": [*state.pending_questions, question]}
+
+
+def _answer(state: RunState, event: AnswerReceived) -> Changes:
+    return {"answers": state.answers + 1}
+
+
+def _unanswered(state: RunState, event: QuestionUnanswered) -> Changes:
+    return {"unanswered": [*state.unanswered, Question(question=event.question)]}
+
+
+def _control(state: RunState, event: ControlChanged) -> Changes:
+    action, value = event.action, event.value
+    if action == "pause":
+        return {"paused": bool(value)}
+    if action == "abort-after-current":  # a paused loop wakes up to end the run
+        return {"abort_requested": bool(value), "paused": False}
+    if action == "stop":
+        return {"paused": False}
+    if action == "set-shared-context":
+        return {"shared_context": bool(value)}
+    if action == "set-prompt-extra":
+        return {"prompt_extra": value if isinstance(value, str) and value.strip() else None}
+    return {}
+
+
+def _warned(state: RunState, event: Warned) -> Changes:
+    if event.attempt is None:
+        return {}
+    reason, attempt = event.reason or "", event.attempt
+    retry = RetryState(attempt=attempt, max_retries=event.max_retries or 0, reason=reason)
+    items = _with_current(state, lambda _item: {"retries": attempt, "retry_reason": reason})
+    return {"retry": retry, "iterations": items}
+
+
+def _quota(state: RunState, event: QuotaWait) -> Changes:
+    return {"quota_until": event.until}
+
+
+def _run_finished(state: RunState, event: RunFinished) -> Changes:
+    return {"finished_at": event.ts, "current_stage_id": None, "resume_command": event.resume}
+
+
+def _handler(cls: type[E], fn: Callable[[RunState, E], Changes]) -> tuple[type[RunEvent], Callable[..., Changes]]:
+    return cls, fn
+
+
+_HANDLERS: dict[type[RunEvent], Callable[..., Changes]] = dict([
+    _handler(StatusChanged, _status),
+    _handler(IterationStarted, _iteration_started),
+    _handler(UsageCounted, _usage),
+    _handler(IterationReported, _reported),
+    _handler(IterationFinished, _finished),
+    _handler(StageDone, _stage_done),
+    _handler(StageBlocked, _stage_blocked),
+    _handler(VerifyFinished, _verify),
+    _handler(GuardBlocked, _guard),
+    _handler(QuestionAsked, _question),
+    _handler(AnswerReceived, _answer),
+    _handler(QuestionUnanswered, _unanswered),
+    _handler(ControlChanged, _control),
+    _handler(Warned, _warned),
+    _handler(QuotaWait, _quota),
+    _handler(RunFinished, _run_finished),
+])

@@ -1,0 +1,46 @@
+"""cloud: terraform/pulumi destroy, recursive bucket deletes, deleting cloud resources."""
+
+from __future__ import annotations
+
+from kilo_loop.safety.packs.rules import Pack, Rule, operands
+from kilo_loop.safety.shell.model import SimpleCommand
+
+_AWS_VALUE = ("--profile", "--region", "--output", "--endpoint-url", "--query")
+_TF = ("terraform", "tofu", "terragrunt")
+_DESTROYS = "destroys infrastructure"
+
+
+def _cloud_delete(cmd: SimpleCommand, paths: object) -> str | None:
+    """`aws ec2 terminate-instances`, `gcloud compute instances delete`, `az group delete`…"""
+    found = operands(cmd.args, _AWS_VALUE)
+    verbs = ("delete", "terminate", "remove", "destroy", "purge", "deregister", "rb")
+    for word in found[:5]:
+        if any(word == v or word.startswith(v + "-") for v in verbs):
+            return f"`{word}` deletes cloud resources"
+    return None
+
+
+PACK = Pack(
+    name="cloud",
+    title="cloud/terraform: terraform/pulumi destroy, aws/gcloud/az deletes, recursive bucket deletes",
+    rules=(
+        Rule("terraform-destroy", _DESTROYS, _TF, words=("destroy",)),
+        Rule("terraform-destroy", _DESTROYS, _TF, words=("apply",), flags=("-destroy", "--destroy")),
+        Rule("terraform-destroy", "removes resources from the state", _TF, words=("state", "rm")),
+        Rule("terraform-destroy", _DESTROYS, ("pulumi",), words=("destroy",)),
+        Rule("terraform-destroy", _DESTROYS, ("cdk", "cdktf", "sst", "serverless", "sls"), words=("destroy",)),
+        Rule("cloud-storage-delete", "deletes a bucket's objects recursively", ("aws",), words=("s3", "rm"),
+             flags=("--recursive",)),
+        Rule("cloud-storage-delete", "deletes a bucket", ("aws",), words=("s3", "rb")),
+        Rule("cloud-storage-delete", "sync --delete removes objects the source lacks", ("aws",),
+             words=("s3", "sync"), flags=("--delete",)),
+        Rule("cloud-storage-delete", "deletes objects recursively", ("gsutil",), words=("rm",),
+             flags=("-r", "-R", "-a")),
+        Rule("cloud-storage-delete", "deletes a bucket", ("gsutil",), words=("rb",)),
+        Rule("cloud-storage-delete", "deletes objects recursively", ("gcloud",), words=("storage", "rm"),
+             flags=("-r", "--recursive")),
+        Rule("cloud-delete", "deletes cloud resources", ("aws", "gcloud", "az", "doctl", "flyctl", "fly", "heroku"),
+             check=_cloud_delete),
+    ),
+    value_options={"aws": _AWS_VALUE},
+)

@@ -1,0 +1,77 @@
+"""containers: pruning images/volumes, containers that mount the host's root or home, pushing images."""
+
+from __future__ import annotations
+
+from kilo_loop.safety.packs.paths import PathPolicy, system_path
+from kilo_loop.safety.packs.rules import Pack, Rule
+from kilo_loop.safety.shell.model import HOME, UNKNOWN, SimpleCommand, normalize_path
+
+_ENGINES = ("docker", "podman", "nerdctl")
+_VALUE = ("-v", "--volume", "--mount", "-e", "--env", "--name", "-p", "--publish", "-w", "--workdir", "-u",
+          "--user", "--network", "--entrypoint", "-H", "--host", "--context", "-f", "--file", "--filter",
+          "--platform", "-l", "--label")
+
+
+def _host_mount(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    args = list(cmd.args)
+    for index, arg in enumerate(args):
+        spec = None
+        if arg in ("-v", "--volume", "--mount") and index + 1 < len(args):
+            spec = args[index + 1]
+        elif arg.startswith(("--volume=", "--mount=", "-v")) and len(arg) > 2:
+            spec = arg.split("=", 1)[1] if "=" in arg and arg.startswith("--") else arg[2:]
+        if spec is None:
+            continue
+        source = _mount_source(spec)
+        if source is not None and _broad_host_path(source):
+            return f"it mounts the host's {source.replace(HOME, '~')} into the container"
+    if "--privileged" in args or any(a.startswith("--pid=host") for a in args):
+        return "a privileged container can change the host"
+    return None
+
+
+def _mount_source(spec: str) -> str | None:
+    if "source=" in spec or "src=" in spec:
+        for part in spec.split(","):
+            key, _, value = part.partition("=")
+            if key in ("source", "src"):
+                return value
+        return None
+    return spec.split(":", 1)[0] if ":" in spec else None
+
+
+def _broad_host_path(source: str) -> bool:
+    if source.startswith(HOME):
+        return source.rstrip("/") in (HOME,) or "/." in source
+    if UNKNOWN in source:
+        return True
+    path = normalize_path(source) if source.startswith("/") else None
+    return path is not None and (system_path(path) or path in ("/home", "/root", "/Users"))
+
+
+_PRUNE = "deletes images, containers, volumes or build cache for good"
+PACK = Pack(
+    name="containers",
+    title="containers: docker/podman prune and volume removal, host-root mounts, image pushes",
+    rules=(
+        Rule("container-prune", _PRUNE, _ENGINES, words=("system", "prune")),
+        Rule("container-prune", _PRUNE, _ENGINES, words=("volume", "prune")),
+        Rule("container-prune", _PRUNE, _ENGINES, words=("volume", "rm")),
+        Rule("container-prune", _PRUNE, _ENGINES, words=("image", "prune")),
+        Rule("container-prune", _PRUNE, _ENGINES, words=("container", "prune")),
+        Rule("container-prune", _PRUNE, _ENGINES, words=("builder", "prune")),
+        Rule("container-prune", "removes the compose project's volumes", ("docker-compose",), words=("down",),
+             flags=("-v", "--volumes")),
+        Rule("container-prune", "removes the compose project's volumes", _ENGINES, words=("compose", "down"),
+             flags=("-v", "--volumes")),
+        Rule("container-host-mount", "a container with the host's root or home mounted", _ENGINES,
+             words=("run",), check=_host_mount),
+        Rule("container-host-mount", "a container with the host's root or home mounted", _ENGINES,
+             words=("create",), check=_host_mount),
+        Rule("container-host-mount", "a container with the host's root or home mounted", _ENGINES,
+             words=("container", "run"), check=_host_mount),
+        Rule("container-push", "the agent never publishes images", _ENGINES, words=("push",)),
+        Rule("container-push", "the agent never publishes images", _ENGINES, words=("image", "push")),
+    ),
+    value_options={name: _VALUE for name in (*_ENGINES, "docker-compose")},
+)

@@ -1,0 +1,177 @@
+"""filesystem: recursive deletes only strictly inside a temp directory; no deleting or
+re-permissioning system paths, home or .git; no writes to login, shell start-up or ssh files."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kilo_loop.safety.packs.paths import PathPolicy, in_git_dir, sensitive_file, shown
+from kilo_loop.safety.packs.rules import Pack, Rule, operands
+from kilo_loop.safety.shell.analyze import find_roots
+from kilo_loop.safety.shell.model import HOME, UNKNOWN, SimpleCommand, has_option, normalize_path
+
+_NAME_TESTS = frozenset({"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex"})
+_DELETERS = frozenset({"rm", "unlink", "shred", "rmdir", "rimraf", "del", "trash", "srm"})
+
+
+def _rm_operands(args: Sequence[str]) -> tuple[set[str], list[str]]:
+    flags: set[str] = set()
+    targets: list[str] = []
+    options_done = False
+    for arg in args:
+        if options_done or arg == "-" or not arg.startswith("-"):
+            targets.append(arg)
+        elif arg == "--":
+            options_done = True
+        elif arg.startswith("--"):
+            flags.add(arg.split("=", 1)[0])
+        else:
+            flags.update("-" + letter for letter in arg[1:])
+    return flags, targets
+
+
+def _recursive_targets(targets: Sequence[str], cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    if not targets:
+        return "a recursive delete without an explicit target"
+    for target in targets:
+        why = paths.outside_temp(target, cmd.cwds)
+        if why:
+            return (f"it deletes {shown(target)!r} recursively but {why}; recursive deletes are allowed only "
+                    f"strictly inside {', '.join(paths.roots)}")
+    return None
+
+
+def _rm_recursive(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    flags, targets = _rm_operands(cmd.args)
+    if flags & {"--help", "--version"}:
+        return None
+    recursive = cmd.name in ("rimraf", "del", "trash") or has_option(cmd.args, "-r", "-R", "--recursive")
+    return _recursive_targets(targets, cmd, paths) if recursive else None
+
+
+def _rm_protected(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    flags, targets = _rm_operands(cmd.args)
+    if flags & {"--help", "--version"}:
+        return None
+    for target in targets:
+        why = paths.protected(target, cmd.cwds)
+        if why:
+            return f"it deletes {shown(target)!r}: {why}"
+    return None
+
+
+def _find_deletes(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    roots, expression = find_roots(cmd.args)
+    deletes = "-delete" in expression or any(
+        e in ("-exec", "-execdir", "-ok", "-okdir") and i + 1 < len(expression) and
+        expression[i + 1].rsplit("/", 1)[-1] in _DELETERS for i, e in enumerate(expression))
+    if not deletes:
+        return None
+    named = any(e in _NAME_TESTS and expression[i + 1:i + 2] not in (["*"], []) for i, e in enumerate(expression))
+    for root in roots:
+        if named and not root.startswith("/") and UNKNOWN not in root and \
+                not normalize_path(root).startswith("..") and not root.startswith("~"):
+            continue
+        why = paths.outside_temp(root, cmd.cwds)
+        if why:
+            return f"it deletes files under {shown(root)!r} but {why} (give -name and a path inside the project)"
+    return None
+
+
+def _xargs_deletes(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    from kilo_loop.safety.shell.wrappers import unwrap
+
+    inner = unwrap("xargs", list(cmd.args))
+    name = inner.argv[0].rsplit("/", 1)[-1] if inner is not None and inner.argv else ""
+    return (f"xargs hands {name} paths read from stdin, which the guard cannot see; list the files literally"
+            if name in _DELETERS else None)
+
+
+def _rsync_delete(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    found = operands(cmd.args, ("-e", "--rsh", "--exclude", "--include", "--filter", "-f"))
+    if len(found) < 2:
+        return None
+    target = found[-1]
+    if ":" in target.split("/", 1)[0]:
+        return f"it deletes files on the remote {target!r}"
+    why = paths.outside_temp(target, cmd.cwds)
+    return f"it deletes files in {shown(target)!r} that the source lacks, but {why}" if why else None
+
+
+def _permission_broad(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    if not has_option(cmd.args, "-R", "--recursive"):
+        return None
+    for target in operands(cmd.args, ("--reference",))[1:]:
+        why = paths.broad(target, cmd.cwds)
+        if why:
+            return f"it changes {shown(target)!r} recursively: {why}"
+    return None
+
+
+def _moves_protected(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    """`mv ~ x`, `mv /etc x`, `mv ~/.ssh x`: moving such a path away is as bad as deleting it."""
+    for source in operands(cmd.args, ("-t", "--target-directory", "-S", "--suffix"))[:-1]:
+        if source.rstrip("/") == HOME or sensitive_file(source):
+            return f"it moves {shown(source)!r} away"
+        why = paths.protected(source, cmd.cwds)
+        if why and not in_git_dir(source):
+            return f"it moves {shown(source)!r} away: {why}"
+    return None
+
+
+def _copy_destination(cmd: SimpleCommand) -> list[str]:
+    found = operands(cmd.args, ("-t", "--target-directory", "-S", "--suffix", "-m", "--mode", "-o", "-g"))
+    target = [a.split("=", 1)[1] for a in cmd.args if a.startswith("--target-directory=")]
+    if "-t" in cmd.args and cmd.args.index("-t") + 1 < len(cmd.args):
+        target.append(cmd.args[cmd.args.index("-t") + 1])
+    return target or found[-1:] if len(found) >= 2 or target else []
+
+
+def _written_targets(cmd: SimpleCommand) -> list[str]:
+    if cmd.name == "tee":
+        return operands(cmd.args)
+    if cmd.name == "dd":
+        return [a[3:] for a in cmd.args if a.startswith("of=")]
+    if cmd.name in ("sed", "perl") and has_option(cmd.args, "-i", "--in-place"):
+        return operands(cmd.args, ("-e", "-f", "--expression", "--file"))[1 if cmd.name == "sed" else 0:]
+    if cmd.name in ("touch", "truncate", "ssh-keygen", "chmod", "chown"):
+        return [] if cmd.name in ("chmod", "chown") else operands(cmd.args, ("-s", "--size", "-f", "-r"))
+    return _copy_destination(cmd)
+
+
+def _sensitive_write(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    for target in _written_targets(cmd):
+        if sensitive_file(target) and not paths.in_temp(normalize_path(target)):
+            return f"it writes {shown(target)!r}, a login, shell start-up or ssh file"
+    return None
+
+
+def _git_dir_write(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    for target in _written_targets(cmd):
+        if in_git_dir(target):
+            return f"it writes {shown(target)!r} inside a .git directory (hooks there run on the next git command)"
+    return None
+
+
+_WRITERS = ("cp", "mv", "install", "ln", "tee", "dd", "sed", "perl", "touch", "truncate", "rsync")
+PACK = Pack(
+    name="filesystem",
+    title="filesystem: recursive deletes outside temp, system/home/.git paths, login and ssh files",
+    rules=(
+        Rule("rm-recursive", "a recursive delete outside a temp directory", ("rm", "rimraf", "del", "trash"),
+             check=_rm_recursive),
+        Rule("rm-protected", "deletes a system or .git path", ("rm", "unlink", "shred", "rmdir", "srm"),
+             check=_rm_protected),
+        Rule("find-delete", "find deletes what it finds outside a temp directory", ("find",), check=_find_deletes),
+        Rule("xargs-delete", "deletes paths only known at run time", ("xargs", "parallel"), check=_xargs_deletes),
+        Rule("rsync-delete", "rsync --delete removes files from the target", ("rsync",),
+             flags=("--delete", "--delete-before", "--delete-during", "--delete-after", "--delete-delay",
+                    "--delete-excluded", "--remove-source-files", "--del"), check=_rsync_delete),
+        Rule("recursive-permission-change", "a recursive permission change on a broad path",
+             ("chmod", "chown", "chgrp", "setfacl", "chattr"), check=_permission_broad),
+        Rule("mv-protected", "moves a system, home or ssh path away", ("mv",), check=_moves_protected),
+        Rule("sensitive-file-write", "writes a login, shell start-up or ssh file", _WRITERS,
+             check=_sensitive_write),
+        Rule("git-dir-write", "writes inside .git", _WRITERS, check=_git_dir_write),
+    ),
+)

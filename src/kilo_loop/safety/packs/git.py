@@ -1,0 +1,166 @@
+"""git: the agent never commits, pushes or rewrites history, never discards uncommitted work,
+and never makes git run a shell command of its choosing.
+
+Options are matched the way git parses them (`--har` is `--hard`, `-fdx` holds `-f`); aliases
+from `-c alias.X=…` are resolved case-insensitively before the rules look at the subcommand.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from kilo_loop.safety.packs.paths import PathPolicy, absolute, in_git_dir
+from kilo_loop.safety.packs.rules import Check, Pack, Rule, operands
+from kilo_loop.safety.shell.git import GitCall, exec_config_key, parse_git_argv
+from kilo_loop.safety.shell.model import UNKNOWN, SimpleCommand, has_option
+
+_ABORT = ("--abort", "--quit", "--skip", "--show-current-patch")
+
+
+def _git(sub: str | tuple[str, ...], flags: Sequence[str] = (), unless: Sequence[str] = (),
+         first: Sequence[str] = (), when: Check | None = None) -> Check:
+    """A check for `git <sub> …`: one of `flags` present (if any), none of `unless`, the first
+    operand in `first` (if given), and `when` (if given)."""
+    subs = (sub,) if isinstance(sub, str) else sub
+
+    def check(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+        call = parse_git_argv(cmd.args)
+        if call.info_only or call.subcommand not in subs:
+            return None
+        args = call.args
+        if flags and not has_option(args, *flags):
+            return None
+        if unless and has_option(args, *unless):
+            return None
+        if first and (operands(args)[:1] or [""])[0] not in first:
+            return None
+        if when is not None:
+            return when(SimpleCommand(("git", *args), cmd.cwds), paths)
+        return ""
+    return check
+
+
+def _push_forced(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    args = cmd.args
+    refspecs = [a for a in operands(args)[1:]]
+    forced = has_option(args, "-f", "-d", "--force", "--mirror", "--delete", "--prune", "--force-with-lease",
+                        "--force-if-includes") or any(a.startswith(("+", ":")) for a in refspecs)
+    return "" if forced else None
+
+
+def _checkout_discards(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    """`git checkout -- path`, `checkout .`, `checkout HEAD -- path`, `checkout <tree> <path>`, `-f`."""
+    args = list(cmd.args)
+    if has_option(args, "-f", "--force", "--ours", "--theirs", "--patch", "-p", "--pathspec-from-file"):
+        return "it overwrites uncommitted changes"
+    if "--" in args:
+        return "it overwrites files with their committed version" if args[args.index("--") + 1:] else None
+    if has_option(args, "-b", "-B", "--orphan", "--detach"):
+        return None
+    found = operands(args)
+    if len(found) >= 2 or any(o in (".", "*", ":/") or o.startswith(("./", ":/", "../")) or "*" in o for o in found):
+        return "it overwrites files with their committed version"
+    return "it overwrites the file with its committed version" if found and _exists(found[0], cmd) else None
+
+
+def _exists(path: str, cmd: SimpleCommand) -> bool:
+    if UNKNOWN in path:
+        return False
+    return any(os.path.isfile(p) for p in absolute(path, cmd.cwds) or [])
+
+
+def _restore_discards(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    staged_only = has_option(cmd.args, "-S", "--staged") and not has_option(cmd.args, "-W", "--worktree")
+    return None if staged_only else "it overwrites uncommitted changes in the working tree"
+
+
+def _config_runs_code(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    found = operands(cmd.args, ("-f", "--file", "--blob", "--type", "--default", "--comment", "--value"))
+    if has_option(cmd.args, "--get", "--get-all", "--get-regexp", "--list", "-l", "--unset", "--unset-all",
+                  "--show-origin", "--name-only") or len(found) < 2:
+        return None
+    key = found[1] if found[0] in ("set",) and len(found) > 2 else found[0]
+    value = found[-1]
+    if key.lower().startswith("alias.") and value.startswith("!"):
+        return f"the alias {key} runs the shell command {value[1:]!r}"
+    if exec_config_key(key):
+        return f"git runs the value of {key} as a command"
+    return None
+
+
+def _global_settings(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    call: GitCall = parse_git_argv(cmd.args)
+    for key, value in call.settings:
+        if key.lower() in ("protocol.ext.allow", "protocol.allow") and value.lower() in ("always", "user"):
+            return f"-c {key}={value} lets git run an ext:: transport command"
+        if key.lower() == "core.hookspath":
+            return f"-c {key} makes git run hooks from {value!r}"
+        if key.lower() == "include.path" or key.lower().startswith("includeif."):
+            return f"-c {key} pulls in settings from {value!r}, which may run commands"
+    if any(a.lower().startswith(("ext::", "fd::")) for a in call.args):
+        return "the ext:: transport runs a shell command"
+    return None
+
+
+def _moves_git_dir(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    sources = operands(cmd.args)[:-1]
+    return "it moves the repository's .git directory" if any(in_git_dir(s) for s in sources) else None
+
+
+_HISTORY = "rewrites or discards git history"
+PACK = Pack(
+    name="git",
+    title="git: commits, pushes, history rewrites, discarding work, git running shell commands",
+    rules=(
+        Rule("git-commit", "the agent never commits; the loop checkpoints and the operator commits", ("git",),
+             check=_git("commit")),
+        Rule("git-push-force", "a force push (or remote ref deletion) rewrites published history", ("git",),
+             check=_git(("push", "send-pack"), when=_push_forced)),
+        Rule("git-push", "the agent never pushes; the operator publishes the work", ("git",),
+             check=_git(("push", "send-pack"))),
+        Rule("git-reset-hard", "git reset --hard/--merge/--keep discards uncommitted changes", ("git",),
+             check=_git("reset", flags=("--hard", "--merge", "--keep"))),
+        Rule("git-clean-force", "git clean -f deletes untracked files for good", ("git",),
+             check=_git("clean", flags=("-f", "--force"), unless=("-n", "--dry-run"))),
+        Rule("git-checkout-discard", "git checkout of paths discards uncommitted work", ("git",),
+             check=_git("checkout", when=_checkout_discards)),
+        Rule("git-checkout-force", "a forced switch discards uncommitted changes", ("git",),
+             check=_git("switch", flags=("-f", "--force", "--discard-changes"))),
+        Rule("git-restore", "git restore discards uncommitted changes", ("git",),
+             check=_git("restore", when=_restore_discards)),
+        Rule("git-stash-drop", "dropping stashes loses their changes for good", ("git",),
+             check=_git("stash", first=("drop", "clear"))),
+        Rule("git-branch-force-delete", "git branch -D deletes a branch even when it is not merged", ("git",),
+             check=_git("branch", flags=("-D",))),
+        Rule("git-branch-force-delete", "git branch -d -f deletes a branch even when it is not merged", ("git",),
+             check=_git("branch", flags=("-d", "--delete"), when=lambda c, p: "" if has_option(
+                 c.args, "-f", "--force") else None)),
+        Rule("git-branch-force-move", "git branch -f moves a branch, dropping its commits", ("git",),
+             check=_git("branch", flags=("-f", "--force"), when=lambda c, p: "" if len(operands(c.args)) >= 2 and
+                        not has_option(c.args, "-d", "--delete") else None)),
+        Rule("git-worktree-remove-force", "a forced worktree removal deletes its uncommitted changes", ("git",),
+             check=_git("worktree", first=("remove",), flags=("-f", "--force"))),
+        Rule("git-rm-force", "git rm -f deletes files with uncommitted changes", ("git",),
+             check=_git("rm", flags=("-f", "--force"), unless=("--cached", "-n", "--dry-run"))),
+        Rule("git-rebase", "git rebase rewrites commits (only --abort is allowed)", ("git",),
+             check=_git("rebase", unless=_ABORT)),
+        Rule("git-pull-rebase", "git pull --rebase rewrites local commits", ("git",),
+             check=_git("pull", flags=("--rebase", "-r"), unless=("--no-rebase",))),
+        Rule("git-makes-commits", "the agent never makes commits (revert, cherry-pick, merge, am)", ("git",),
+             check=_git(("revert", "cherry-pick", "merge", "am", "commit-tree", "pull"),
+                        unless=(*_ABORT, "--no-commit", "-n", "--ff-only", "--dry-run"))),
+        Rule("git-history-rewrite", _HISTORY, ("git",), check=_git(("filter-branch", "filter-repo", "update-ref",
+                                                                    "replace", "fast-import"))),
+        Rule("git-history-rewrite", _HISTORY, ("git",), check=_git("reflog", first=("expire", "delete"))),
+        Rule("git-history-rewrite", _HISTORY, ("git",), check=_git("gc", flags=("--prune",),
+                                                                     when=lambda c, p: "" if any(
+                                                                         a.endswith(("=now", "=all")) for a in
+                                                                         c.args) else None)),
+        Rule("git-config-exec", "a git setting that runs a shell command", ("git",), check=_git(
+            "config", when=_config_runs_code)),
+        Rule("git-exec-transport", "git would run a command of the agent's choosing", ("git",),
+             check=_global_settings),
+        Rule("git-dir-move", "moving .git away loses the repository", ("mv",), check=_moves_git_dir),
+    ),
+)

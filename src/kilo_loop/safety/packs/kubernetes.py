@@ -1,0 +1,26 @@
+"""kubernetes: deleting or draining cluster resources, uninstalling releases."""
+
+from __future__ import annotations
+
+from kilo_loop.safety.packs.rules import Pack, Rule
+
+_VALUE = ("-n", "--namespace", "--context", "--kubeconfig", "--cluster", "--user", "-l", "--selector", "-o",
+          "--output", "-f", "--filename", "-c", "--container", "-s", "--server", "--as", "--token")
+_DELETES = "changes a cluster: deletes or evicts resources"
+PACK = Pack(
+    name="kubernetes",
+    title="kubernetes: kubectl delete/drain/replace --force, helm uninstall",
+    rules=(
+        Rule("kubectl-delete", _DELETES, ("kubectl", "oc", "k"), words=("delete",)),
+        Rule("kubectl-delete", _DELETES, ("kubectl", "oc", "k"), words=("drain",)),
+        Rule("kubectl-delete", _DELETES, ("kubectl", "oc", "k"), words=("replace",), flags=("--force",)),
+        Rule("kubectl-delete", _DELETES, ("kubectl", "oc", "k"), words=("apply",), flags=("--prune",)),
+        Rule("kubectl-delete", _DELETES, ("kubectl", "oc", "k"), words=("scale",),
+             check=lambda c, p: "" if any(a in ("--replicas=0",) for a in c.args) or
+             "--replicas" in c.args and c.args[c.args.index("--replicas") + 1:][:1] == ("0",) else None),
+        Rule("helm-uninstall", "uninstalls a release and its resources", ("helm",), words=("uninstall",)),
+        Rule("helm-uninstall", "uninstalls a release and its resources", ("helm",), words=("delete",)),
+        Rule("helm-uninstall", "uninstalls a release and its resources", ("helm",), words=("del",)),
+    ),
+    value_options={"kubectl": _VALUE, "oc": _VALUE, "k": _VALUE, "helm": _VALUE},
+)

@@ -1,0 +1,174 @@
+"""Where a path really points, and which paths the guard protects.
+
+Paths are judged both as written (lexically normalized) and, where they exist on disk, as
+`realpath` resolves them: a link in /tmp pointing at the home directory is the home directory.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import tempfile
+from collections.abc import Sequence
+
+from kilo_loop.safety.shell.model import HOME, UNKNOWN, display, normalize_path
+from kilo_loop.safety.shell.words import brace_alternatives
+
+_GLOB = re.compile(r"[*?\[]")
+_BLOCK_DEVICE = re.compile(
+    r"/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|rdisk\d|md\d|dm-\d|mapper/|loop\d|sr\d"
+    r"|nbd\d|zd\d|bcache\d|disk/|block/|zvol/|[a-z0-9_-]+vg/|vg[a-z0-9_-]*/|ubuntu-vg/|rbd\d|cciss/)"
+)
+# Directories whose contents belong to the system: never deleted or recursively re-permissioned.
+SYSTEM_DIRS = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/sys", "/proc",
+               "/dev", "/var/lib", "/System", "/Library")
+# Top-level directories that hold everyone's files: deleting or re-permissioning them as a whole is fatal,
+# but projects live below them, so only the directory itself is protected.
+TOP_DIRS = ("/", "/home", "/root", "/opt", "/srv", "/var", "/Users", "/mnt", "/media")
+_RC_FILES = frozenset({".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
+                       ".zprofile", ".zlogin", ".kshrc", ".cshrc", ".tcshrc", ".inputrc", "config.fish",
+                       ".pam_environment", "environment", "authorized_keys", "authorized_keys2", "known_hosts",
+                       ".netrc", ".gitconfig", "sudoers", "crontab"})
+
+
+def default_temp_dirs() -> list[str]:
+    dirs = [tempfile.gettempdir(), "/tmp", "/var/tmp"]
+    tmpdir = os.environ.get("TMPDIR")
+    return [*dirs, tmpdir] if tmpdir else dirs
+
+
+def temp_roots(dirs: Sequence[str]) -> tuple[str, ...]:
+    roots: list[str] = []
+    for directory in dirs:
+        if not directory or not directory.startswith("/"):
+            continue
+        for variant in (normalize_path(directory), normalize_path(os.path.realpath(directory))):
+            if variant != "/" and variant not in roots:
+                roots.append(variant)
+    return tuple(roots)
+
+
+def is_block_device(path: str) -> bool:
+    return path.startswith("/") and bool(_BLOCK_DEVICE.match(normalize_path(path)))
+
+
+def in_git_dir(path: str) -> bool:
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    return ".git" in parts and not (parts[-1].endswith(".lock") and parts[-1] != ".git")
+
+
+def system_path(path: str) -> bool:
+    return path in TOP_DIRS or any(path == d or path.startswith(d + "/") for d in SYSTEM_DIRS)
+
+
+def glob_reaches_system(path: str) -> bool:
+    """A wildcard whose fixed part is `/` or a protected directory (`/*`, `/e*`, `/usr/*`)."""
+    match = _GLOB.search(path)
+    if match is None or not path.startswith("/"):
+        return False
+    fixed = normalize_path(path[:match.start()].rsplit("/", 1)[0] or "/")
+    return fixed in TOP_DIRS or system_path(fixed)
+
+
+def sensitive_file(path: str) -> bool:
+    """Login, shell start-up and credential files: writing one changes what runs or who gets in."""
+    clean = path.replace(HOME, "~")
+    parts = [p for p in clean.split("/") if p]
+    return bool(parts) and (parts[-1] in _RC_FILES or "/.ssh/" in clean + "/" or "/.gnupg/" in clean + "/"
+                            or parts[-1] == ".ssh" or clean.startswith(("/etc/profile", "/etc/sudoers",
+                                                                        "/etc/cron", "/etc/systemd")))
+
+
+def resolved(path: str) -> str:
+    """`path` with symlinks resolved where they exist on disk ('..' after a link goes up from its target)."""
+    if not path.startswith("/") or UNKNOWN in path:
+        return normalize_path(path) if path.startswith("/") else path
+    try:
+        return normalize_path(os.path.realpath(path))
+    except (OSError, ValueError):
+        return normalize_path(path)
+
+
+def absolute(target: str, cwds: frozenset[str | None]) -> list[str] | None:
+    """`target` made absolute against every possible cwd (raw, unnormalized); None when a cwd is unknown."""
+    if target.startswith("/"):
+        return [target]
+    if None in cwds:
+        return None
+    return [posixpath.join(str(cwd), target) for cwd in cwds]
+
+
+class PathPolicy:
+    """Where recursive deletes may go: strictly inside a temp directory."""
+
+    def __init__(self, temp_dirs: Sequence[str] | None = None) -> None:
+        self.roots = temp_roots(default_temp_dirs() if temp_dirs is None else temp_dirs)
+        self.temp_root = self.roots[0] if self.roots else UNKNOWN
+
+    def in_temp(self, path: str) -> bool:
+        return any(path.startswith(root + "/") for root in self.roots)
+
+    def outside_temp(self, target: str, cwds: frozenset[str | None]) -> str | None:
+        """Why `target` is not strictly inside a temp directory, or None when it is."""
+        if target.startswith(HOME):
+            return "it is in the home directory"
+        if UNKNOWN in target:
+            return "its value is only known when the command runs"
+        if not target:
+            return "the target is empty"
+        alternatives = brace_alternatives(target)
+        if alternatives is None:
+            return "its brace expansion is too large to check"
+        for candidate in alternatives:
+            why = self._candidate_outside(candidate, cwds)
+            if why:
+                return why
+        return None
+
+    def _candidate_outside(self, candidate: str, cwds: frozenset[str | None]) -> str | None:
+        raw_paths = absolute(candidate, cwds)
+        if raw_paths is None:
+            return "it is a relative path with no known temp working directory"
+        for raw in raw_paths:
+            path = normalize_path(raw)
+            if _glob_may_escape(raw):
+                return "a wildcard in it could match '..'"
+            if path in self.roots:
+                return "it is a temp directory itself"
+            if not self.in_temp(path):
+                return f"{path} is outside the temp directories"
+            real = resolved(raw)
+            if real != path and (real in self.roots or not self.in_temp(real)):
+                return f"it resolves through a symlink to {real}"
+        return None
+
+    def protected(self, target: str, cwds: frozenset[str | None]) -> str | None:
+        """Why deleting or re-permissioning `target` (non-recursively) is fatal, or None."""
+        if in_git_dir(target):
+            return "it is inside a .git directory"
+        if UNKNOWN in target.replace(HOME, ""):
+            return None
+        for raw in absolute(target, cwds) or []:
+            for path in {normalize_path(raw), resolved(raw)}:
+                if system_path(path) or is_block_device(path) or glob_reaches_system(path):
+                    return f"{path} is a system path"
+        return None
+
+    def broad(self, target: str, cwds: frozenset[str | None]) -> str | None:
+        """Why a recursive permission change on `target` is too broad: /, ~, system dirs, unknown."""
+        if target.startswith(HOME) and target.rstrip("/") in (HOME, HOME + "/*"):
+            return "it is the home directory"
+        if UNKNOWN in target.replace(HOME, "") and not target.startswith(HOME):
+            return "its value is only known when the command runs"
+        return self.protected(target, cwds)
+
+
+def _glob_may_escape(path: str) -> bool:
+    """A wildcard component before the last one that could match `..` (`/tmp/.*/etc`)."""
+    parts = path.split("/")[:-1]
+    return any(_GLOB.search(part) and part[:1] in (".", "[") for part in parts)
+
+
+def shown(target: str) -> str:
+    return display(target)

@@ -1,0 +1,77 @@
+"""system: raw disk writes, formatting and volume removal, power state, killing every process,
+fork bombs."""
+
+from __future__ import annotations
+
+import re
+
+from kilo_loop.safety.packs.paths import PathPolicy, is_block_device
+from kilo_loop.safety.packs.rules import Pack, Rule, TextRule, operands
+from kilo_loop.safety.shell.model import SimpleCommand, has_option
+
+_INFO = ("-l", "--list", "-h", "--help", "-V", "--version", "-s", "--show")
+
+
+def _device_target(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    if cmd.name == "dd":
+        targets = [a[3:] for a in cmd.args if a.startswith("of=")]
+    elif cmd.name == "tee":
+        targets = operands(cmd.args)
+    else:
+        targets = operands(cmd.args)[-1:]
+    device = next((t for t in targets if is_block_device(t)), None)
+    return f"it writes raw data onto the block device {device}" if device else None
+
+
+def _formats(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    if not cmd.args or has_option(cmd.args, *_INFO) or set(cmd.args) & set(_INFO):
+        return None
+    return ""
+
+
+def _kills_everything(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    """`kill -9 -1`, `kill -- -1`, `kill -s KILL -1`: pid -1 (a first `-1` alone is a signal number)."""
+    if "-1" in cmd.args[1:]:
+        return "pid -1 is every process the user may signal"
+    return "pid 1 is init" if cmd.args[-1:] == ("1",) and len(cmd.args) > 1 else None
+
+
+_POWER = ("shutdown", "reboot", "halt", "poweroff", "kexec", "telinit")
+PACK = Pack(
+    name="system",
+    title="system: raw disks, filesystems and volumes, power state, killing all processes, fork bombs",
+    rules=(
+        Rule("raw-disk-write", "writes raw data onto a block device", ("dd", "cp", "mv", "install", "tee"),
+             check=_device_target),
+        Rule("raw-disk-write", "formats, wipes or repartitions a disk",
+             ("mkfs", "mke2fs", "mkswap", "wipefs", "blkdiscard", "sgdisk", "sfdisk", "parted", "fdisk", "gdisk",
+              "cfdisk", "mkfs.ext2", "mkfs.ext3", "mkfs.ext4", "mkfs.xfs", "mkfs.btrfs", "mkfs.vfat", "mkfs.fat",
+              "mkfs.ntfs", "mkfs.exfat", "mkntfs", "badblocks", "hdparm", "nvme", "sdelete"), check=_formats),
+        Rule("volume-remove", "removes or shrinks a logical volume, volume group or pool",
+             ("lvremove", "vgremove", "pvremove", "lvreduce", "vgreduce", "lvresize", "pvmove", "zpool", "zfs",
+              "mdadm", "cryptsetup", "dmsetup"), check=lambda c, p: "" if c.name.startswith(("lv", "vg", "pv"))
+             or (operands(c.args)[:1] and operands(c.args)[0] in (
+                 "destroy", "remove", "luksFormat", "luksErase", "erase", "wipe_table", "labelclear", "create",
+                 "format", "rollback")) or has_option(c.args, "--zero-superblock", "--create") else None),
+        Rule("power-state", "shuts down or reboots the machine", _POWER, unless=("--help",)),
+        Rule("power-state", "shuts down or reboots the machine", ("systemctl", "loginctl"),
+             check=lambda c, p: "" if set(operands(c.args)[:1]) & {
+                 "poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "rescue", "emergency",
+                 "soft-reboot", "isolate", "terminate-user", "kill-user"} else None),
+        Rule("power-state", "switches the machine's runlevel", ("init",),
+             check=lambda c, p: "" if set(c.args) & {"0", "1", "6", "s", "S"} else None),
+        Rule("kill-all", "signals every process", ("kill",), check=_kills_everything),
+        Rule("kill-all", "kills every process", ("killall5", "killall", "pkill"),
+             check=lambda c, p: "" if c.name == "killall5" or has_option(c.args, "-u", "--user") and c.name ==
+             "pkill" and not operands(c.args, ("-u", "--user", "-s", "--signal"))
+             or operands(c.args, ("-s", "--signal", "-u", "--user")) in ([".*"], ["."], ["-1"]) else None),
+        Rule("crontab-remove", "removes every cron job", ("crontab",), flags=("-r",)),
+        Rule("crontab-install", "replaces the cron table with jobs that run later, outside the loop", ("crontab",),
+             unless=("-l", "-r", "-e"), check=lambda c, p: "" if operands(c.args, ("-u",)) else None),
+    ),
+    text_rules=(
+        TextRule("fork-bomb", "a fork bomb exhausts the machine's processes",
+                 # bounded name and body, anchored at a name boundary: linear on long input
+                 re.compile(r"(?<![\w:.])([\w:.]{1,64})\s*\(\s*\)\s*\{[^}]{0,256}?\1\s*\|\s*\1\s*&")),
+    ),
+)

@@ -1,0 +1,28 @@
+"""Static analysis of bash command strings for the guard: what a command would execute.
+
+- model: the reported items and text helpers; flow: cwd/variable state across `&&`/`||`/`;`;
+- parse: the tree-sitter-bash walker and word evaluation; words: `$'…'`, printf, braces;
+- wrappers: commands that run other commands; interpreters: inline programs;
+- git: git's command line; analyze: the analyzer tying them together.
+"""
+
+from kilo_loop.safety.shell.analyze import analyze, find_roots
+from kilo_loop.safety.shell.git import GitCall, parse_git_argv
+from kilo_loop.safety.shell.model import (
+    HOME,
+    UNKNOWN,
+    Analysis,
+    Executed,
+    InlineCode,
+    OutputRedirect,
+    SimpleCommand,
+    Unanalysable,
+    display,
+    normalize_path,
+)
+from kilo_loop.safety.shell.words import brace_alternatives
+
+__all__ = [
+    "HOME", "UNKNOWN", "Analysis", "Executed", "GitCall", "InlineCode", "OutputRedirect", "SimpleCommand",
+    "Unanalysable", "analyze", "brace_alternatives", "display", "find_roots", "normalize_path", "parse_git_argv",
+]

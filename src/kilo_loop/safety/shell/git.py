@@ -1,0 +1,127 @@
+"""How git reads its command line: global options, `-c` settings, aliases, and the shell
+commands git itself would run (`!aliases`, `core.sshCommand`, `rebase --exec`, …)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from kilo_loop.safety.shell.model import parse_options, split_words
+
+# Config keys (lower case; `*` is any subsection) whose value git runs as a shell command.
+EXEC_CONFIG_KEYS = (
+    "core.fsmonitor", "core.sshcommand", "core.pager", "core.editor", "core.askpass", "core.hookspath",
+    "core.gitproxy", "sequence.editor", "credential.helper", "gpg.program", "gpg.*.program", "diff.external",
+    "diff.*.textconv", "diff.*.command", "merge.*.driver", "filter.*.clean", "filter.*.smudge",
+    "filter.*.process", "pager.*", "uploadpack.packobjectshook", "remote.*.receivepack",
+    "remote.*.uploadpack", "protocol.ext.allow", "protocol.allow", "include.path", "includeif.*.path",
+)
+# Environment variables whose value git runs as a command.
+EXEC_ENV = ("GIT_SSH_COMMAND", "GIT_SSH", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_ASKPASS",
+            "GIT_SEQUENCE_EDITOR", "GIT_PROXY_COMMAND", "GIT_CONFIG_PARAMETERS", "GIT_EXEC_PATH", "PAGER", "EDITOR",
+            "VISUAL", "SSH_ASKPASS")
+# Options of clone/fetch/push/ls-remote/archive/difftool whose value git runs as a command.
+_EXEC_OPTIONS = ("--upload-pack", "--receive-pack", "--exec", "--extcmd", "--tool-cmd")
+_GIT_LONG_ARG = ("--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix", "--list-cmds",
+                 "--exec-path", "--attr-source")
+_GIT_INFO = ("--version", "--help", "--html-path", "--man-path", "--info-path")
+
+
+def exec_config_key(key: str) -> bool:
+    """`key` (any case) is a git setting whose value git runs as a command."""
+    parts = key.lower().split(".")
+    for pattern in EXEC_CONFIG_KEYS:
+        want = pattern.split(".")
+        if want[1:2] == ["*"] and len(parts) >= 3 and parts[0] == want[0] and parts[-1] == want[-1]:
+            return True
+        if want[-1] == "*" and len(parts) >= 2 and parts[0] == want[0]:
+            return True
+        if parts == want:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class GitCall:
+    """A git invocation with its global options resolved."""
+
+    subcommand: str | None
+    args: tuple[str, ...]
+    chdirs: tuple[str, ...] = ()
+    shell_alias: str | None = None
+    info_only: bool = False
+    settings: tuple[tuple[str, str], ...] = ()
+    """`-c key=value` pairs, keys as written."""
+
+    @property
+    def nested_scripts(self) -> list[str]:
+        """Shell command strings git itself would run for this call."""
+        args = list(self.args)
+        scripts = [value for key, value in self.settings if exec_config_key(key) and value]
+        if self.subcommand == "submodule" and args[:1] == ["foreach"]:
+            rest = [a for a in args[1:] if a not in ("--recursive", "-q", "--quiet")]
+            scripts += [" ".join(rest)] if rest else []
+        if self.subcommand == "rebase":
+            opts, _ = parse_options(args, "x", frozenset({"exec"}))
+            scripts += [v for k, v in opts.items() if k in ("-x", "--exec") and v]
+        if self.subcommand == "bisect" and args[:1] == ["run"] and len(args) > 1:
+            scripts.append(" ".join(args[1:]))
+        for index, arg in enumerate(args):
+            name, eq, value = arg.partition("=")
+            if name in _EXEC_OPTIONS or (name in ("-u", "-x") and self.subcommand in ("clone", "difftool")):
+                scripts.append(value if eq else (args[index + 1] if index + 1 < len(args) else ""))
+        return [script for script in scripts if script]
+
+
+def _global_long(arg: str) -> str | None:
+    """The global long option `arg` names (git accepts unique prefixes), or None."""
+    name = arg.split("=", 1)[0]
+    if len(name) < 3:
+        return None
+    hits = [o for o in (*_GIT_LONG_ARG, *_GIT_INFO) if o.startswith(name)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def parse_git_argv(args: Sequence[str]) -> GitCall:
+    """Split `git [global options] <subcommand> args…`, expanding `-c alias.X=…` aliases
+    (alias names are case-insensitive, like every git config key)."""
+    return _parse_git_argv(tuple(args))
+
+
+@lru_cache(maxsize=512)  # every git rule asks for the same command's split
+def _parse_git_argv(args: tuple[str, ...]) -> GitCall:
+    chdirs: list[str] = []
+    settings: list[tuple[str, str]] = []
+    aliases: dict[str, str] = {}
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        arg = args[i]
+        option = _global_long(arg) if arg.startswith("--") else None
+        if option in _GIT_INFO or arg in ("-v", "-h"):
+            return GitCall(None, tuple(args[i + 1:]), tuple(chdirs), info_only=True, settings=tuple(settings))
+        if arg in ("-C", "-c") or (option in _GIT_LONG_ARG and "=" not in arg):
+            value = args[i + 1] if i + 1 < len(args) else ""
+            if arg == "-C":
+                chdirs.append(value)
+            elif arg == "-c":
+                key, _, setting = value.partition("=")
+                settings.append((key, setting))
+                if key.lower().startswith("alias."):
+                    aliases[key[6:].lower()] = setting
+            i += 2
+            continue
+        i += 1
+    if i >= len(args):
+        return GitCall(None, (), tuple(chdirs), settings=tuple(settings))
+    sub, rest = args[i], tuple(args[i + 1:])
+    alias = aliases.get(sub.lower())
+    if alias is not None:
+        if alias.startswith("!"):
+            return GitCall(sub, rest, tuple(chdirs), shell_alias=" ".join([alias[1:], *rest]),
+                           settings=tuple(settings))
+        words = split_words(alias)
+        if words:
+            sub, rest = words[0], (*words[1:], *rest)
+    info = "--help" in rest or sub == "help"
+    return GitCall(sub, rest, tuple(chdirs), info_only=info, settings=tuple(settings))

@@ -1,0 +1,213 @@
+"""Interpreters on the command line: where their program text is (`python -c CODE`, `node -e`,
+`awk 'PROG'`, `sed 'SCRIPT'`, stdin), which shell strings that text hands to a shell, and
+whether the text computes what it runs (so nothing can be known about it statically)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kilo_loop.safety.shell.model import parse_options
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    language: str
+    code_short: str
+    code_long: frozenset[str] = frozenset()
+    arg_short: str = ""
+    module_short: str = ""
+    first_code_ends_options: bool = False
+
+
+_PYTHON = Interpreter("python", "c", arg_short="WXQ", module_short="m", first_code_ends_options=True)
+_NODE = Interpreter("node", "ep", frozenset({"eval", "print"}), arg_short="r")
+_RUBY = Interpreter("ruby", "e", arg_short="rICEF")
+_PERL = Interpreter("perl", "eE", arg_short="ICDFMmx")
+_PHP = Interpreter("php", "r", arg_short="cdz")
+_INTERPRETERS: list[tuple[re.Pattern[str], Interpreter]] = [
+    (re.compile(r"(python|pypy)[0-9.]*"), _PYTHON),
+    (re.compile(r"node(js)?|bun|deno"), _NODE),
+    (re.compile(r"ruby[0-9.]*|jruby"), _RUBY),
+    (re.compile(r"perl[0-9.]*"), _PERL),
+    (re.compile(r"php[0-9.]*"), _PHP),
+]
+AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
+SEDS = frozenset({"sed", "gsed"})
+
+_EXEC_HINT = re.compile(
+    r"\b(system|exec|execSync|execFile|execFileSync|spawn|spawnSync|popen|Popen|call|check_call|check_output|"
+    r"run|getoutput|getstatusoutput|shell_exec|passthru|proc_open|Open3|capture2e?|capture3|qx|\$)\s*[({'\"\[]"
+    # a runner reached under another name: every string in the program may be a command
+    r"|\bfrom\s+(?:os|subprocess|pty|commands|posix)\s+import\b|\bimport\s+(?:os|subprocess|pty)\s+as\b"
+    r"|child_process|\bKernel\b|\bIPC::"
+)
+_STRING_LITERAL = re.compile(r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"")
+_LIST_LITERAL = re.compile(r"\[([^\[\]]*)\]")
+_NAME_THEN_LIST = re.compile(r"(['\"])([^'\"\n]*)\1\s*,\s*\[([^\[\]]*)\]")
+_BACKTICKS = re.compile(r"`([^`]*)`|%x\{([^}]*)\}|%x\(([^)]*)\)|qx\{([^}]*)\}|qx\(([^)]*)\)|qx/([^/]*)/|qx!([^!]*)!"
+                        r"|qx\|([^|]*)\|")
+
+# Program text that computes what it runs, decodes it, or reaches a function by a computed name.
+_RUNS_SOMETHING = r"(?:system|popen|Popen|run|call|check_output|check_call|getoutput|exec[lv]?p?e?|spawn[lv]?p?e?" \
+                  r"|execSync|execFileSync|spawnSync|execFile|shell_exec|passthru|proc_open)"
+_NOT_A_LITERAL = r"\s*\(\s*(?![\s'\"\[\])]|f?r?b?['\"])"
+_DYNAMIC: dict[str, re.Pattern[str]] = {
+    "python": re.compile(
+        r"\b(?:exec|eval|compile|__import__|breakpoint)\s*\(|\bimportlib\b|\bgetattr\s*\(\s*(?:os|subprocess|shutil"
+        r"|posix|pty|builtins|__builtins__|sys|importlib|pathlib|ctypes)\b|\bgetattr\s*\([^,()]+,\s*(?![\s]*['\"][A-Za-z_]+['\"]\s*[,)])"
+        r"|\bfromhex\b|\b(?:b64|b32|b16|a85|b85|urlsafe_b64)decode\b|\bunhexlify\b|\bcodecs\s*\.\s*decode\b"
+        r"|\bmarshal\b|\bpickle\s*\.\s*loads?\b|\bctypes\b|\bvars\s*\(\s*(?:os|subprocess|shutil)\b|__dict__"
+        r"|\bglobals\s*\(\s*\)\s*\[|\bos\s*\.\s*exec|\bpty\s*\.\s*spawn"
+        rf"|\b(?:os|subprocess|commands)\s*\.\s*{_RUNS_SOMETHING}{_NOT_A_LITERAL}"),
+    "node": re.compile(
+        r"\beval\s*\(|\bFunction\s*\(|\bBuffer\s*\.\s*from\s*\([^)]*,\s*['\"](?:base64|hex|base64url)['\"]"
+        r"|\batob\s*\(|\brequire\s*\(\s*(?!['\"`][\w@/.:-]+['\"`]\s*\))|\bimport\s*\(\s*(?!['\"][\w@/.:-]+['\"]\s*\))"
+        r"|\bprocess\s*\.\s*binding\b|\bvm\s*\.\s*run|\[\s*['\"`][^'\"`]*['\"`]\s*\+"
+        rf"|\b(?:exec|execSync|spawn|spawnSync|execFile|execFileSync|fork){_NOT_A_LITERAL}(?!`[^`$]*`)"),
+    "ruby": re.compile(r"\b(?:eval|instance_eval|class_eval|send|public_send|const_get)\b|\bBase64\b|\.unpack1?\b"
+                       r"|#\{|\b(?:system|exec|spawn)\s*\(?\s*(?!['\"])[A-Za-z_$@]"),
+    "perl": re.compile(r"\beval\b|\bpack\s*\(|\bMIME::Base64\b|\bdecode_base64\b"
+                       r"|\b(?:system|exec)\s*\(?\s*[$@]|`[^`]*\$|qx[{(][^)}]*\$"),
+    "php": re.compile(r"\beval\s*\(|\bbase64_decode\b|\bhex2bin\b|\bcreate_function\b|\$\w+\s*\("
+                      r"|\b(?:system|exec|shell_exec|passthru|popen|proc_open)\s*\(\s*\$"),
+    "awk": re.compile(r"\bsystem\s*\(|\|\s*&|\bprintf?\b[^;{}]*\|\s*[\"A-Za-z_$]|\|\s*getline"),
+    "sed": re.compile(
+        r"(?:^|[;\n{}])\s*(?:\d+|\$|/(?:[^/\\\n]|\\.)*/)?\s*(?:,\s*(?:\d+|\$|/(?:[^/\\\n]|\\.)*/))?\s*!?\s*e(?:\s|;|$)"
+        r"|(?:^|[;\n{}])\s*(?:\d+|\$|/(?:[^/\\\n]|\\.)*/)?\s*!?\s*s(.)(?:(?!\1)[^\\\n]|\\.)*\1(?:(?!\1)[^\\\n]|\\.)*\1"
+        r"[gpiImM0-9]*e"),
+}
+
+
+def interpreter(name: str) -> Interpreter | None:
+    return next((interp for pattern, interp in _INTERPRETERS if pattern.fullmatch(name)), None)
+
+
+def inline_codes(interp: Interpreter, args: Sequence[str]) -> tuple[list[str], bool, str | None]:
+    """The code strings passed on the command line, whether the program is read from stdin,
+    and the script file it runs (None when there is none)."""
+    codes: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        step = 1
+        if arg == "--":
+            rest = args[i + 1:]
+            return codes, not codes and not rest, (rest[0] if rest and not codes else None)
+        if arg.startswith("--"):
+            name, eq, value = arg[2:].partition("=")
+            if name in interp.code_long:
+                codes.append(value if eq else (args[i + 1] if i + 1 < len(args) else ""))
+                step = 1 if eq else 2
+        elif arg.startswith("-") and len(arg) > 1:
+            for j, letter in enumerate(arg[1:], start=1):
+                attached = arg[j + 1:]
+                if letter in interp.code_short:
+                    codes.append(attached or (args[i + 1] if i + 1 < len(args) else ""))
+                    step = 1 if attached else 2
+                    break
+                if letter in interp.module_short:
+                    return codes, False, None
+                if letter in interp.arg_short:
+                    step = 1 if attached else 2
+                    break
+        elif arg == "-":
+            return codes, not codes, None
+        else:
+            return codes, False, (None if codes else arg)
+        if codes and interp.first_code_ends_options:
+            return codes, False, None
+        i += step
+    return codes, not codes, None
+
+
+def awk_program(args: Sequence[str]) -> str | None:
+    """The program text of `awk [options] 'PROGRAM' files…` (None with `-f FILE`)."""
+    opts, i = parse_options(args, "Fvfe", frozenset({"file", "assign", "field-separator", "source", "exec"}))
+    if "--source" in opts or "-e" in opts:
+        return opts.get("--source") or opts.get("-e")
+    if "-f" in opts or "--file" in opts:
+        return None
+    return args[i] if i < len(args) else None
+
+
+def sed_scripts(args: Sequence[str]) -> list[str]:
+    """The scripts of `sed [-e SCRIPT]… [SCRIPT] files…`."""
+    scripts: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-e", "--expression") and i + 1 < len(args):
+            scripts.append(args[i + 1])
+            i += 2
+            continue
+        if arg.startswith("--expression="):
+            scripts.append(arg.split("=", 1)[1])
+        elif arg.startswith("-e") and len(arg) > 2:
+            scripts.append(arg[2:])
+        elif arg in ("-f", "--file", "-l", "--line-length"):
+            i += 1
+        elif not arg.startswith("-") or arg == "-":
+            if not scripts:
+                scripts.append(arg)
+            break
+        i += 1
+    return scripts
+
+
+def dynamic_code(language: str, code: str) -> str | None:
+    """The part of `code` that computes, decodes or looks up what it runs, or None."""
+    pattern = _DYNAMIC.get(language)
+    found = pattern.search(code) if pattern is not None else None
+    return found.group(0).strip() if found else None
+
+
+def _literal_text(match: re.Match[str]) -> str:
+    raw = match.group(1) if match.group(1) is not None else match.group(2)
+    return re.sub(r"\\(.)", r"\1", raw or "")
+
+
+def shell_strings_in_code(language: str, code: str) -> list[str]:
+    """Strings inside program text that the program hands to a shell (or to exec) to run."""
+    found: list[str] = []
+    if language in ("ruby", "perl", "php"):
+        found += [next(g for g in m.groups() if g is not None) for m in _BACKTICKS.finditer(code)]
+    if not _EXEC_HINT.search(code):
+        return found
+    found += [_literal_text(m) for m in _STRING_LITERAL.finditer(code)]
+    for match in _LIST_LITERAL.finditer(code):
+        found.append(" ".join(_literal_text(m) for m in _STRING_LITERAL.finditer(match.group(1))))
+    for match in _NAME_THEN_LIST.finditer(code):
+        rest = " ".join(_literal_text(m) for m in _STRING_LITERAL.finditer(match.group(3)))
+        found.append(f"{match.group(2)} {rest}")
+    return [text for text in dict.fromkeys(found) if text.strip()]
+
+
+def shell_invocation(args: Sequence[str]) -> tuple[str | None, bool, str | None]:
+    """`(command string, reads stdin, script file)` for `bash [options] [-c string | script | -s]`."""
+    has_c = reads_stdin = False
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            i += 1
+            break
+        if arg in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+            i += 2
+            continue
+        if arg.startswith("--"):
+            i += 1
+            continue
+        if arg[:1] in ("-", "+") and len(arg) > 1:
+            has_c = has_c or "c" in arg[1:]
+            reads_stdin = reads_stdin or "s" in arg[1:]
+            i += 1
+            continue
+        break
+    operands = args[i:]
+    if has_c:
+        return (operands[0] if operands else ""), False, None
+    if reads_stdin or not operands:
+        return None, True, None
+    return None, False, operands[0]

@@ -1,0 +1,386 @@
+"""Commands that run another command: what each one runs, given its arguments.
+
+A wrapper either runs an argv (`sudo -u me git push` runs `git push`), a shell string
+(`su -c 'git push'`, `tmux new -d 'git push'`, `ssh host 'git push'`), or what it reads on
+stdin (`at now`). `unwrap()` returns None for a command that is not a wrapper (or not in
+this use: `poetry install` runs nothing, `poetry run x` runs `x`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from kilo_loop.safety.shell.model import UNKNOWN, command_name, parse_options, split_words
+
+_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
+
+
+@dataclass(frozen=True)
+class Unwrapped:
+    argv: list[str]
+    chdir: str | None = None
+    script: str | None = None
+    env: Mapping[str, str | None] = field(default_factory=dict)
+    xargs_replace: str | None = None
+    noexec: bool = False
+    reads_stdin: bool = False
+    """The wrapper runs the shell code it reads on stdin (`at now`, `batch`)."""
+    remote: str | None = None
+    """The code runs on another machine (`ssh host …`)."""
+    local_scripts: tuple[str, ...] = ()
+    """Extra shell strings the wrapper itself runs here (`ssh -o ProxyCommand=…`)."""
+
+
+NOEXEC = Unwrapped([], noexec=True)
+Unwrap = Callable[[list[str]], "Unwrapped | None"]
+
+
+def strip_assignments(args: list[str]) -> tuple[list[str], dict[str, str | None]]:
+    env: dict[str, str | None] = {}
+    while args and (args[0] == "-" or _ASSIGNMENT.match(args[0])):
+        match = _ASSIGNMENT.match(args[0])
+        if match:
+            env[match.group(1)] = args[0][match.end():]
+        args = args[1:]
+    return args, env
+
+
+def _sudo(args: list[str]) -> Unwrapped:
+    opts, i = parse_options(args, "ugpCDrtUTh", frozenset(
+        {"user", "group", "prompt", "close-from", "chdir", "role", "type", "other-user", "host",
+         "command-timeout"}))
+    if any(k in opts for k in ("-l", "-v", "-V", "-K", "-k", "-e", "--list", "--validate", "--version", "--edit")):
+        return NOEXEC
+    rest, env = strip_assignments(args[i:])
+    chdir_to = opts.get("-D") or opts.get("--chdir")
+    if any(k in opts for k in ("-s", "-i", "--shell", "--login")):
+        return Unwrapped([], chdir_to, script=" ".join(rest), env=env) if rest else \
+            Unwrapped([], chdir_to, env=env, reads_stdin=True)
+    return Unwrapped(rest, chdir_to, env=env)
+
+
+def _doas(args: list[str]) -> Unwrapped:
+    opts, i = parse_options(args, "uC")
+    if "-s" in opts:
+        return Unwrapped([], reads_stdin=True)
+    return Unwrapped(args[i:])
+
+
+def _env(args: list[str]) -> Unwrapped:
+    opts, i = parse_options(args, "uCS", frozenset({"unset", "chdir", "split-string", "block-signal",
+                                                    "default-signal", "ignore-signal"}))
+    rest, env = strip_assignments(args[i:])
+    split = opts.get("-S", opts.get("--split-string"))
+    if split is not None:
+        rest = split_words(split) + rest
+    return Unwrapped(rest, opts.get("-C") or opts.get("--chdir"), env=env)
+
+
+def _command(args: list[str]) -> Unwrapped:
+    opts, i = parse_options(args)
+    if "-v" in opts or "-V" in opts:
+        return NOEXEC
+    return Unwrapped(args[i:])
+
+
+def _timeout(args: list[str]) -> Unwrapped:
+    _, i = parse_options(args, "sk", frozenset({"signal", "kill-after"}))
+    return Unwrapped(args[i + 1:])
+
+
+def _ionice(args: list[str]) -> Unwrapped:
+    opts, i = parse_options(args, "cnpPu", frozenset({"class", "classdata", "pid", "pgid", "uid"}))
+    if any(k in opts for k in ("-p", "-P", "-u", "--pid", "--pgid", "--uid")):
+        return NOEXEC
+    return Unwrapped(args[i:])
+
+
+def _taskset(args: list[str]) -> Unwrapped:
+    opts, i = parse_options(args)
+    if "-p" in opts or "--pid" in opts:
+        return NOEXEC
+    return Unwrapped(args[i + 1:])
+
+
+def _xargs(args: list[str]) -> Unwrapped:
+    opts, i = parse_options(args, "IELnPsdaR", frozenset(
+        {"replace", "eof", "max-lines", "max-args", "max-procs", "max-chars", "delimiter", "arg-file",
+         "process-slot-var"}))
+    replace = opts.get("-I") or opts.get("--replace") or ("{}" if "-i" in opts else "")
+    return Unwrapped(args[i:] or ["echo"], xargs_replace=replace)
+
+
+def _parallel(args: list[str]) -> Unwrapped:
+    """GNU parallel runs its command template through a shell, once per input."""
+    cut = next((k for k, a in enumerate(args) if a.startswith(":::")), len(args))
+    _opts, i = parse_options(args[:cut], "jSIaEXNnlLsPdC", frozenset(
+        {"jobs", "sshlogin", "arg-file", "delimiter", "colsep", "max-args", "workdir", "joblog", "results",
+         "tmpdir", "env", "halt", "timeout", "retries", "basefile", "tag-string", "shebang-wrap"}))
+    template = args[i:cut]
+    if not template:
+        inputs = [a for a in args[cut:] if not a.startswith(":::")]
+        return Unwrapped([], script="\n".join(inputs) if cut < len(args) else UNKNOWN)
+    return Unwrapped([], script=" ".join([*(t.replace("{}", UNKNOWN) for t in template), UNKNOWN]))
+
+
+def _watch(args: list[str]) -> Unwrapped:
+    opts, i = parse_options(args, "nqd", frozenset({"interval", "equexit", "differences"}))
+    if "-x" in opts or "--exec" in opts:
+        return Unwrapped(args[i:])
+    return Unwrapped([], script=" ".join(args[i:]))
+
+
+def _flock(args: list[str]) -> Unwrapped:
+    opts, i = parse_options(args, "wEc", frozenset({"wait", "timeout", "conflict-exit-code", "command"}))
+    rest = args[i + 1:]
+    if rest[:1] in (["-c"], ["--command"]):
+        return Unwrapped([], script=rest[1] if len(rest) > 1 else "")
+    command = opts.get("-c", opts.get("--command"))
+    return Unwrapped([], script=command) if command is not None else Unwrapped(rest)
+
+
+def _script_runner(short: str, long: frozenset[str], keys: tuple[str, ...], operands_run: bool = False) -> Unwrap:
+    """`su -c CMD`, `script -c CMD`, `runuser -u USER -- CMD…`, `sg GROUP -c CMD`."""
+    def unwrap(args: list[str]) -> Unwrapped:
+        opts, i = parse_options(args, short, long)
+        script = next((opts[k] for k in keys if k in opts), None)
+        if script is not None:
+            return Unwrapped([], script=script)
+        if operands_run and ("-u" in opts or "--user" in opts) and args[i:]:
+            return Unwrapped(args[i:])
+        later, _ = parse_options(args[i + 1:], short, long)  # `su me -c CMD`: options after the user
+        script = next((later[k] for k in keys if k in later), None)
+        return Unwrapped([], script=script) if script is not None else NOEXEC
+    return unwrap
+
+
+def _plain(short_arg: str = "", long_arg: frozenset[str] = frozenset(), skip: int = 0) -> Unwrap:
+    """A wrapper that runs its operands (after options, and `skip` more operands) as an argv."""
+    def unwrap(args: list[str]) -> Unwrapped:
+        _, i = parse_options(args, short_arg, long_arg)
+        return Unwrapped(args[i + skip:])
+    return unwrap
+
+
+def _subcommand_runner(verbs: frozenset[str], short_arg: str = "", long_arg: frozenset[str] = frozenset()) -> Unwrap:
+    """`poetry run X`, `uv run X`, `pnpm exec X`: runs X only after one of `verbs`."""
+    def unwrap(args: list[str]) -> Unwrapped | None:
+        _opts, i = parse_options(args, short_arg, long_arg)
+        if i >= len(args) or args[i] not in verbs:
+            return None
+        _, j = parse_options(args[i + 1:], short_arg, long_arg)
+        return Unwrapped(args[i + 1 + j:])
+    return unwrap
+
+
+def _npx(args: list[str]) -> Unwrapped:
+    opts, i = parse_options(args, "pc", frozenset({"package", "call", "cache", "userconfig", "registry"}))
+    call = opts.get("-c", opts.get("--call"))
+    if call is not None:
+        return Unwrapped([], script=call)
+    rest = list(args[i:])
+    if rest:
+        rest[0] = _package_command(rest[0])
+    return Unwrapped(rest)
+
+
+def _package_command(spec: str) -> str:
+    """`rimraf@5` → `rimraf`, `@scope/tool@1` → `tool`: the command a package spec runs."""
+    name = command_name(spec)
+    return name.split("@", 1)[0] if not name.startswith("@") else name
+
+
+def _corepack(args: list[str]) -> Unwrapped | None:
+    if not args or command_name(args[0]).split("@")[0] not in ("npm", "pnpm", "yarn", "npx", "pnpx"):
+        return None
+    return Unwrapped([command_name(args[0]).split("@")[0], *args[1:]])
+
+
+def _at(args: list[str]) -> Unwrapped:
+    opts, _ = parse_options(args, "qfMmt", frozenset())
+    if any(k in opts for k in ("-l", "-d", "-r", "-c")):
+        return NOEXEC
+    if "-f" in opts:
+        return Unwrapped([], script=UNKNOWN)  # runs a file's contents later: unknown here
+    return Unwrapped([], reads_stdin=True)
+
+
+def _screen(args: list[str]) -> Unwrapped:
+    opts, i = parse_options(args, "SXpctTeLhl", frozenset({"logfile"}))
+    if "-X" in opts:
+        command = [opts["-X"], *args[i:]]
+        if command[0] in ("stuff", "exec", "screen"):
+            return Unwrapped([], script=" ".join(command[1:]).replace("\\n", "\n").replace("^M", "\n"))
+        return NOEXEC
+    if any(k in opts for k in ("-r", "-R", "-x", "-ls", "-list", "-wipe")) and not args[i:]:
+        return NOEXEC
+    return Unwrapped(args[i:])
+
+
+_TMUX_RUNS = frozenset({"new-session", "new", "new-window", "neww", "split-window", "splitw", "respawn-pane",
+                        "respawnp", "respawn-window", "respawnw", "run-shell", "run", "send-keys", "send",
+                        "display-popup", "popup", "if-shell", "if", "pipe-pane", "pipep"})
+
+
+def _tmux(args: list[str]) -> Unwrapped:
+    _, i = parse_options(args, "LSfcT")
+    if "-c" in args[:i]:
+        opts, _ = parse_options(args, "LSfcT")
+        return Unwrapped([], script=opts.get("-c", ""))
+    rest = args[i:]
+    if not rest or rest[0] not in _TMUX_RUNS:
+        return NOEXEC
+    verb = rest[0]
+    opts, j = parse_options(rest[1:], "tsnxycFeEwhlp", frozenset())
+    words = rest[1 + j:]
+    if verb in ("send-keys", "send"):
+        keys = [{"Enter": "\n", "C-m": "\n", "KPEnter": "\n"}.get(w, w) for w in words]
+        return Unwrapped([], script=" ".join(keys).replace(" \n", "\n"))
+    return Unwrapped([], script=" ".join(words)) if words else NOEXEC
+
+
+_SSH_VALUE = "BbcDEeFIiJLlmOoPpQRSWw"
+
+
+def _ssh(args: list[str]) -> Unwrapped:
+    _opts, i = parse_options(args, _SSH_VALUE)
+    local = tuple(v.split("=", 1)[1] for k, v in _ssh_options(args) if k in ("proxycommand", "localcommand"))
+    if i >= len(args):
+        return Unwrapped([], noexec=True, local_scripts=local)
+    host, command = args[i], args[i + 1:]
+    command = command[1:] if command[:1] == ["--"] else command
+    if not command:
+        return Unwrapped([], noexec=True, local_scripts=local)
+    return Unwrapped([], script=" ".join(command), remote=f"ssh {host}", local_scripts=local)
+
+
+def _ssh_options(args: list[str]) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    for index, arg in enumerate(args):
+        value = arg[2:] if arg.startswith("-o") and len(arg) > 2 else (
+            args[index + 1] if arg == "-o" and index + 1 < len(args) else None)
+        if value and "=" in value:
+            found.append((value.split("=", 1)[0].strip().lower(), value))
+        elif value and " " in value:
+            key, _, rest = value.partition(" ")
+            found.append((key.lower(), f"{key}={rest}"))
+    return found
+
+
+_TCL_RUNS = re.compile(r"\b(?:spawn|exec)\s+([^;\n\]\}]+)")
+
+
+def _expect(args: list[str]) -> Unwrapped:
+    """expect runs what its script `spawn`s or `exec`s."""
+    opts, _ = parse_options(args, "cf")
+    if "-f" in opts:
+        return Unwrapped([], script=UNKNOWN)
+    runs = [m.group(1).strip() for m in _TCL_RUNS.finditer(opts.get("-c", ""))]
+    return Unwrapped([], script="\n".join(runs)) if runs else NOEXEC
+
+
+_APPLESCRIPT_SHELL = re.compile(r"do\s+shell\s+script\s+(\"(?:[^\"\\\\]|\\\\.)*\"|\S+)")
+
+
+def _osascript(args: list[str]) -> Unwrapped:
+    """AppleScript's `do shell script "…"` runs a shell command (a non-literal one is unknown)."""
+    code = "\n".join(args[i + 1] for i, a in enumerate(args[:-1]) if a == "-e")
+    runs = [m.group(1) for m in _APPLESCRIPT_SHELL.finditer(code)]
+    scripts = [r[1:-1].replace('\\"', '"') if r.startswith('"') else UNKNOWN for r in runs]
+    return Unwrapped([], script="\n".join(scripts)) if scripts else NOEXEC
+
+
+def _kubectl_exec(args: list[str]) -> Unwrapped | None:
+    if not args or args[0] != "exec" or "--" not in args:
+        return None
+    command = args[args.index("--") + 1:]
+    return Unwrapped([], script=" ".join(command), remote="kubectl exec") if command else NOEXEC
+
+
+WRAPPERS: dict[str, Unwrap] = {
+    "sudo": _sudo,
+    "doas": _doas,
+    "pkexec": _plain("", frozenset({"user"})),
+    "runuser": _script_runner("cgGsuw", frozenset({"command", "group", "supp-group", "shell", "session-command",
+                                                   "user", "whitelist-environment"}),
+                              ("-c", "--command", "--session-command"), operands_run=True),
+    "su": _script_runner("cgGsw", frozenset({"command", "group", "supp-group", "shell", "session-command",
+                                             "whitelist-environment"}), ("-c", "--command", "--session-command")),
+    "sg": lambda args: Unwrapped([], script=args[2]) if args[1:2] == ["-c"] and len(args) > 2 else Unwrapped(
+        [], script=" ".join(args[1:])) if len(args) > 1 else NOEXEC,
+    "script": _script_runner("cEIOBTm", frozenset({"command", "echo", "log-in", "log-out", "log-io",
+                                                   "log-timing", "logging-format"}), ("-c", "--command")),
+    "env": _env,
+    "command": _command,
+    "builtin": _plain(),
+    "exec": _plain("a"),
+    "nohup": _plain(),
+    "nice": _plain("n", frozenset({"adjustment"})),
+    "time": _plain("fo", frozenset({"format", "output"})),
+    "coproc": _plain(),
+    "timeout": _timeout,
+    "gtimeout": _timeout,
+    "stdbuf": _plain("ioe", frozenset({"input", "output", "error"})),
+    "ionice": _ionice,
+    "taskset": _taskset,
+    "chrt": _plain("", skip=1),
+    "numactl": _plain("CNmpi", frozenset({"cpunodebind", "membind", "physcpubind", "preferred", "interleave"})),
+    "setsid": _plain(),
+    "unbuffer": _plain(),
+    "chronic": _plain(),
+    "caffeinate": _plain("tw"),
+    "xvfb-run": _plain("nslfe", frozenset({"server-num", "server-args", "auth-file", "error-file"})),
+    "dbus-run-session": _plain(),
+    "firejail": _plain(),
+    "unshare": _plain(),
+    "nsenter": _plain("tSGnumipUCr", frozenset({"target"})),
+    "chroot": _plain("", frozenset({"userspec", "groups"}), skip=1),
+    "systemd-run": _plain("pEu", frozenset({"property", "setenv", "unit", "uid", "gid", "working-directory"})),
+    "busybox": lambda args: Unwrapped(args),
+    "toybox": lambda args: Unwrapped(args),
+    "strace": _plain("aeoOpPsSuXbIE"),
+    "ltrace": _plain("aeoOpPsSuXbIE"),
+    "valgrind": _plain(),
+    "xargs": _xargs,
+    "parallel": _parallel,
+    "watch": _watch,
+    "flock": _flock,
+    "at": _at,
+    "batch": _at,
+    "screen": _screen,
+    "tmux": _tmux,
+    "ssh": _ssh,
+    "sshpass": _plain("pfdP"),
+    "expect": _expect,
+    "osascript": _osascript,
+    "npx": _npx,
+    "pnpx": _npx,
+    "bunx": _npx,
+    "uvx": _npx,
+    "pipx": _subcommand_runner(frozenset({"run"})),
+    "corepack": _corepack,
+    "npm": _subcommand_runner(frozenset({"exec", "x"}), "cw", frozenset({"package", "call", "workspace"})),
+    "pnpm": _subcommand_runner(frozenset({"exec", "dlx"}), "C", frozenset({"dir", "filter"})),
+    "yarn": _subcommand_runner(frozenset({"exec", "dlx"})),
+    "bun": _subcommand_runner(frozenset({"x"})),
+    "poetry": _subcommand_runner(frozenset({"run"}), "C", frozenset({"directory", "project"})),
+    "pipenv": _subcommand_runner(frozenset({"run"})),
+    "uv": _subcommand_runner(frozenset({"run"}), "p", frozenset({"with", "python", "directory", "project",
+                                                                 "package", "extra", "group"})),
+    "pdm": _subcommand_runner(frozenset({"run"})),
+    "hatch": _subcommand_runner(frozenset({"run"})),
+    "rye": _subcommand_runner(frozenset({"run"})),
+    "conda": _subcommand_runner(frozenset({"run"}), "np", frozenset({"name", "prefix"})),
+    "mamba": _subcommand_runner(frozenset({"run"}), "np", frozenset({"name", "prefix"})),
+    "micromamba": _subcommand_runner(frozenset({"run"}), "np", frozenset({"name", "prefix"})),
+    "direnv": lambda args: Unwrapped(args[2:]) if args[:1] == ["exec"] else None,
+    "kubectl": _kubectl_exec,
+}
+
+
+def unwrap(name: str, args: list[str]) -> Unwrapped | None:
+    """What wrapper `name` runs with `args`; None when `name` is not a wrapper in this use."""
+    handler = WRAPPERS.get(name)
+    return handler(args) if handler is not None else None

@@ -1,0 +1,171 @@
+"""`--goal a --goal b … --parallel N`: plans in their own worktrees, results offered back."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from kilo_loop.fleet.child import child_argv, plan_flags, plan_label
+from tests.fleet.support import (
+    agent_binary,
+    dashboard_url,
+    git,
+    goal,
+    init_repo,
+    loop_env,
+    stage,
+    start_parallel,
+    write_goal,
+)
+
+
+def run(project: Path, env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kilo_loop", *args], cwd=project, env=env, capture_output=True,
+                          text=True, check=False, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def test_plan_flags_drop_the_parents_own_flags() -> None:
+    argv = ["--goal", "a.md", "--goal=b.md", "--parallel", "2", "-n", "3", "--merge=never", "-C", "/x",
+            "-p8000", "--dry-run", "--no-dashboard", "--verify", "pytest -q", "--port", "1"]
+    assert plan_flags(argv) == ["-n", "3", "--dry-run", "--verify", "pytest -q"]
+
+
+def test_child_argv_is_quiet_headless_and_named() -> None:
+    argv = child_argv("g.md", Path("/w"), "r1", ["-n", "2"])
+    assert argv[1:3] == ["-m", "kilo_loop"]
+    assert argv[-4:] == ["--run-id", "r1", "-n", "2"]
+    assert "--no-dashboard" in argv and "--no-confirm" in argv
+    assert "--resume" in child_argv("g.md", Path("/w"), "r1", [], resume=True)
+
+
+def test_plan_labels_are_unique_and_safe() -> None:
+    taken: set[str] = set()
+    labels = [plan_label(Path(p), taken) for p in ("a b.md", "x/a b.json", "#.md")]
+    assert labels == ["a-b", "a-b-2", "plan"]
+
+
+def test_three_plans_two_at_a_time_all_land(tmp_path: Path) -> None:
+    project = init_repo(tmp_path / "repo", {"README.md": "hello\n"})
+    (project / "README.md").write_text("hello\nuncommitted work\n")  # the operator's, kept and given to plans
+    goals = []
+    for name in ("a", "b", "c"):
+        goals += ["--goal", str(write_goal(project / "plans" / f"{name}.json", goal(
+            f"plan {name}", stage("s1", {"write": {f"{name}.txt": f"{name}\n"}, "sleep": 0.5}),
+            stage("s2", {"append": {f"{name}.txt": "more\n"}}))))]
+    result = run(project, loop_env(agent_binary(tmp_path)), *goals, "--parallel", "2", "-n", "3", "--no-dashboard")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in ("a", "b", "c"):
+        assert (project / f"{name}.txt").read_text() == f"{name}\nmore\n"
+    assert (project / "README.md").read_text() == "hello\nuncommitted work\n"
+    assert git(project, "log", "--oneline").count("\n") == 1, "nothing is committed on the operator's branch"
+    assert git(project, "diff", "--cached", "--name-only") == "", "the operator's index is untouched"
+    assert "worktrees" not in git(project, "worktree", "list")
+    runs = sorted(p.name for p in (project / ".kilocode-loop" / "runs").iterdir())
+    assert len(runs) == 3 and all((project / ".kilocode-loop" / "runs" / r / "report.md").is_file() for r in runs)
+    assert ".kilocode-loop" not in git(project, "status", "--porcelain")
+
+
+def test_two_plans_on_the_same_lines_one_lands_one_conflicts(tmp_path: Path) -> None:
+    project = init_repo(tmp_path / "repo", {"shared.txt": "one\ntwo\nthree\n"})
+    goals = []
+    for name, delay in (("first", 0.2), ("second", 1.5)):
+        goals += ["--goal", str(write_goal(project / "plans" / f"{name}.json", goal(
+            name, stage("s1", {"write": {"shared.txt": f"one\n{name}\nthree\n"}, "sleep": delay}))))]
+    result = run(project, loop_env(agent_binary(tmp_path)), *goals, "--parallel", "2", "-n", "2", "--no-dashboard")
+    out = result.stdout + result.stderr
+    assert result.returncode == 1, out
+    assert (project / "shared.txt").read_text() == "one\nfirst\nthree\n", "the first to finish lands whole"
+    assert "conflict" in out and "shared.txt" in out and "git -C" in out and "apply --3way" in out
+    patches = list((project / ".kilocode-loop" / "worktrees").glob("*-second.patch"))
+    assert len(patches) == 1 and "+second" in patches[0].read_text()
+    kept = [p for p in (project / ".kilocode-loop" / "worktrees").iterdir() if p.is_dir()]
+    assert len(kept) == 1 and (kept[0] / "shared.txt").read_text() == "one\nsecond\nthree\n", "nothing lost"
+    assert not list(project.glob("*.rej")) and not list(project.glob("*.orig")), "no half-applied tree"
+
+
+def test_merge_never_saves_the_patch_and_applies_nothing(tmp_path: Path) -> None:
+    project = init_repo(tmp_path / "repo")
+    path = write_goal(project / "plans" / "a.json", goal("a", stage("s1", {"write": {"new.txt": "x\n"}})))
+    result = run(project, loop_env(agent_binary(tmp_path)), "--goal", str(path), "--parallel", "1",
+                 "--merge", "never", "-n", "2", "--no-dashboard")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not (project / "new.txt").exists()
+    patches = list((project / ".kilocode-loop" / "worktrees").glob("*.patch"))
+    assert len(patches) == 1 and "new.txt" in patches[0].read_text()
+    assert "kilo-loop/" in git(project, "branch", "--list", "kilo-loop/*")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="signals to process groups")
+def test_ctrl_c_leaves_every_worktree_resumable(tmp_path: Path) -> None:
+    project = init_repo(tmp_path / "repo")
+    goals = []
+    for name in ("a", "b"):
+        goals += ["--goal", str(write_goal(project / "plans" / f"{name}.json", goal(
+            name, stage("s1", {"write": {f"{name}.txt": "x\n"}, "sleep": 3}), stage("s2", {"sleep": 3}))))]
+    proc = subprocess.Popen([sys.executable, "-m", "kilo_loop", *goals, "--parallel", "2", "-n", "3", "-p", "0"],
+                            cwd=project, env=loop_env(agent_binary(tmp_path)), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    runs = project / ".kilocode-loop" / "worktrees"
+    while time.monotonic() < deadline and len(list(runs.glob("*/.kilocode-loop/runs/*/events.jsonl"))) < 2:
+        time.sleep(0.2)
+    time.sleep(1.0)
+    os.kill(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2, out
+    kept = [p for p in runs.iterdir() if p.is_dir()]
+    assert len(kept) == 2, out
+    assert out.count("--resume") >= 2
+    # Resume one plan: it finishes and its result lands.
+    run_id = kept[0].name
+    plan = "a" if run_id.endswith("-a") else "b"
+    result = run(project, loop_env(agent_binary(tmp_path)), "--goal", f"plans/{plan}.json", "--parallel", "1",
+                 "--resume", run_id, "-n", "3", "--no-dashboard")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (project / f"{plan}.txt").read_text() == "x\n"
+    assert not kept[0].exists()
+
+
+def test_one_dashboard_answers_and_stops_each_plan(tmp_path: Path) -> None:
+    project = init_repo(tmp_path / "repo")
+    asks = write_goal(project / "plans" / "asks.json", goal(
+        "asks", stage("s1", {"write": {"q.txt": "1\n"}, "ask": "Which database?"}),
+        stage("s2", {"append": {"q.txt": "2\n"}})))
+    slow = write_goal(project / "plans" / "slow.json", goal(
+        "slow", *[stage(f"s{n}", {"append": {"slow.txt": f"{n}\n"}, "sleep": 2}) for n in range(1, 13)]))
+    proc = start_parallel(project, tmp_path, [asks, slow], "--parallel", "2", "-n", "14", "-p", "0")
+    try:
+        url = dashboard_url(proc)
+        base, token = url.split("/?token=")
+        assert httpx.get(f"{base}/api/runs").status_code == 401, "the token is needed even on loopback"
+        client = httpx.Client(base_url=base, headers={"authorization": f"Bearer {token}"}, timeout=10)
+        deadline = time.monotonic() + 120
+        items: list[dict[str, object]] = []
+        while time.monotonic() < deadline and not items:
+            items = client.get("/api/inbox").json()["items"]
+            time.sleep(0.2)
+        assert items and items[0]["questions"][0]["question"] == "Which database?"  # type: ignore[index]
+        asks_id = str(items[0]["runId"])
+        assert client.post(f"/api/runs/{asks_id}/answer", json={"answers": ["PostgreSQL"]}).status_code == 200
+        runs = client.get("/api/runs").json()["runs"]
+        assert {r["title"] for r in runs} == {"asks", "slow"}
+        slow_id = next(r["runId"] for r in runs if r["title"] == "slow")
+        assert client.post(f"/api/runs/{slow_id}/control", json={"action": "stop"}).status_code == 200
+        out, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert (project / "q.txt").read_text() == "1\n2\n", out
+    prompt = (project / ".kilocode-loop" / "runs" / asks_id / "iterations" / "02-prompt.md").read_text()
+    assert "PostgreSQL" in prompt
+    state = json.loads((project / ".kilocode-loop" / "runs" / slow_id / "state.json").read_text())
+    assert state["status"] == "aborted" and state["iteration"] < 12, "stopped from the dashboard"
+    assert any(p.is_dir() for p in (project / ".kilocode-loop" / "worktrees").iterdir()), "kept for resume"
