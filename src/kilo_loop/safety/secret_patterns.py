@@ -355,7 +355,7 @@ def aws_context(line: str) -> bool:
     return bool(_AWS_CONTEXT_RE.search(line))
 
 
-_CSV_FIELD_RE = re.compile(r"[A-Za-z][A-Za-z0-9 _./()-]{0,48}")
+_CSV_FIELD_RE = re.compile(r"[A-Za-z][A-Za-z0-9 _.-]{0,48}")
 
 
 def csv_secret_columns(fields: list[str]) -> tuple[int, ...]:
@@ -478,7 +478,7 @@ _URL_SIGNATURE_RULES: tuple[Rule, ...] = (
 
 # A CSV header with a secret-named column: the word, then a delimiter (or the end of the line).
 _CSV_WORD = "(?i:passw(?:or)?d|passphrase|pwd|secret|token|api[ _-]?key|access[ _-]?key|private[ _-]?key|credential)"
-_CSV_NAME = "[A-Za-z0-9 _./()-]{0,40}"
+_CSV_NAME = "[A-Za-z0-9 _.-]{0,40}"
 CSV_HEADER_RE = (
     f"{_CSV_WORD}{_CSV_NAME}\"?[ \t]*[,;\t]"
     f"|[,;\t][ \t]*\"?{_CSV_NAME}?{_CSV_WORD}{_CSV_NAME}\"?[ \t]*(?:[,;\t]|\r?\n)"
