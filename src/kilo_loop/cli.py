@@ -119,6 +119,8 @@ def _options(func: Any) -> Any:
         click.option("--session-mode", type=click.Choice(["continue", "fresh"]), help="legacy alias: continue = shared"),
         click.option("--hitl", type=click.Choice(["always", "on-question", "off"]), help="human in the loop"),
         click.option("--runtime", type=click.Choice(["auto", "kilo", "opencode"]), help="agent CLI (auto: from the binary name)"),
+        click.option("--transport", type=click.Choice(["serve", "run"]),
+                     help="serve: one warm agent server, guard before execution (default); run: `<cli> run` per turn"),
         click.option("--max-iteration-minutes", type=float, help="per-iteration hard timeout (default 30)"),
         click.option("--context-warn-tokens", type=int, help="warn when the context passes this size"),
         click.option("--prompt-extra", help="extra instructions for every iteration (a file or the text)"),
@@ -150,6 +152,8 @@ def _options(func: Any) -> Any:
         click.option("--lan", is_flag=True, default=None, help="bind 0.0.0.0 so a phone on the same Wi-Fi can open it"),
         click.option("--local", is_flag=True, default=None, help="force loopback (overrides config lan)"),
         click.option("--keep-open", is_flag=True, default=None, help="keep the dashboard up after the loop"),
+        click.option("--keep-open-for", metavar="DURATION",
+                     help="keep the dashboard up this long after the loop (90s, 10m, 1h; Ctrl+C closes it)"),
         click.option("--dashboard/--no-dashboard", default=None, help="serve the dashboard (default on)"),
         # Utility
         click.option("--dry-run", is_flag=True, default=None, help="simulate the agent (no API calls)"),

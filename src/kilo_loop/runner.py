@@ -19,12 +19,13 @@ import json5
 from kilo_loop.agent.cli_backend import CliBackend, detect_runtime
 from kilo_loop.agent.protocol import AgentBackend
 from kilo_loop.agent.registry import BackendLoadError, load_backend
+from kilo_loop.agent.serve import ServeBackend
 from kilo_loop.agent.simulator import DryRunBackend
 from kilo_loop.errors import UsageError
 from kilo_loop.git import NotAGitRepo, git_root
 from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
-from kilo_loop.goal.sync import mark_markdown_stage_done
+from kilo_loop.goal.sync import mark_stage_done
 from kilo_loop.loop.commands import (
     Command,
     CommandHandler,
@@ -39,7 +40,7 @@ from kilo_loop.loop.hitl import AnswerBook
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
 from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
 from kilo_loop.run.bus import EventBus
-from kilo_loop.run.events import RunEvent, RunStarted, StatusChanged, now_iso
+from kilo_loop.run.events import AgentServerStarted, RunEvent, RunStarted, StatusChanged, now_iso
 from kilo_loop.run.layout import ProjectLayout, RunLayout
 from kilo_loop.run.notices import notice_subscriber
 from kilo_loop.run.recorder import RunRecorder
@@ -111,7 +112,10 @@ def make_backend(settings: Settings) -> tuple[AgentBackend, str]:
         return custom, custom.name
     binary = find_agent_binary(settings)
     runtime = detect_runtime(binary, settings.runtime)
-    return CliBackend(binary, runtime), runtime.name
+    run_backend = CliBackend(binary, runtime)
+    if settings.transport == "serve":
+        return ServeBackend(binary, runtime.name, run_backend), runtime.name
+    return run_backend, runtime.name
 
 
 def default_agent(settings: Settings, runtime: str) -> str | None:
@@ -281,7 +285,7 @@ class SafetyHooks:
 
     def sync_markdown(self, goal: Goal, stage: Stage) -> bool:
         try:
-            return goal.source is not None and mark_markdown_stage_done(goal.source, stage, True)
+            return mark_stage_done(goal, stage, True)
         except GoalError:
             return False  # the plan was moved or made read-only mid-run; the caller warns
 
@@ -444,6 +448,8 @@ class RunHandle:
             self.bus.subscribe(notice_subscriber(lambda: self.recorder.state, notifier.notify))
         recorder.emit(RunStarted(message=f"run {self.run_id} {'resumed' if self.resumed else 'started'}: "
                       f"{self.goal.title} ({len(self.goal.stages)} stage(s), runtime {self.runtime})"))
+        if isinstance(self._backend, ServeBackend):
+            await self._open_server(self._backend, guard, agent_env)
         ctx = LoopContext(
             settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
             recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
@@ -458,12 +464,27 @@ class RunHandle:
             await Orchestrator(ctx).run()
         finally:
             self._over = True
+            if isinstance(self._backend, ServeBackend):
+                await self._backend.aclose()
             await stop_serving(serving)
             handler.refuse_pending(self.commands, f"run {self.run_id} has ended")
             if notifier is not None:
                 await notifier.aclose(10.0)
             self.bus.close()
         return self.state
+
+    async def _open_server(self, backend: ServeBackend, guard: Guard | None, agent_env: dict[str, str]) -> None:
+        up = await backend.open(project=self.project, env=agent_env, guard=guard, run_dir=self.layout.dir,
+                                warn=self.recorder.warn)
+        if up:
+            self.recorder.emit(AgentServerStarted(
+                message=f"agent server up ({backend.name} serve on 127.0.0.1): every permission is decided by "
+                        "the loop before the tool runs", runtime=backend.name))
+
+    def kill_agent_now(self) -> None:
+        """A force exit cannot await: no agent server may outlive the loop."""
+        if isinstance(self._backend, ServeBackend):
+            self._backend.kill_now()
 
 
 def attach_terminal(handle: RunHandle, say: Callable[[str], None]) -> Callable[[], None]:
@@ -476,8 +497,12 @@ def attach_terminal(handle: RunHandle, say: Callable[[str], None]) -> Callable[[
         if isinstance(event, StatusChanged) and event.status == "waiting-answer":
             terminal.flush_early_answers()  # every question of the round is pending now
 
+    def before_exit() -> None:
+        handle.kill_agent_now()
+        terminal.stop()
+
     handle.bus.subscribe(on_event)
-    remove_signals = _install_signal_handlers(lambda: handle.send(StopNow()), say, terminal.stop)
+    remove_signals = _install_signal_handlers(lambda: handle.send(StopNow()), say, before_exit)
 
     def detach() -> None:
         remove_signals()

@@ -1,22 +1,31 @@
 """One settings model. Precedence: CLI flags > environment (KILO_LOOP_*) >
-<project>/.kilocode-loop/config.json > built-in defaults."""
+<project>/.kilocode-loop/config.json > built-in defaults.
+
+config.json may have been written for the original tool: its key names are accepted as
+aliases, and a key this port does not know is a one-line warning (naming the key and the
+file), not an error. A known key with a wrong value still stops the run.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
+import click
 from pydantic import Field, TypeAdapter, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from kilo_loop.durations import parse_duration
 from kilo_loop.errors import ConfigError
 from kilo_loop.run.files import read_json
 
 HitlMode = Literal["always", "on-question", "off"]
 RuntimeMode = Literal["auto", "kilo", "opencode"]
+Transport = Literal["serve", "run"]
 CONFIG_RELATIVE = Path(".kilocode-loop") / "config.json"
 
 
@@ -45,6 +54,8 @@ class Settings(BaseSettings):
     hitl: HitlMode = "on-question"
     runtime: RuntimeMode = "auto"
     kilo_bin: str | None = None
+    # serve: one warm `<cli> serve` per run, the loop answering every permission; run: `<cli> run` each turn
+    transport: Transport = "serve"
     backend: str | None = None  # module:attr of a custom AgentBackend (KILO_LOOP_BACKEND)
     max_iteration_minutes: float = Field(30.0, gt=0)
     context_warn_tokens: int = Field(120_000, ge=0)
@@ -79,6 +90,7 @@ class Settings(BaseSettings):
     lan: bool = False
     local: bool = False
     keep_open: bool = False
+    keep_open_for: float | None = Field(None, gt=0)  # seconds; "90s", "10m", "1h" accepted
     dashboard: bool = True
     # Utility
     dry_run: bool = False
@@ -87,6 +99,11 @@ class Settings(BaseSettings):
     quiet: bool = False
     no_color: bool = False
     confirm: bool = True
+
+    @field_validator("keep_open_for", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        return parse_duration(value) if isinstance(value, str) else value
 
     @field_validator("notify", "guard_deny", "guard_allow", mode="before")
     @classmethod
@@ -127,9 +144,23 @@ class Settings(BaseSettings):
 _CONFIG_FILE: ContextVar[Path | None] = ContextVar("kilo_loop_config_file", default=None)
 
 _LIST_FIELDS = {"notify", "guard_deny", "guard_allow"}
+_DURATION_FIELDS = {"keep_open_for"}
 
-# Keys the original tool's config.json used that map onto our fields.
-_CONFIG_ALIASES = {"session_mode": "shared_context", "default_verify": "verify", "iterations_default": "iterations"}
+# Keys the original tool's config.json used (snake_cased) that map onto our fields.
+_CONFIG_ALIASES = {
+    "session_mode": "shared_context",
+    "default_verify": "verify",
+    "verify_command": "verify",
+    "iterations_default": "iterations",
+    "context_threshold": "context_warn_tokens",
+    "context_threshold_tokens": "context_warn_tokens",
+    "context_warn_threshold": "context_warn_tokens",
+    "context_tokens_threshold": "context_warn_tokens",
+    "max_cost_usd": "max_cost",
+}
+
+# Unknown keys met while building a Settings (reported by load_settings once it is built).
+_UNKNOWN_KEYS: ContextVar[list[str] | None] = ContextVar("kilo_loop_unknown_config_keys", default=None)
 
 
 def _config_value(key: str, value: Any) -> tuple[str, Any]:
@@ -172,24 +203,50 @@ class ProjectConfigSource(PydanticBaseSettingsSource):
             raise ConfigError(f"{self._path}: {exc}") from exc
         fields = self.settings_cls.model_fields
         if name not in fields:
-            raise ConfigError(f"{self._path}: unknown key {key!r}")
+            unknown = _UNKNOWN_KEYS.get()
+            if unknown is not None:
+                unknown.append(key)
+            return "", None
         try:
+            if name in _DURATION_FIELDS and isinstance(value, str):
+                value = parse_duration(value)
             listy = name in _LIST_FIELDS
             TypeAdapter(fields[name].annotation or Any).validate_python(Settings._split_list(value) if listy else value)
         except ValidationError as exc:
             problem = exc.errors()[0]["msg"]
             raise ConfigError(f"{self._path}: key {key!r}: {problem} (got {value!r})") from exc
+        except ValueError as exc:  # a duration that does not parse
+            raise ConfigError(f"{self._path}: key {key!r}: {exc}") from exc
         return name, value
 
 
-def load_settings(cli_values: dict[str, Any], project: Path | None) -> Settings:
-    """Build the settings for a project; `cli_values` holds only flags the user gave."""
-    token = _CONFIG_FILE.set((project / CONFIG_RELATIVE) if project else None)
+def unknown_key_warning(path: Path, key: str) -> str:
+    return f"kilo-loop: warning: {path}: unknown key {key!r} ignored (not a kilo-loop setting)"
+
+
+def _warn(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def load_settings(
+    cli_values: dict[str, Any], project: Path | None, warn: Callable[[str], None] = _warn
+) -> Settings:
+    """Build the settings for a project; `cli_values` holds only flags the user gave. Each unknown
+    config.json key is passed to `warn` as one line."""
+    path = (project / CONFIG_RELATIVE) if project else None
+    token = _CONFIG_FILE.set(path)
+    unknown: list[str] = []
+    unknown_token = _UNKNOWN_KEYS.set(unknown)
     try:
-        return Settings(**cli_values)
+        settings = Settings(**cli_values)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "settings"
         raise ConfigError(f"{where}: {first['msg']} (CLI flag, KILO_LOOP_* variable or config.json)") from exc
     finally:
         _CONFIG_FILE.reset(token)
+        _UNKNOWN_KEYS.reset(unknown_token)
+    for key in unknown:
+        assert path is not None
+        warn(unknown_key_warning(path, key))
+    return settings

@@ -10,23 +10,12 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.web.support import ServerProcess, git_env, make_project, start_server
+from tests.browser.conftest import ARTIFACTS, long_plan
+from tests.web.support import ServerProcess
 
 pytestmark = pytest.mark.browser
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 ANSWER = "Refactor into smaller modules, but keep the public API"
-
-
-@pytest.fixture
-def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ServerProcess, Path]]:
-    env = git_env(tmp_path)
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    project = make_project(tmp_path / "repo")
-    process = start_server(project, tmp_path / "server.log", {**env, "KILO_LOOP_DRY_RUN_DELAY": "0.15"})
-    yield process, project
-    process.stop()
 
 
 @pytest.fixture
@@ -48,7 +37,7 @@ def run_dir(project: Path) -> Path:
 
 def test_launcher_to_finished_run(server: tuple[ServerProcess, Path], page: Page) -> None:
     process, project = server
-    page.goto(process.url + "/")
+    page.goto(process.link)
     expect(page.locator("#plan-select option")).to_have_count(2)
     page.select_option("#plan-select", "plans/demo.md")
     expect(page.locator("#plan-summary")).to_contain_text("0/4 stages done")
@@ -82,7 +71,7 @@ def test_launcher_to_finished_run(server: tuple[ServerProcess, Path], page: Page
     page.click("#ctl-pause")
     expect(page.locator("#ctl-pause")).to_have_text("Resume")
     expect(page.locator("#topbar")).to_have_class(re.compile("topbar--paused"), timeout=20_000)
-    paused = httpx.get(process.url + "/api/state").json()
+    paused = httpx.get(process.url + "/api/state", headers=process.auth).json()
     assert paused["status"] == "paused" and paused["sharedContext"] is True
     page.click("#ctl-pause")
     expect(page.locator("#status-pill")).to_have_attribute("data-status", "done", timeout=30_000)
@@ -110,11 +99,12 @@ def test_revert_needs_confirmation_and_restores_files(server: tuple[ServerProces
     process, project = server
     started = httpx.post(
         process.url + "/api/start",
+        headers=process.auth,
         json={"file": "plans/demo.md", "dryRun": True, "hitl": "off", "iterations": 2},
     )
     assert started.status_code == 201
-    page.goto(process.url + "/")
-    expect(page.locator("#status-pill")).to_have_attribute("data-status", "done-with-errors", timeout=30_000)
+    page.goto(process.link)
+    expect(page.locator("#status-pill")).to_have_attribute("data-status", "iterations-used", timeout=30_000)
     app = project / "src" / "app.py"
     app.write_text("print('broken by the agent')\n")
     (project / "src" / "scratch.py").write_text("tmp = True\n")
@@ -145,12 +135,14 @@ def test_revert_needs_confirmation_and_restores_files(server: tuple[ServerProces
 
 
 def test_top_bar_is_a_css_status_light(server: tuple[ServerProcess, Path], browser: Browser) -> None:
-    process, _ = server
-    httpx.post(process.url + "/api/start", json={"file": "plans/demo.md", "dryRun": True, "iterations": 5})
+    process, project = server
+    long_plan(project)  # still running while two pages load, whatever the machine's load
+    httpx.post(process.url + "/api/start", headers=process.auth,
+               json={"file": "plans/long.md", "dryRun": True, "iterations": 40, "hitl": "off"})
     for motion, expected in (("no-preference", "topbar-sweep"), ("reduce", "none")):
         context = browser.new_context(reduced_motion=motion)  # type: ignore[arg-type]
         page = context.new_page()
-        page.goto(process.url + "/")
+        page.goto(process.link)
         expect(page.locator("#topbar")).to_have_class(re.compile("topbar--running"))
         animation = page.evaluate(
             "getComputedStyle(document.getElementById('topbar'), '::after').animationName")
@@ -159,7 +151,7 @@ def test_top_bar_is_a_css_status_light(server: tuple[ServerProcess, Path], brows
     states = {"running": "running", "idle": "idle", None: "idle", "paused": "paused"}
     context = browser.new_context()
     page = context.new_page()
-    page.goto(process.url + "/")
+    page.goto(process.link)
     for status, expected_class in states.items():
         assert page.evaluate("([s]) => window.kiloLoop.topbarState(s, false)", [status]) == expected_class
     assert page.evaluate("() => window.kiloLoop.topbarState('running', true)") == "stale"
@@ -171,14 +163,15 @@ def test_phone_sized_screen(server: tuple[ServerProcess, Path], browser: Browser
     process, _ = server
     httpx.post(
         process.url + "/api/start",
+        headers=process.auth,
         json={"file": "plans/demo.md", "dryRun": True, "hitl": "off", "iterations": 2},
     )
     context = browser.new_context(
         viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True
     )
     phone = context.new_page()
-    phone.goto(process.url + "/")
-    expect(phone.locator("#status-pill")).to_have_attribute("data-status", "done-with-errors", timeout=30_000)
+    phone.goto(process.link)
+    expect(phone.locator("#status-pill")).to_have_attribute("data-status", "iterations-used", timeout=30_000)
     expect(phone.locator(".iteration")).to_have_count(2)
     width = phone.evaluate("document.documentElement.scrollWidth")
     assert width <= 390, f"the page scrolls sideways on a phone ({width}px)"

@@ -78,6 +78,12 @@ def fake_provider() -> Iterator[FakeProvider]:
         yield provider
 
 
+def commit_count(project: Path) -> int:
+    out = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=project, check=True,
+                         capture_output=True, text=True)
+    return int(out.stdout)
+
+
 def _git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
 
@@ -282,11 +288,15 @@ class LoopRun:
 
 @dataclass
 class Loop:
-    """Runs the loop's real entry point against the real CLIs and the scripted provider."""
+    """Runs the loop's real entry point against the real CLIs and the scripted provider.
+
+    `transport` (serve / run) goes to the loop as KILO_LOOP_TRANSPORT; None keeps its default.
+    """
 
     bins: AgentBins
     provider: FakeProvider
     home: Path
+    transport: str | None = None
 
     def environment(
         self,
@@ -311,6 +321,8 @@ class Loop:
         env["KILO_BIN"] = str(self.bins.for_runtime(runtime))
         env["PYTHONPATH"] = str(REPO_ROOT / "src")
         env["COLUMNS"] = "500"  # Rich wraps at 80 columns when stdout is not a terminal
+        if self.transport:
+            env["KILO_LOOP_TRANSPORT"] = self.transport
         env.update(extra_env or {})
         return env
 
@@ -345,9 +357,21 @@ class Loop:
         return LoopRun(command, done.returncode, done.stdout, done.stderr, time.monotonic() - started, project)
 
 
+TRANSPORTS = ("serve", "run")
+# Runs a loop test once per transport: `@BOTH_TRANSPORTS` on a test that uses the `loop` fixture.
+BOTH_TRANSPORTS = pytest.mark.parametrize("transport", TRANSPORTS, indirect=True)
+
+
 @pytest.fixture
-def loop(agent_bins: AgentBins, fake_provider: FakeProvider, agent_home: Path) -> Loop:
-    return Loop(agent_bins, fake_provider, agent_home)
+def transport(request: pytest.FixtureRequest) -> str | None:
+    """The loop's transport for this test (see BOTH_TRANSPORTS); None: the loop's default."""
+    value = getattr(request, "param", None)
+    return str(value) if value else None
+
+
+@pytest.fixture
+def loop(agent_bins: AgentBins, fake_provider: FakeProvider, agent_home: Path, transport: str | None) -> Loop:
+    return Loop(agent_bins, fake_provider, agent_home, transport)
 
 
 # --------------------------------------------------------------------------- scripting the loop's agent

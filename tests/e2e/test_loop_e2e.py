@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import (
+    BOTH_TRANSPORTS,
     Loop,
     LoopRun,
     bash,
@@ -47,6 +48,7 @@ def seen_in(provider: FakeProvider, iteration: int) -> list[str]:
     return [r.all_text for r in iteration_requests(provider, iteration)]
 
 
+@BOTH_TRANSPORTS
 def test_kilo_two_stage_markdown_goal_with_handoff(
     loop: Loop, fake_provider: FakeProvider, git_project: Path
 ) -> None:
@@ -105,6 +107,7 @@ def test_kilo_two_stage_markdown_goal_with_handoff(
     assert first_session and second_session and first_session != second_session
 
 
+@BOTH_TRANSPORTS
 def test_kilo_shared_context_continues_the_session(
     loop: Loop, fake_provider: FakeProvider, git_project: Path
 ) -> None:
@@ -138,6 +141,7 @@ def test_kilo_shared_context_continues_the_session(
     assert (project / "gamma.txt").read_text() == "half\nwhole\n"
 
 
+@BOTH_TRANSPORTS
 def test_opencode_one_stage_goal(loop: Loop, fake_provider: FakeProvider, git_project: Path) -> None:
     project = git_project
     fake_provider.add_turns(

@@ -9,16 +9,17 @@ import json
 import os
 import secrets
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from .conftest import (
+    BOTH_TRANSPORTS,
     LOOP_DIR,
     Loop,
     LoopRun,
     bash,
+    commit_count,
     iteration_marker,
     iteration_requests,
     write,
@@ -49,12 +50,6 @@ def iteration_tools(run: LoopRun, iteration: int) -> list[tuple[str, str]]:
             for e in run.events("tool") if e.get("iteration") == iteration]
 
 
-def commit_count(project: Path) -> int:
-    out = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=project, check=True,
-                         capture_output=True, text=True)
-    return int(out.stdout)
-
-
 def files_under(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file())
 
@@ -62,6 +57,7 @@ def files_under(root: Path) -> list[Path]:
 # --------------------------------------------------------------------------- verify gate
 
 
+@BOTH_TRANSPORTS
 def test_failing_verify_blocks_the_stage_until_fixed(
     loop: Loop, fake_provider: FakeProvider, git_project: Path
 ) -> None:
@@ -102,6 +98,7 @@ def test_failing_verify_blocks_the_stage_until_fixed(
 # --------------------------------------------------------------------------- guard
 
 
+@pytest.mark.parametrize("transport", ["run"], indirect=True)  # serve: tests/e2e/test_serve_e2e.py
 def test_guard_denies_before_execution_and_aborts_at_runtime(
     loop: Loop, fake_provider: FakeProvider, git_project: Path
 ) -> None:
@@ -158,6 +155,7 @@ def test_guard_denies_before_execution_and_aborts_at_runtime(
 # --------------------------------------------------------------------------- redaction
 
 
+@BOTH_TRANSPORTS
 def test_secrets_never_reach_the_run_files(loop: Loop, fake_provider: FakeProvider, git_project: Path) -> None:
     project = git_project
     token = "ghp_" + secrets.token_hex(18)  # 36 alphanumerics, made up at run time
@@ -196,6 +194,7 @@ def test_secrets_never_reach_the_run_files(loop: Loop, fake_provider: FakeProvid
 # --------------------------------------------------------------------------- retries
 
 
+@BOTH_TRANSPORTS
 def test_provider_failure_is_retried_in_the_same_session(
     loop: Loop, fake_provider: FakeProvider, git_project: Path
 ) -> None:
@@ -231,6 +230,7 @@ def test_provider_failure_is_retried_in_the_same_session(
 # --------------------------------------------------------------------------- budgets and stalls
 
 
+@BOTH_TRANSPORTS
 def test_token_budget_stops_mid_session_with_exit_3(
     loop: Loop, fake_provider: FakeProvider, git_project: Path
 ) -> None:
@@ -251,6 +251,7 @@ def test_token_budget_stops_mid_session_with_exit_3(
     assert "--resume" in state["resumeCommand"]
 
 
+@BOTH_TRANSPORTS
 def test_do_nothing_agent_stalls_with_exit_4(loop: Loop, fake_provider: FakeProvider, git_project: Path) -> None:
     fake_provider.add_turns(say("ok"), marker=iteration_marker(1))
     fake_provider.add_turns(say("ok"), marker=iteration_marker(2))
@@ -287,6 +288,7 @@ def kill_group(pid: int) -> None:
             os.killpg(group, signal.SIGKILL)
 
 
+@BOTH_TRANSPORTS
 def test_kill_9_mid_iteration_then_resume_last_finishes(
     loop: Loop, fake_provider: FakeProvider, git_project: Path
 ) -> None:

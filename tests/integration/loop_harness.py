@@ -106,6 +106,7 @@ class FakeKilo:
         env.update({
             "FAKE_AGENT_SCENARIO": str(self.scenario), "FAKE_AGENT_LOG": str(self.log),
             "KILO_BIN": str(self.binary),
+            "KILO_LOOP_TRANSPORT": "run",  # the fake replays `kilo run --format json`; it has no `serve`
             "PYTHONPATH": os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p), "NO_COLOR": "1",
             "COLUMNS": "200",
         })

@@ -32,6 +32,7 @@ _DURATION_KEYS = {"durationMs", "duration_ms"}
 _ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")
 _HEAD = re.compile(r"HEAD [0-9a-f]{10}")
 _SECONDS = re.compile(r"Duration: \d+\.\d s|in \d+ ms")
+_RECEIPT_DURATION = re.compile(r"(?<=\| )\d+[hms](?: \d+[ms])?(?= \|)")  # report.md's stage receipts
 
 
 def scenario() -> list[list[dict[str, Any]]]:
@@ -70,6 +71,7 @@ def normalize_text(text_: str, tmp: str) -> str:
     text_ = text_.replace(tmp, "<tmp>")
     text_ = _HEAD.sub("HEAD <sha>", text_)
     text_ = _SECONDS.sub(lambda m: "Duration: <s>" if m.group().startswith("Duration") else "in <ms>", text_)
+    text_ = _RECEIPT_DURATION.sub("<d>", text_)
     return _ISO.sub("<time>", text_)
 
 

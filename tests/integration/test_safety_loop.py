@@ -91,7 +91,10 @@ def test_report_subcommand_reads_saved_runs(project: Path, fake: FakeKilo) -> No
     md = subprocess.run([*base, "--last", "-C", str(project)], capture_output=True, text=True, env=env)
     assert md.returncode == 0 and md.stdout.startswith("# Run r1")
     as_json = subprocess.run([*base, "r1", "--json", "-C", str(project)], capture_output=True, text=True, env=env)
-    assert json.loads(as_json.stdout)["runId"] == "r1"
+    as_data = json.loads(as_json.stdout)
+    assert as_data["runId"] == "r1"
+    assert [(r["title"], r["status"], r["iterations"]) for r in as_data["stageReceipts"]] == [("Only", "done", 1)]
+    assert "## Stage receipts" in md.stdout and "| Only | done | 1 |" in md.stdout
     missing = subprocess.run([*base, "nope", "-C", str(project)], capture_output=True, text=True, env=env)
     assert missing.returncode == 1 and "no saved run" in missing.stderr
 

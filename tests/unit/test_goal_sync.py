@@ -170,7 +170,7 @@ def test_set_all_done_markdown(tmp_path: Path) -> None:
     assert [s.done for s in load_goal(path).stages] == [False, False, False]
 
 
-def test_set_all_done_json_keeps_fields_and_order(tmp_path: Path) -> None:
+def test_set_all_done_json_keeps_fields_order_and_formatting(tmp_path: Path) -> None:
     original = {
         "title": "Ünï",
         "description": "d",
@@ -180,17 +180,20 @@ def test_set_all_done_json_keeps_fields_and_order(tmp_path: Path) -> None:
             {"title": "C", "acceptance": "ok"},
         ],
     }
-    path = write(tmp_path / "g.json", json.dumps(original).encode())
+    data = json.dumps(original).encode()
+    path = write(tmp_path / "g.json", data)
     assert set_all_done(path, True) == 2
     text = path.read_text(encoding="utf-8")
-    assert text.startswith('{\n  "title": "Ünï",\n  "description": "d",\n  "stages": [\n    {\n')
+    assert text == data.decode().replace('"done": false', '"done": true').replace(
+        '"acceptance": "ok"}', '"acceptance": "ok", "done": true}'
+    )  # a one-line document stays one line: only the values change
     result = json.loads(text)
     assert list(result["stages"][0]) == ["id", "title", "done", "verify", "model"]
     assert list(result["stages"][2]) == ["title", "acceptance", "done"]
     assert [s["done"] for s in result["stages"]] == [True, True, True]
-    assert result["stages"][0]["model"] == "m/x"
     assert set_all_done(path, False) == 3
     assert set_all_done(path, False) == 0
+    assert [s["done"] for s in json.loads(path.read_text())["stages"]] == [False, False, False]
 
 
 def test_set_all_done_json_keeps_crlf(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +12,6 @@ import httpx
 import pytest
 
 from kilo_loop.settings import load_settings
-from kilo_loop.web.security import new_token
 from kilo_loop.web.server import Dashboard, prepare_dashboard
 from tests.web.support import git_env, make_project
 
@@ -33,12 +31,22 @@ def project(tmp_path: Path) -> Path:
 @dataclass
 class Harness:
     dashboard: Dashboard
-    client: httpx.AsyncClient
+    client: httpx.AsyncClient  # carries the run's token, as a browser that opened the link
     project: Path
+    notices: list[str]
 
     @property
     def origin(self) -> str:
         return f"http://127.0.0.1:{self.dashboard.binding.port}"
+
+    @property
+    def token(self) -> str:
+        assert self.dashboard.token is not None
+        return self.dashboard.token
+
+    def anonymous(self) -> httpx.AsyncClient:
+        """A client without the token: any other process on the machine."""
+        return httpx.AsyncClient(base_url=self.origin, timeout=20)
 
     async def state(self) -> dict[str, Any]:
         response = await self.client.get("/api/state")
@@ -75,14 +83,11 @@ class Harness:
         return run_id
 
 
-async def _serve(project: Path, token_required: bool) -> tuple[Dashboard, str | None]:
+async def _serve(project: Path) -> Dashboard:
     settings = load_settings({"project": project, "port": 0}, project)
     dashboard = prepare_dashboard(settings, project, "launcher", find_lan_address=lambda: None)
-    if token_required:  # as on a LAN bind, but still listening on loopback only
-        dashboard.binding = dataclasses.replace(dashboard.binding, needs_token=True)
-        dashboard.token = new_token()
     await dashboard.start()
-    return dashboard, dashboard.token
+    return dashboard
 
 
 HarnessFactory = Callable[..., Awaitable[Harness]]
@@ -92,10 +97,16 @@ HarnessFactory = Callable[..., Awaitable[Harness]]
 async def make_harness(project: Path) -> AsyncIterator[HarnessFactory]:
     opened: list[Harness] = []
 
-    async def factory(token_required: bool = False) -> Harness:
-        dashboard, _ = await _serve(project, token_required)
-        client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{dashboard.binding.port}", timeout=20)
-        harness = Harness(dashboard, client, project)
+    async def factory() -> Harness:
+        dashboard = await _serve(project)
+        notices: list[str] = []
+        dashboard.ctx.notice = notices.append
+        client = httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{dashboard.binding.port}",
+            timeout=20,
+            headers={"Authorization": f"Bearer {dashboard.token}"},
+        )
+        harness = Harness(dashboard, client, project, notices)
         opened.append(harness)
         return harness
 

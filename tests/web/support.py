@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
 DEMO_PLAN = (
     "# Demo plan\n\n- [ ] First stage\n- [ ] Second stage :: verify: true\n- [ ] Third stage\n"
     "- [ ] Fourth stage\n"
@@ -28,7 +30,7 @@ from kilo_loop.settings import load_settings
 project = Path(sys.argv[1])
 sys.exit(run_main(load_settings({"project": project, "port": 0}, project)))
 """
-_URL = re.compile(r"Dashboard (http://\S+)")
+_URL = re.compile(r"Dashboard (http://[^/\s]+)/\?token=([\w-]+)")
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -59,11 +61,30 @@ def make_project(root: Path) -> Path:
     return root
 
 
+def dashboard_link(output: str) -> tuple[str, str] | None:
+    """(base URL, token) from the `Dashboard http://…/?token=…` line kilo-loop prints."""
+    match = _URL.search(output)
+    return (match.group(1), match.group(2)) if match else None
+
+
 @dataclass
 class ServerProcess:
     process: subprocess.Popen[bytes]
-    url: str
+    url: str  # without the token: requests carry it as a header (see `http`), a browser opens `link`
     log: Path
+    token: str
+
+    @property
+    def link(self) -> str:
+        """What the terminal prints, the way the operator opens the dashboard."""
+        return f"{self.url}/?token={self.token}"
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def http(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers=self.auth, timeout=20)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -95,9 +116,9 @@ def start_server(project: Path, log: Path, extra_env: dict[str, str], timeout: f
         )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and process.poll() is None:
-        match = _URL.search(log.read_text(errors="replace"))
-        if match:
-            return ServerProcess(process, match.group(1).rstrip("/"), log)
+        found = dashboard_link(log.read_text(errors="replace"))
+        if found:
+            return ServerProcess(process, found[0], log, found[1])
         time.sleep(0.05)
     process.kill()
     process.wait(5)

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from kilo_loop.agent.simulator import DRY_RUN_QUESTION
@@ -196,6 +195,41 @@ async def test_saved_run_endpoints(harness: Harness) -> None:
     assert (await harness.client.get(f"/api/checkpoints?run={run_id}")).json()["runId"] == run_id
     diff = await harness.client.get(f"/api/runs/{run_id}/diff/1")
     assert diff.status_code == 200 and diff.headers["content-type"].startswith("text/x-diff")
+
+
+async def test_runs_list_says_stages_duration_cost_and_status(harness: Harness) -> None:
+    run_id = await harness.run_to_end(iterations=2)
+    run = (await harness.client.get("/api/runs")).json()["runs"][0]
+    assert run["runId"] == run_id and run["status"] == "done-with-errors"
+    assert (run["stagesDone"], run["stagesTotal"]) == (2, 4)
+    assert isinstance(run["durationMs"], int) and run["durationMs"] > 0
+    assert run["cost"] > 0 and "iteration(s) used" in run["stopReason"]
+
+
+async def test_receipts_for_the_live_and_a_saved_run(make_harness: HarnessFactory) -> None:
+    harness = await make_harness()
+    run_id = await harness.run_to_end(iterations=2)
+    live = (await harness.client.get(f"/api/runs/{run_id}/receipts")).json()
+    assert [r["title"] for r in live["stages"]] == ["First stage", "Second stage", "Third stage", "Fourth stage"]
+    assert [r["iterations"] for r in live["stages"]] == [1, 1, 0, 0]
+    assert live["stages"][0]["tokens"] > 0 and live["stages"][0]["durationMs"] > 0
+    assert live["budget"] == {"maxCost": None, "maxTokens": None, "maxIterations": 2}
+    other = await make_harness()  # another dashboard session reads it from disk
+    saved = (await other.client.get(f"/api/runs/{run_id}/receipts")).json()
+    assert saved["stages"] == live["stages"] and saved["budget"] is None
+    assert (await other.client.get("/api/runs/nope/receipts")).status_code == 404
+
+
+async def test_the_launcher_sees_a_json_plan_done(harness: Harness) -> None:
+    plan = harness.project / ".kilocode-loop" / "goals" / "json-plan.json"
+    before = plan.read_text()
+    await harness.client.post("/api/goals/done", json={"file": ".kilocode-loop/goals/json-plan.json"})
+    listed = {g["file"]: g for g in (await harness.client.get("/api/goals")).json()["goals"]}
+    entry = listed[".kilocode-loop/goals/json-plan.json"]
+    assert (entry["done"], entry["total"], entry["percent"]) == (2, 2, 100)
+    assert plan.read_text() == before.replace('"Stage A"}', '"Stage A", "done": true}').replace(
+        '"Stage B"}', '"Stage B", "done": true}'
+    )  # only the done values were added: the file's own layout is kept
 
 
 async def test_a_saved_run_from_another_dashboard_session_loads_from_disk(
@@ -454,24 +488,25 @@ async def test_page_and_assets_are_served_locally(harness: Harness) -> None:
         assert path in openapi["paths"], path
 
 
-# ---------------------------------------------------------------- token on a non-loopback bind
+# ---------------------------------------------------------------- the token, on loopback too
 
 
-async def test_token_required_then_kept_in_a_strict_cookie(make_harness: HarnessFactory) -> None:
-    harness = await make_harness(token_required=True)
-    token = harness.dashboard.token
-    assert token and f"?token={token}" in harness.dashboard.url
-    for path in ("/", "/api/state", "/static/app.js", "/openapi.json"):
-        assert (await harness.client.get(path)).status_code == 401
-    assert (await harness.client.get("/?token=wrong")).status_code == 401
-    posted = await harness.client.post("/api/goals/verify-global", json={"verify": "x"})
-    assert posted.status_code == 401
-    first = await harness.client.get(f"/?token={token}")
-    assert first.status_code == 200
-    cookie = first.headers["set-cookie"]
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and token in cookie
-    assert (await harness.client.get("/api/state")).status_code == 200  # the cookie now carries it
-    async with httpx.AsyncClient(base_url=harness.client.base_url) as fresh:
+async def test_token_required_then_kept_in_a_strict_cookie(harness: Harness) -> None:
+    token = harness.token
+    assert f"?token={token}" in harness.dashboard.url and harness.dashboard.url.startswith("http://127.0.0.1:")
+    async with harness.anonymous() as c:
+        for path in ("/", "/api/state", "/static/app.js", "/openapi.json"):
+            assert (await c.get(path)).status_code == 401
+        assert (await c.get("/?token=wrong")).status_code == 401
+        posted = await c.post("/api/goals/verify-global", json={"verify": "x"})
+        assert posted.status_code == 401
+        first = await c.get(f"/?token={token}")
+        assert first.status_code == 200
+        cookie = first.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and token in cookie
+        assert f"kilo_loop_{harness.dashboard.binding.port}=" in cookie  # one cookie per port
+        assert (await c.get("/api/state")).status_code == 200  # the cookie now carries it
+    async with harness.anonymous() as fresh:
         assert (await fresh.get("/api/state")).status_code == 401
         bearer = await fresh.get("/api/state", headers={"Authorization": f"Bearer {token}"})
         assert bearer.status_code == 200

@@ -10,7 +10,6 @@ from kilo_loop.web.binding import (
     PortInUse,
     bound_port,
     choose_bind_host,
-    is_loopback,
     open_listener,
     plan_binding,
 )
@@ -32,7 +31,7 @@ def test_bind_host_precedence(host: str | None, lan: bool, local: bool, expected
 
 def test_lan_binds_everywhere_but_shows_the_real_address_with_a_token() -> None:
     binding = plan_binding(None, True, False, 7999, lambda: "192.168.1.106")
-    assert binding.bind_host == "0.0.0.0" and binding.needs_token
+    assert binding.bind_host == "0.0.0.0"
     assert binding.url("tok") == "http://192.168.1.106:7999/?token=tok"
     assert "192.168.1.106:7999" in binding.allowed_hosts()
     assert "0.0.0.0:7999" not in binding.allowed_hosts()
@@ -48,10 +47,21 @@ def test_a_wildcard_is_never_shown_even_without_a_lan_address() -> None:
         )
 
 
-def test_loopback_needs_no_token_and_accepts_only_local_names() -> None:
+def test_loopback_shows_the_token_too_and_accepts_only_local_names() -> None:
     binding = plan_binding(None, False, False, 7999, lambda: "192.168.1.2")
-    assert not binding.needs_token and binding.url("ignored") == "http://127.0.0.1:7999/"
-    assert binding.allowed_hosts() == {"localhost:7999", "127.0.0.1:7999", "[::1]:7999"}
+    assert binding.url("tok") == "http://127.0.0.1:7999/?token=tok"
+    assert binding.allowed_hosts() == {"localhost:7999", "127.0.0.1:7999"}
+
+
+@pytest.mark.parametrize(
+    "host, v4, v6",
+    [("127.0.0.1", True, False), ("::1", False, True), ("::", True, True), ("0.0.0.0", True, False),
+     ("192.168.1.5", False, False), ("fd00::5", False, False)],
+)
+def test_ipv6_loopback_is_a_valid_host_only_when_listening_on_ipv6(host: str, v4: bool, v6: bool) -> None:
+    allowed = plan_binding(host, False, False, 7999, lambda: None).allowed_hosts()
+    assert ("[::1]:7999" in allowed) is v6 and ("127.0.0.1:7999" in allowed) is v4
+    assert ("localhost:7999" in allowed) is (v4 or v6)
 
 
 def test_explicit_host_is_allowed_and_ipv6_bracketed() -> None:
@@ -60,22 +70,6 @@ def test_explicit_host_is_allowed_and_ipv6_bracketed() -> None:
     assert (
         binding.url("t") == "http://[fd00::5]:7999/?token=t" and "[fd00::5]:7999" in binding.allowed_hosts()
     )
-
-
-@pytest.mark.parametrize(
-    "host, expected",
-    [
-        ("127.0.0.1", True),
-        ("127.0.0.2", True),
-        ("::1", True),
-        ("localhost", True),
-        ("0.0.0.0", False),
-        ("192.168.1.1", False),
-        ("example.com", False),
-    ],
-)
-def test_is_loopback(host: str, expected: bool) -> None:
-    assert is_loopback(host) is expected
 
 
 def test_port_in_use_is_detected_by_binding() -> None:

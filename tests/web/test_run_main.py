@@ -17,7 +17,7 @@ import pytest
 
 from kilo_loop.commands.run import run_main
 from kilo_loop.settings import load_settings
-from tests.web.support import start_server
+from tests.web.support import dashboard_link, start_server
 
 DIRECT = """
 import sys
@@ -27,18 +27,21 @@ from kilo_loop.settings import load_settings
 project = Path(sys.argv[1])
 values = {"project": project, "port": 0, "goal": Path("plans/demo.md"), "dry_run": True, "hitl": "off",
           "iterations": 2, "keep_open": sys.argv[2] == "keep"}
+if sys.argv[2].startswith("for="):
+    values["keep_open_for"] = sys.argv[2][4:]
 sys.exit(run_main(load_settings(values, project)))
 """
 
 
-def spawn_direct(project: Path, log: Path, keep_open: bool) -> subprocess.Popen[bytes]:
+def spawn_direct(project: Path, log: Path, keep_open: bool | str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "COLUMNS": "200"}
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(Path(__file__).resolve().parents[2] / "src"), env.get("PYTHONPATH", "")])
     )
     with log.open("wb") as sink:
         return subprocess.Popen(
-            [sys.executable, "-c", DIRECT, str(project), "keep" if keep_open else "close"],
+            [sys.executable, "-c", DIRECT, str(project),
+             keep_open if isinstance(keep_open, str) else ("keep" if keep_open else "close")],
             cwd=project,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -84,7 +87,7 @@ def test_a_direct_run_serves_the_dashboard_then_closes_it(project: Path, tmp_pat
     process = spawn_direct(project, log, keep_open=False)
     assert process.wait(60) == 1  # 2 iterations for 4 stages: done-with-errors
     output = log.read_text()
-    assert re.search(r"Dashboard http://127\.0\.0\.1:\d+/ \(Ctrl\+Click to open\)", output)
+    assert re.search(r"Dashboard http://127\.0\.0\.1:\d+/\?token=[\w-]+ \(Ctrl\+Click to open\)", output)
     assert "run done-with-errors" in output
 
 
@@ -93,9 +96,11 @@ def test_keep_open_serves_the_finished_run_until_ctrl_c(project: Path, tmp_path:
     process = spawn_direct(project, log, keep_open=True)
     try:
         wait_for(lambda: "Dashboard still open" in log.read_text(), "the keep-open notice")
-        url = re.search(r"Dashboard (http://\S+?)/? ", log.read_text())
-        assert url is not None
-        state = httpx.get(f"{url.group(1).rstrip('/')}/api/state").json()
+        link = dashboard_link(log.read_text())
+        assert link is not None
+        url, token = link
+        assert httpx.get(f"{url}/api/state").status_code == 401
+        state = httpx.get(f"{url}/api/state", headers={"Authorization": f"Bearer {token}"}).json()
         assert state["status"] == "done-with-errors" and state["mode"] == "direct" and state["iteration"] == 2
         process.send_signal(signal.SIGINT)
         assert process.wait(20) == 1
@@ -104,15 +109,31 @@ def test_keep_open_serves_the_finished_run_until_ctrl_c(project: Path, tmp_path:
             process.kill()
 
 
+def test_keep_open_for_serves_the_finished_run_then_closes_by_itself(project: Path, tmp_path: Path) -> None:
+    log = tmp_path / "out.log"
+    process = spawn_direct(project, log, keep_open="for=3s")
+    try:
+        wait_for(lambda: "Dashboard still open" in log.read_text(), "the keep-open notice")
+        assert " for 3s — press Ctrl+C to close it" in log.read_text()
+        link = dashboard_link(log.read_text())
+        assert link is not None
+        state = httpx.get(f"{link[0]}/api/state", headers={"Authorization": f"Bearer {link[1]}"}).json()
+        assert state["status"] == "done-with-errors"
+        assert process.wait(30) == 1  # no Ctrl+C: it closed when the time was up
+        assert "kept open for 3s" in log.read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
 def test_launcher_mode_starts_runs_and_ctrl_c_stops_the_active_one(project: Path, tmp_path: Path) -> None:
     server = start_server(project, tmp_path / "launcher.log", {"KILO_LOOP_DRY_RUN_DELAY": "0.2"})
     try:
-        started = httpx.post(
-            f"{server.url}/api/start", json={"file": "plans/demo.md", "dryRun": True, "iterations": 50}
-        )
+        http = server.http()
+        started = http.post("/api/start", json={"file": "plans/demo.md", "dryRun": True, "iterations": 50})
         assert started.status_code == 201
         run_id = started.json()["runId"]
-        wait_for(lambda: httpx.get(f"{server.url}/api/state").json()["iteration"] >= 1, "the first iteration")
+        wait_for(lambda: http.get("/api/state").json()["iteration"] >= 1, "the first iteration")
         server.process.send_signal(signal.SIGINT)
         assert server.process.wait(20) == 0
     finally:

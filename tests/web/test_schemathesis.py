@@ -55,15 +55,15 @@ def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProce
 
 
 def test_the_served_schema_is_the_one_tested(api_server: ServerProcess) -> None:
-    assert httpx.get(f"{api_server.url}/openapi.json").json() == SPEC
+    assert httpx.get(f"{api_server.url}/openapi.json", headers=api_server.auth).json() == SPEC
 
 
 @schema.parametrize()
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 def test_no_server_errors(case: schemathesis.Case[Any], api_server: ServerProcess) -> None:
-    case.call_and_validate(base_url=api_server.url, checks=[not_a_server_error])
+    case.call_and_validate(base_url=api_server.url, headers=api_server.auth, checks=[not_a_server_error])
 
 
 def test_the_server_survived(api_server: ServerProcess) -> None:
-    assert httpx.get(f"{api_server.url}/api/state").status_code == 200
+    assert httpx.get(f"{api_server.url}/api/state", headers=api_server.auth).status_code == 200
     assert "Traceback" not in api_server.output()

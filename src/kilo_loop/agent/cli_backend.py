@@ -10,21 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kilo_loop.agent.ndjson import NdjsonEventParser
-from kilo_loop.agent.protocol import (
-    AgentError,
-    AgentEvent,
-    AgentRequest,
-    AgentResult,
-    GarbageLine,
-    SessionStarted,
-    StepFinished,
-    Text,
-)
+from kilo_loop.agent.protocol import AgentEvent, AgentRequest, AgentResult
+from kilo_loop.agent.tally import ResultTally
 from kilo_loop.safety.process_group import terminate_process_group
 
 _READ_CHUNK = 1 << 16
 _STDERR_TAIL_LINES = 40
-_TEXT_TAIL_CHARS = 20_000
 
 
 @dataclass(frozen=True)
@@ -89,10 +80,8 @@ class CliAgentRun:
         self._parser = NdjsonEventParser()
         self._result = AgentResult(exit_code=None, session_id=request.session_id)
         self._stderr: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
-        self._text: deque[str] = deque()
-        self._text_chars = 0
+        self._tally = ResultTally(self._result)
         self._process: asyncio.subprocess.Process | None = None
-        self._saw_activity = False
 
     @property
     def result(self) -> AgentResult:
@@ -140,33 +129,11 @@ class CliAgentRun:
             if not chunk:
                 break
             for event in self._parser.feed(chunk):
-                self._record(event)
+                self._tally.record(event)
                 yield event
         for event in self._parser.finish():
-            self._record(event)
+            self._tally.record(event)
             yield event
-
-    def _record(self, event: AgentEvent) -> None:
-        result = self._result
-        if isinstance(event, GarbageLine):
-            return
-        self._saw_activity = True
-        if isinstance(event, SessionStarted):
-            result.session_id = event.session_id
-        elif isinstance(event, StepFinished):
-            result.tokens = result.tokens + event.tokens
-            result.cost += event.cost
-            result.context_tokens = event.tokens.total
-        elif isinstance(event, AgentError):
-            result.error = result.error or f"{event.name}: {event.message}"
-        elif isinstance(event, Text):
-            self._keep_text(event.text)
-
-    def _keep_text(self, text: str) -> None:
-        self._text.append(text)
-        self._text_chars += len(text)
-        while self._text_chars > _TEXT_TAIL_CHARS and len(self._text) > 1:
-            self._text_chars -= len(self._text.popleft())
 
     async def _drain_stderr(self, process: asyncio.subprocess.Process) -> None:
         assert process.stderr is not None
@@ -188,8 +155,8 @@ class CliAgentRun:
         result = self._result
         result.exit_code = process.returncode
         result.stderr_tail = "\n".join(self._stderr)
-        result.text = "\n".join(self._text)
-        if not self._saw_activity and result.error is None:
+        result.text = self._tally.text
+        if not self._tally.saw_activity and result.error is None:
             result.error = f"agent produced no events (exit {process.returncode})"
         elif result.error is None and process.returncode not in (0, None) and not result.killed:
             result.error = f"agent exited with status {process.returncode}"

@@ -98,6 +98,34 @@ class AgentError:
 
 
 @dataclass(frozen=True)
+class GuardRejected:
+    """The loop refused a tool call BEFORE it ran (serve transport: the loop answers the CLI's
+    permission request). The session goes on; the loop counts it as a guard block."""
+
+    tool: str
+    subject: str  # the command, or the path, that was refused
+    rule: str
+    reason: str
+    call_id: str = ""
+
+
+@dataclass(frozen=True)
+class QuestionOption:
+    question: str
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AgentQuestion:
+    """The agent asked through its CLI's own question tool and waits. The consumer answers with
+    `run.answer(request_id, answers)` (an `AnsweringRun`) before reading on; unanswered, it is
+    rejected so the agent goes on without."""
+
+    request_id: str
+    questions: tuple[QuestionOption, ...]
+
+
+@dataclass(frozen=True)
 class GarbageLine:
     """A line of the stream that was not a JSON event; logged and skipped."""
 
@@ -105,7 +133,10 @@ class GarbageLine:
     problem: str
 
 
-AgentEvent = SessionStarted | ToolUse | Text | Reasoning | StepFinished | AgentError | GarbageLine
+AgentEvent = (
+    SessionStarted | ToolUse | Text | Reasoning | StepFinished | AgentError | GarbageLine | GuardRejected
+    | AgentQuestion
+)
 
 
 @dataclass
@@ -141,6 +172,13 @@ class AgentRun(Protocol):
 
     @property
     def result(self) -> AgentResult: ...
+
+
+@runtime_checkable
+class AnsweringRun(Protocol):
+    """A run whose agent can wait for an answer (an `AgentQuestion`); None rejects the question."""
+
+    async def answer(self, request_id: str, answers: list[str] | None) -> None: ...
 
 
 @runtime_checkable

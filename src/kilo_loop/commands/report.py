@@ -9,6 +9,7 @@ import orjson
 
 from kilo_loop.git import project_root
 from kilo_loop.run.layout import ProjectLayout
+from kilo_loop.run.receipts import stage_receipts
 from kilo_loop.run.report import run_report_md
 from kilo_loop.run.store import load_state, resolve_run
 from kilo_loop.safety.redact import Redactor
@@ -25,7 +26,8 @@ def report_command(run_id: str | None, last: bool, as_json: bool, project: Path 
     state = load_state(run)
     redactor = Redactor()
     if as_json:
-        click.echo(orjson.dumps(redactor.redact_value(state.wire()), option=orjson.OPT_INDENT_2).decode())
+        wire = {**state.wire(), "stageReceipts": [r.wire() for r in stage_receipts(state)]}
+        click.echo(orjson.dumps(redactor.redact_value(wire), option=orjson.OPT_INDENT_2).decode())
         return
     text = run.report.read_text(encoding="utf-8") if run.report.is_file() else run_report_md(state)
     click.echo(redactor.redact(text), nl=False)

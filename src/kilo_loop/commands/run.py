@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 import click
 
 from kilo_loop.cli import report_error
+from kilo_loop.durations import format_duration
 from kilo_loop.errors import KiloLoopError
 from kilo_loop.goal.listing import format_plan_list
 from kilo_loop.goal.registry import discover_plans
@@ -102,6 +103,7 @@ def run_main(settings: Settings, list_goals: bool = False) -> int:
         state = asyncio.run(execute_run(plan, view, out.say))
     else:
         dashboard.controller.hooks = out.hooks("the dashboard is still open")
+        dashboard.ctx.notice = out.say
         state = asyncio.run(_Direct(plan).run(dashboard, view, out.say))
     if not settings.quiet:
         view.summary(state)
@@ -151,9 +153,11 @@ class _Direct:
                 state = await handle.run()
             finally:
                 detach()
-            if self.plan.settings.keep_open:
-                say(f"Dashboard still open at {dashboard.url} — press Ctrl+C to close it")
-                await _until_interrupted(dashboard, say)
+            keep_for = self.plan.settings.keep_open_for
+            if self.plan.settings.keep_open or keep_for:
+                until = "" if self.plan.settings.keep_open or not keep_for else f" for {format_duration(keep_for)}"
+                say(f"Dashboard still open at {dashboard.url}{until} — press Ctrl+C to close it")
+                await _until_interrupted(dashboard, say, None if self.plan.settings.keep_open else keep_for)
         finally:
             await dashboard.stop()
         return state
@@ -162,6 +166,7 @@ class _Direct:
 def _launcher(settings: Settings, dashboard: Dashboard) -> int:
     out = _Output(settings)
     dashboard.controller.hooks = out.hooks("the launcher is still open")
+    dashboard.ctx.notice = out.say
     asyncio.run(_serve_launcher(dashboard, out.say))
     return 0
 
@@ -176,9 +181,9 @@ async def _serve_launcher(dashboard: Dashboard, say: Say) -> None:
         await dashboard.stop()
 
 
-async def _until_interrupted(dashboard: Dashboard, say: Say) -> None:
-    """Wait for Ctrl+C (or SIGTERM); a run started from the dashboard is stopped and saved first.
-    A second Ctrl+C exits at once."""
+async def _until_interrupted(dashboard: Dashboard, say: Say, timeout: float | None = None) -> None:
+    """Wait for Ctrl+C (or SIGTERM), or `timeout` seconds; a run started from the dashboard is
+    stopped and saved first. A second Ctrl+C exits at once."""
     loop = asyncio.get_running_loop()
     interrupted = asyncio.Event()
     presses = {"count": 0}
@@ -193,7 +198,10 @@ async def _until_interrupted(dashboard: Dashboard, say: Say) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     try:
-        await interrupted.wait()
+        try:
+            await asyncio.wait_for(interrupted.wait(), timeout)
+        except TimeoutError:
+            say(f"kept open for {format_duration(timeout or 0)}")
         if dashboard.controller.busy:
             say("stopping the active run (press Ctrl+C again to force-exit)")
             await dashboard.controller.stop_active()

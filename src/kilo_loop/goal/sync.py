@@ -1,9 +1,10 @@
 """Write progress back into goal files: tick checkboxes, mark a whole plan, set verify commands.
 
-Markdown edits touch only the characters they change: line endings (LF or
-CRLF), a missing trailing newline, a BOM and any unicode text survive byte
-for byte. JSON edits re-serialise the document with a 2-space indent
-(keys keep their order; CRLF files stay CRLF). Every write goes to a temp file
+Markdown edits, and JSON `done` edits, touch only the characters they change:
+line endings (LF or CRLF), a missing trailing newline, a BOM, the author's
+indentation and any unicode text survive byte for byte (see json_edit). JSON
+verify edits re-serialise the document with a 2-space indent (keys keep their
+order; CRLF files stay CRLF). Every write goes to a temp file
 in the same directory, is fsynced and renamed over the target, keeping the
 file's mode; a symlinked goal is written through to its target.
 """
@@ -15,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kilo_loop.goal.model import GoalError, Stage
+from kilo_loop.goal.json_edit import with_stage_done
+from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import (
     DIRECTIVE_PATTERN,
     DIRECTIVE_SEP,
@@ -124,14 +126,45 @@ def mark_markdown_stage_done(path: Path, stage: Stage, done: bool = True) -> boo
     return True
 
 
+def _json_stage_index(goal: Goal, stage: Stage) -> int | None:
+    return next((index for index, candidate in enumerate(goal.stages) if candidate.id == stage.id), None)
+
+
+def mark_json_stage_done(path: Path, stage: Stage, done: bool = True) -> bool:
+    """Set `"done"` on the stage with this id in the JSON goal, editing only that value.
+
+    Returns False, writing nothing, when no stage with the id is left in the file; True when
+    the stage now has the requested state. A file that is no longer a valid goal raises
+    GoalError and is left as it is.
+    """
+    text = read_goal_text(path)
+    goal = parse_json_goal(text, path)
+    index = _json_stage_index(goal, stage)
+    if index is None:
+        return False
+    edited = with_stage_done(text, index, done)
+    if edited != text:
+        _save(path, edited.encode("utf-8"))
+    return True
+
+
+def mark_stage_done(goal: Goal, stage: Stage, done: bool = True) -> bool:
+    """Record a passed stage in its goal file, markdown or JSON (False: no file, or the stage is gone)."""
+    if goal.source is None or goal.kind == "text":
+        return False
+    if goal.kind == "json":
+        return mark_json_stage_done(goal.source, stage, done)
+    return mark_markdown_stage_done(goal.source, stage, done)
+
+
 def set_all_done(path: Path, done: bool) -> int:
     """Mark every stage done (or not done); returns how many stages changed state.
 
-    Markdown: `- [x]` / `- [ ]` in place. JSON: `"done"` on every stage (the file is
-    re-serialised with a 2-space indent). Nothing is written when nothing changes.
+    Markdown: `- [x]` / `- [ ]` in place. JSON: each stage's `"done"` value, edited in place.
+    Nothing is written when nothing changes.
     """
     if _kind(path) == "json":
-        return _edit_json(path, lambda document: _set_json_done(document, done))
+        return _set_all_json_done(path, done)
     doc = _MarkdownDoc(path)
     changed = [item for item in doc.items if item.done != done]
     for item in changed:
@@ -141,13 +174,15 @@ def set_all_done(path: Path, done: bool) -> int:
     return len(changed)
 
 
-def _set_json_done(document: dict[str, Any], done: bool) -> int:
-    changed = 0
-    for stage in document["stages"]:
-        if stage.get("done", False) != done:
-            changed += 1
-        stage["done"] = done
-    return changed
+def _set_all_json_done(path: Path, done: bool) -> int:
+    text = read_goal_text(path)
+    goal = parse_json_goal(text, path)
+    changed = [index for index, stage in enumerate(goal.stages) if stage.done != done]
+    for index in changed:
+        text = with_stage_done(text, index, done)
+    if changed:
+        _save(path, text.encode("utf-8"))
+    return len(changed)
 
 
 # ---------------------------------------------------------------- verify commands

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from kilo_loop.agent.protocol import AgentBackend, AgentRequest, StepFinished
+from kilo_loop.agent.protocol import AgentBackend, AgentQuestion, AgentRequest, StepFinished
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.loop import stop_policy
 from kilo_loop.loop.control import RunControl
@@ -49,7 +49,7 @@ from kilo_loop.run.events import (
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.report import iteration_line
-from kilo_loop.run.state import IterationSummary, Question, RunState, VerifyResult
+from kilo_loop.run.state import Answer, IterationSummary, Question, RunState, VerifyResult
 from kilo_loop.run.status import RunStatus
 from kilo_loop.settings import Settings
 
@@ -213,7 +213,8 @@ class Orchestrator:
     # ---------------------------------------------------------- session
     async def _run_session(self, request: AgentRequest, summary: IterationSummary) -> SessionOutcome:
         ctx, rec, s = self.ctx, self.ctx.recorder, self.ctx.settings
-        runner = SessionRunner(ctx.backend, rec, ctx.control, ctx.guard, lambda step: self._on_step(step, summary))
+        runner = SessionRunner(ctx.backend, rec, ctx.control, ctx.guard, lambda step: self._on_step(step, summary),
+                               on_question=self._answer_agent, guard_stop=s.guard_stop)
         attempt = 0
         while True:
             outcome = await runner.run(request)
@@ -265,6 +266,8 @@ class Orchestrator:
         session_id = self._next_session_id(outcome)
         if outcome.guard_rule:
             return self._guard_hit(stage, summary, outcome)
+        if outcome.rejections:  # refused before they ran (serve): the session went on
+            summary.guard_hits, summary.guard_reason = len(outcome.rejections), outcome.rejections[-1].reason
         progress = read_progress(self.layout.progress, result.text)
         for warning in progress.warnings:
             rec.warn(warning)
@@ -289,6 +292,10 @@ class Orchestrator:
         rec.emit(IterationFinished(message=iteration_line(summary), outcome=summary.outcome, percent=percent))
         if summary.verify is not None or advanced:
             self._last_snapshot = None  # verify output and the ticked goal are not the agent's changes
+        if summary.guard_hits:
+            why = stop_policy.guard_reason(self.limits, self.state.consecutive_guard_blocks, summary.guard_reason)
+            if why:
+                return "stopped-guard", why
         return await self._after_report(summary)
 
     def _next_session_id(self, outcome: SessionOutcome) -> str | None:
@@ -369,7 +376,7 @@ class Orchestrator:
         self.ctx.recorder.emit(StageDone(message=f"stage done: {stage.title}", stage_id=stage.id))
         # A dry run changes no file but the loop's own, so the goal file is left as it is.
         s = self.ctx.settings
-        syncs = s.sync_goal and self.ctx.goal.kind == "markdown" and not s.dry_run
+        syncs = s.sync_goal and self.ctx.goal.kind != "text" and not s.dry_run
         if syncs and not self.ctx.hooks.sync_markdown(self.ctx.goal, stage):
             self.ctx.recorder.warn(f"could not tick '{stage.title}' in {self.ctx.goal.source}")
 
@@ -451,20 +458,42 @@ class Orchestrator:
             rec.warn("the agent asked a question but no answer channel is open (no terminal, no dashboard); "
                      "continuing without an answer")
             return None
+        self._last_snapshot = None  # the operator may edit files while deciding
+        answers = await self._put_questions(questions, summary.iteration)
+        if answers is None:
+            return "aborted", "stopped while waiting for an answer"
+        rec.set_status("running")
+        return None
+
+    async def _put_questions(self, questions: list[Question], iteration: int) -> list[Answer] | None:
+        """Ask the operator and wait; the answers are recorded (None when the run was stopped)."""
+        ctx, rec = self.ctx, self.ctx.recorder
         ctx.control.begin_question_round()
         for q in questions:
             options = "".join(f"\n    {n}. {o}" for n, o in enumerate(q.options, 1))
             rec.emit(QuestionAsked(message=f"? {q.question}{options}", question=q.question, options=q.options))
         rec.set_status("waiting-answer")
-        self._last_snapshot = None  # the operator may edit files while deciding
-        answers = await collect_answers(ctx.control, questions, summary.iteration)
+        answers = await collect_answers(ctx.control, questions, iteration)
         if answers is None:
-            return "aborted", "stopped while waiting for an answer"
+            return None
         ctx.answers.add(answers)
         for a in answers:
             rec.emit(AnswerReceived(message=f"answer: {a.question} → {a.answer}", source=a.source))
-        rec.set_status("running")
-        return None
+        return answers
+
+    async def _answer_agent(self, asked: AgentQuestion) -> list[str] | None:
+        """The agent's own question tool, mid-session (serve): routed to the loop's HITL channel."""
+        questions = [Question(question=q.question, options=list(q.options)) for q in asked.questions]
+        text = "; ".join(q.question for q in questions)
+        if self.ctx.settings.hitl == "off" or not self.ctx.answer_channel_open():
+            self.ctx.recorder.warn(f"the agent asked (no answer channel, or --hitl off; it goes on without): {text}")
+            return None
+        answers = await self._put_questions(questions, self.state.iteration)
+        self.ctx.recorder.set_status("running")
+        if not answers:
+            return None
+        by_question = {a.question: a.answer for a in answers}
+        return [by_question.get(q.question, "") for q in questions]
 
     # ------------------------------------------------------------ finish
     def _finish(self, status: RunStatus, reason: str) -> None:

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kilo_loop.agent.protocol import (
     AgentBackend,
     AgentError,
     AgentEvent,
+    AgentQuestion,
     AgentRequest,
     AgentResult,
+    AnsweringRun,
     GarbageLine,
+    GuardRejected,
     Reasoning,
     SessionStarted,
     StepFinished,
@@ -23,7 +26,7 @@ from kilo_loop.agent.protocol import (
     ToolUse,
 )
 from kilo_loop.loop.control import RunControl
-from kilo_loop.loop.prompt import guard_note
+from kilo_loop.loop.prompt import guard_note, rejections_note
 from kilo_loop.run.events import (
     AgentErrored,
     GuardBlocked,
@@ -55,6 +58,8 @@ class SessionOutcome:
     guard_rule: str | None = None
     guard_reason: str = ""
     stopped: bool = False
+    # Tool calls the loop refused before they ran (serve transport); the session went on.
+    rejections: list[GuardRejected] = field(default_factory=list)
 
 
 _TOOL_VERBS = {
@@ -95,12 +100,16 @@ class SessionRunner:
         control: RunControl,
         guard: GuardLike | None,
         on_tokens: Callable[[StepFinished], str | None],
+        on_question: Callable[[AgentQuestion], Awaitable[list[str] | None]] | None = None,
+        guard_stop: bool = False,
     ) -> None:
         self._backend = backend
         self._recorder = recorder
         self._control = control
         self._guard = guard
         self._on_tokens = on_tokens
+        self._on_question = on_question
+        self._guard_stop = guard_stop
 
     async def run(self, request: AgentRequest) -> SessionOutcome:
         run = self._backend.start(request)
@@ -148,7 +157,27 @@ class SessionRunner:
             rec.emit(AgentErrored(message=f"agent error: {event.name}: {event.message}"))
         elif isinstance(event, GarbageLine):
             rec.warn(f"skipped a garbage line from the agent ({event.problem}): {event.line[:120]}")
+        elif isinstance(event, GuardRejected):
+            return await self._rejected(event, run, outcome)
+        elif isinstance(event, AgentQuestion):
+            answers = await self._on_question(event) if self._on_question is not None else None
+            if isinstance(run, AnsweringRun):
+                await run.answer(event.request_id, answers)
         return False
+
+    async def _rejected(self, event: GuardRejected, run: Any, outcome: SessionOutcome) -> bool:
+        """The loop refused a call before it ran; the agent goes on (unless --guard-stop)."""
+        outcome.rejections.append(event)
+        self._recorder.emit(GuardBlocked(
+            message=f"guard rejected `{event.subject}` before it ran: {event.reason}", rule=event.rule,
+            reason=event.reason, note=rejections_note(outcome.rejections), before_execution=True,
+            extra={"tool": event.tool, "command": event.subject},
+        ))
+        if not self._guard_stop:
+            return False
+        outcome.guard_rule, outcome.guard_reason = event.rule, event.reason
+        await run.kill(f"guard: {event.reason}")
+        return True
 
     async def _check_guard(self, event: ToolUse, run: Any, outcome: SessionOutcome, cwd: str) -> bool:
         if self._guard is None:
@@ -157,6 +186,8 @@ class SessionRunner:
         if not decision.denied:
             return False
         command = event.input.get("command", event.tool)
+        if event.call_id and any(r.call_id == event.call_id for r in outcome.rejections):
+            return False  # the loop itself refused it before it ran, and said so
         if event.status == "error":
             # The CLI refused it (pre-execution deny rules): nothing ran, so no damage to control.
             self._recorder.emit(GuardPreDenied(message=f"denied before execution: `{command}`", rule=decision.rule))

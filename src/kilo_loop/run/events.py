@@ -179,6 +179,14 @@ class SessionOpened(RunEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class AgentServerStarted(RunEvent):
+    """The serve transport's warm agent server is up (one per run)."""
+
+    TYPE = "agent-server"
+    runtime: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class TextOut(RunEvent):
     TYPE = "text"
 
@@ -234,6 +242,9 @@ class GuardBlocked(RunEvent):
     rule: str = ""
     reason: str = ""
     note: str | None = None
+    # True: the loop refused the call before it ran (serve transport) and the session went on;
+    # such hits count once per iteration toward --max-guard-blocks (at the iteration's report).
+    before_execution: bool | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -322,7 +333,7 @@ EVENT_TYPES: dict[str, type[RunEvent]] = {
     cls.TYPE: cls
     for cls in (
         StateOpened, RunStarted, StatusChanged, RunFinished, Crashed, Warned, ControlChanged, Reverted,
-        IterationStarted, CheckpointTaken, IterationReported, IterationFinished, SessionOpened, TextOut,
+        IterationStarted, CheckpointTaken, IterationReported, IterationFinished, SessionOpened, AgentServerStarted, TextOut,
         ReasoningOut, ToolUsed, UsageCounted, AgentErrored, AgentFailed, GuardBlocked, GuardPreDenied,
         VerifyFinished, StageDone, StageBlocked, QuestionAsked, AnswerReceived, QuestionUnanswered, QuotaWait,
     )

@@ -149,7 +149,10 @@ def _reported(state: RunState, event: IterationReported) -> Changes:
     items = [*items, summary] if at is None else [*items[:at], summary, *items[at + 1:]]
     changes: Changes = {"iterations": items, "retry": RetryState()}
     if summary.outcome not in (*_UNFINISHED, "guard"):
-        changes.update(consecutive_guard_blocks=0, guard_note="")
+        if summary.guard_hits:  # calls refused before they ran (serve): one hit for the whole iteration
+            changes["consecutive_guard_blocks"] = state.consecutive_guard_blocks + 1
+        else:
+            changes.update(consecutive_guard_blocks=0, guard_note="")
     if event.session_id is not None:
         changes["session_id"] = event.session_id or None
     if event.stale_iterations is not None:
@@ -189,8 +192,9 @@ def _verify(state: RunState, event: VerifyFinished) -> Changes:
 
 
 def _guard(state: RunState, event: GuardBlocked) -> Changes:
-    changes: Changes = {"guard_blocks": state.guard_blocks + 1,
-                        "consecutive_guard_blocks": state.consecutive_guard_blocks + 1}
+    changes: Changes = {"guard_blocks": state.guard_blocks + 1}
+    if not event.before_execution:
+        changes["consecutive_guard_blocks"] = state.consecutive_guard_blocks + 1
     if event.note is not None:
         changes["guard_note"] = event.note
     return changes

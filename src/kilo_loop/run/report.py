@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from kilo_loop.durations import format_duration
+from kilo_loop.run.receipts import stage_receipts
 from kilo_loop.run.state import IterationSummary, RunState
 
 
@@ -97,6 +99,7 @@ def run_report_md(state: RunState) -> str:
         lines.append(f"- Guard blocks: {state.guard_blocks}")
     lines += ["", "## Stages", ""]
     lines += [f"- [{'x' if s.status == 'done' else ' '}] {s.title} — {s.status}" for s in state.stages]
+    lines += _receipt_lines(state)
     lines += ["", "## Iterations", "", "| # | stage | outcome | tokens | cost | % | verify |", "|---|---|---|---|---|---|---|"]
     for item in state.iterations:
         verify = "—" if item.verify is None else ("pass" if item.verify.passed else "fail")
@@ -107,3 +110,15 @@ def run_report_md(state: RunState) -> str:
     if state.resume_command:
         lines += ["", f"Resume this run: `{state.resume_command}`"]
     return "\n".join(lines) + "\n"
+
+
+def _receipt_lines(state: RunState) -> list[str]:
+    """`## Stage receipts`: per stage, what it took and how it was checked."""
+    header = "| stage | status | iterations | duration | tokens | cost | retries | verify | review |"
+    lines = ["", "## Stage receipts", "", header, "|---|---|---|---|---|---|---|---|---|"]
+    for r in stage_receipts(state):
+        lines.append(
+            f"| {r.title} | {r.status} | {len(r.iterations)} | {format_duration(r.duration_ms / 1000)} | {r.tokens} "
+            f"| {format_cost(r.cost)} | {r.retries} | {r.verify} | {r.review} |"
+        )
+    return lines

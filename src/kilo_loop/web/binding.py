@@ -8,7 +8,6 @@ so a port in use is reported before the run creates anything, and hands it to uv
 from __future__ import annotations
 
 import errno
-import ipaddress
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +16,8 @@ from kilo_loop.errors import UsageError
 
 LOOPBACK = "127.0.0.1"
 WILDCARDS = frozenset({"0.0.0.0", "::", ""})
-LOCAL_NAMES = ("localhost", "127.0.0.1", "[::1]")
+IPV4_LOOPBACK_NAMES = ("localhost", "127.0.0.1")
+IPV6_LOOPBACK_NAMES = ("localhost", "[::1]")
 
 
 class PortInUse(UsageError, OSError):
@@ -32,15 +32,6 @@ class BindError(UsageError, OSError):
 
 def is_wildcard(host: str) -> bool:
     return host in WILDCARDS
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def choose_bind_host(host: str | None, lan: bool, local: bool) -> str:
@@ -58,21 +49,36 @@ def url_host(host: str) -> str:
     return f"[{bare}]" if ":" in bare else bare
 
 
+def loopback_names(bind_host: str) -> tuple[str, ...]:
+    """The loopback names that lead to a server bound to `bind_host`: 127.0.0.1 only when it
+    listens on IPv4 loopback, `[::1]` only when it listens on IPv6 loopback (`::` is dual-stack
+    here), none for one specific non-loopback address."""
+    bare = bind_host.strip("[]")
+    if bare == "::":
+        return ("localhost", "127.0.0.1", "[::1]")
+    if bare in {"0.0.0.0", "", "127.0.0.1", "localhost"}:
+        return IPV4_LOOPBACK_NAMES
+    if bare == "::1":
+        return IPV6_LOOPBACK_NAMES
+    return ()
+
+
 @dataclass(frozen=True)
 class Binding:
     bind_host: str
     port: int
     shown_host: str  # never a wildcard
     lan_address: str | None
-    needs_token: bool
 
     def url(self, token: str | None = None) -> str:
+        """The address to open; with the token (loopback too: any local process could otherwise
+        drive the loop), as the terminal prints it."""
         base = f"http://{url_host(self.shown_host)}:{self.port}/"
-        return f"{base}?token={token}" if token and self.needs_token else base
+        return f"{base}?token={token}" if token else base
 
     def allowed_hosts(self) -> frozenset[str]:
         """`Host` header values a request may carry: only names that lead to this server."""
-        names = set(LOCAL_NAMES)
+        names = set(loopback_names(self.bind_host))
         if not is_wildcard(self.bind_host):
             names.add(url_host(self.bind_host))
         names.add(url_host(self.shown_host))
@@ -90,7 +96,7 @@ def plan_binding(
     bind_host = choose_bind_host(host, lan, local)
     lan_address = find_lan_address() if is_wildcard(bind_host) else None
     shown = (lan_address or LOOPBACK) if is_wildcard(bind_host) else bind_host
-    return Binding(bind_host, port, shown, lan_address, needs_token=not is_loopback(bind_host))
+    return Binding(bind_host, port, shown, lan_address)
 
 
 def open_listener(host: str, port: int) -> socket.socket:

@@ -4,10 +4,12 @@ redactor for what is read from disk — plus the JSON error type routes raise.""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import click
 import orjson
 from starlette.responses import Response
 
@@ -20,6 +22,10 @@ from kilo_loop.web.history import find_run
 from kilo_loop.web.sse import EventHub
 
 Mode = Literal["launcher", "direct"]
+
+
+def _echo_to_terminal(message: str) -> None:
+    click.echo(message, err=True)
 
 
 class ApiError(Exception):
@@ -48,6 +54,9 @@ class DashboardContext:
     hub: EventHub
     redactor: Redactor
     mode: Mode = "launcher"
+    # Tells the operator at the terminal what the dashboard changed that will run as them
+    # (verify commands, custom instructions); the command line points it at its console.
+    notice: Callable[[str], None] = _echo_to_terminal
     # Revert and controls take turns: a resume must not start an iteration mid-revert.
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -61,6 +70,11 @@ class DashboardContext:
 
     def redact(self, value: Any) -> Any:
         return self.redactor.redact_value(value)
+
+    def announce(self, what: str, text: str) -> None:
+        """`dashboard set <what>: <text>` on the terminal, redacted; an empty text reads as cleared."""
+        shown = self.redactor.redact(text.strip()) if text.strip() else "(cleared)"
+        self.notice(f"dashboard set {what}: {shown}")
 
     def live_run(self, active_only: bool = True) -> LiveRun:
         live = self.controller.live

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -18,6 +19,7 @@ from kilo_loop.run.report import run_report_md
 from kilo_loop.run.state import RunState
 from kilo_loop.run.store import RunNotFound, list_run_dirs, read_log_lines, resolve_run
 from kilo_loop.safety.checkpoint import CheckpointError, list_checkpoints, read_checkpoint_patch
+from kilo_loop.settings import Settings
 from kilo_loop.web.snapshot import slim_event
 
 MAX_LISTED_RUNS = 200
@@ -65,6 +67,25 @@ def read_state_wire(run: RunLayout) -> dict[str, Any]:
     return data
 
 
+def read_state(run: RunLayout) -> RunState:
+    try:
+        return RunState.model_validate(read_state_wire(run))
+    except ValueError as exc:
+        raise RunNotFound(f"the state of run {run.run_id} cannot be read: {exc}") from exc
+
+
+def duration_ms(started: Any, finished: Any) -> int | None:
+    """Milliseconds between two ISO timestamps; None when either is missing or unreadable."""
+    try:
+        start = datetime.fromisoformat(str(started))
+        end = datetime.fromisoformat(str(finished))
+    except ValueError:
+        return None
+    if (start.tzinfo is None) != (end.tzinfo is None):
+        return None
+    return max(0, round((end - start).total_seconds() * 1000))
+
+
 def run_summary(state: dict[str, Any]) -> dict[str, Any]:
     summary = {key: state.get(key) for key in _SUMMARY_KEYS}
     totals = state.get("totals")
@@ -72,7 +93,16 @@ def run_summary(state: dict[str, Any]) -> dict[str, Any]:
     summary["cost"] = totals.get("cost", 0.0) if isinstance(totals, dict) else 0.0
     iterations = state.get("iterations")
     summary["iterationsTotal"] = len(iterations) if isinstance(iterations, list) else 0
+    stages, completed = state.get("stages"), state.get("completedStages")
+    summary["stagesTotal"] = len(stages) if isinstance(stages, list) else 0
+    summary["stagesDone"] = len(completed) if isinstance(completed, list) else 0
+    summary["durationMs"] = duration_ms(state.get("startedAt"), state.get("finishedAt"))
     return summary
+
+
+def budget_of(settings: Settings) -> dict[str, Any]:
+    """The limits a run's chart draws its budget lines at (null: no limit)."""
+    return {"maxCost": settings.max_cost, "maxTokens": settings.max_tokens, "maxIterations": settings.iterations}
 
 
 def list_runs(project: ProjectLayout, redact: Redact) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Path, Query
 from starlette.responses import PlainTextResponse, Response
 
 from kilo_loop.run.layout import RUN_ID_PATTERN, RunLayout
+from kilo_loop.run.receipts import stage_receipts
 from kilo_loop.run.state import RunState
 from kilo_loop.run.store import RunNotFound
 from kilo_loop.safety.checkpoint import CheckpointError
@@ -112,6 +113,21 @@ def history_router(ctx: DashboardContext) -> APIRouter:
             raise ApiError(404, f"cannot build the report of run {layout.run_id}: {exc}") from exc
         redacted = ctx.redactor_for(layout.run_id).redact(text)
         return _text(redacted, filename=f"kilo-loop-{layout.run_id}-report.md")
+
+    @router.get(
+        "/runs/{run_id}/receipts",
+        summary="A receipt per stage (iterations, duration, tokens, cost, retries, verify, review) and the budget",
+    )
+    async def get_receipts(run_id: RunId) -> Response:
+        layout = ctx.run_layout(run_id)
+        live = ctx.live
+        if live is not None and live.run_id == layout.run_id:
+            state, budget = live.handle.state, history.budget_of(live.handle.settings)
+        else:
+            state, budget = await _off_loop(history.read_state, layout), None
+        receipts = [receipt.wire() for receipt in stage_receipts(state)]
+        body = {"runId": layout.run_id, "stages": receipts, "budget": budget}
+        return json_response(ctx.redactor_for(layout.run_id).redact_value(body))
 
     @router.get(
         "/runs/{run_id}/diff/{iteration}",

@@ -65,6 +65,8 @@ def launcher_router(ctx: DashboardContext) -> APIRouter:
             )
         except GoalError as exc:
             raise _goal_error(exc) from exc
+        where = "plan-wide" if body.stage_index is None else f"stage {body.stage_index + 1}"
+        ctx.announce(f"the verify command of {body.file} ({where})", body.verify)
         return json_response({"ok": True, "file": body.file, "stageIndex": body.stage_index})
 
     @router.post("/goals/verify-global", summary="Default verify for all runs (.kilocode-loop/config.json)")
@@ -76,6 +78,7 @@ def launcher_router(ctx: DashboardContext) -> APIRouter:
         except OSError as exc:
             raise ApiError(409, f"cannot write config.json: {exc.strerror or exc}") from exc
         ctx.controller.global_verify = now or ""
+        ctx.announce("the default verify command for every run (.kilocode-loop/config.json)", now or "")
         return json_response({"ok": True, "verify": now})
 
     @router.post("/goals/done", summary="Mark every stage done (done: true) or reopen them all (done: false)")
@@ -112,6 +115,8 @@ def launcher_router(ctx: DashboardContext) -> APIRouter:
             raise ApiError(409, str(exc)) from exc
         except StartRefused as exc:
             raise ApiError(400, str(exc)) from exc
+        if body.prompt_extra and body.prompt_extra.strip():
+            ctx.announce(f"a custom instruction for run {live.run_id}", body.prompt_extra)
         return json_response({"ok": True, "runId": live.run_id}, status=201)
 
     return router

@@ -1,10 +1,14 @@
 """The dashboard's front door, as one ASGI middleware in front of every route.
 
-In order: the Host header must name this server (no DNS rebinding); on a non-loopback bind
-the request must carry the session token (`?token=` once, then an HttpOnly SameSite=Strict
-cookie, or `Authorization: Bearer`); a state-changing request must come from this origin and
-carry JSON; a body may not exceed the size limit. Every response gets headers that keep the
-page from being framed, sniffed, or leaking the URL (and its token) as a referrer.
+In order: the Host header must name this server (no DNS rebinding); the request must carry
+the run's token, on loopback as on a LAN bind, as Jupyter does (`?token=` once, then an
+HttpOnly SameSite=Strict cookie named after the port, or `Authorization: Bearer`) — any local
+process could otherwise drive the loop and run commands as the user; a state-changing request
+must come from this origin and carry JSON; a body may not exceed the size limit; and only so
+many requests (and, separately, event streams) may be open at once (503 past it). Every
+response gets headers that keep the page from being framed, sniffed, or leaking the URL (and
+its token) as a referrer. A browser refused for want of the token gets a small HTML page
+saying where the link is; API clients get JSON.
 """
 
 from __future__ import annotations
@@ -19,9 +23,23 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MAX_BODY_BYTES = 64 * 1024
+MAX_IN_FLIGHT = 64  # ordinary requests being answered at once
+MAX_STREAMS = 16  # open event streams (browser tabs), counted apart: they stay open
+STREAM_PATHS = frozenset({"/api/events"})
 NEEDS_TOKEN = (
     "this dashboard needs its token: open the URL with ?token=… that kilo-loop printed in the terminal"
 )
+NEEDS_TOKEN_PAGE = b"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>kilo-loop: open the link from the terminal</title></head>
+<body>
+<h1>This dashboard needs its link</h1>
+<p>kilo-loop printed the address to open in the terminal where it runs, on the line
+<code>Dashboard http://&hellip;/?token=&hellip;</code>. Open that link (Ctrl+Click it);
+the token then stays in a cookie for this browser.</p>
+<p>Lost it? The token changes every time kilo-loop starts: restart it to get a new link.</p>
+</body></html>
+"""
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -44,9 +62,11 @@ def new_token() -> str:
 @dataclass(frozen=True)
 class SecurityPolicy:
     allowed_hosts: frozenset[str]
-    token: str | None = None  # None: loopback bind, no token needed
+    token: str | None = None  # None only for an app that is never served (the OpenAPI schema)
     cookie_name: str = "kilo_loop_token"
     max_body: int = MAX_BODY_BYTES
+    max_in_flight: int = MAX_IN_FLIGHT
+    max_streams: int = MAX_STREAMS
 
     def host_ok(self, host: str | None) -> bool:
         return host is not None and host.lower() in self.allowed_hosts
@@ -94,10 +114,20 @@ def _error_body(message: str) -> bytes:
     return orjson.dumps({"error": message})
 
 
+def wants_html(path: str, accept: str | None) -> bool:
+    """A browser loading a page (not the API, unless it asks for HTML rather than JSON)."""
+    kinds = (accept or "").lower()
+    if path.startswith("/api/") or path.endswith(".json"):
+        return "text/html" in kinds and "application/json" not in kinds
+    return "application/json" not in kinds
+
+
 class SecurityMiddleware:
     def __init__(self, app: ASGIApp, policy: SecurityPolicy) -> None:
         self.app = app
         self.policy = policy
+        self.in_flight = 0
+        self.streams = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -106,16 +136,40 @@ class SecurityMiddleware:
         headers = Headers(scope=scope)
         problem, set_cookie = self._check(scope, headers)
         if problem is not None:
-            await _reject(send, *problem)
+            html = problem[0] == 401 and wants_html(scope["path"], headers.get("accept"))
+            await _reject(send, *problem, html=html)
             return
-        method = scope["method"]
-        if method not in SAFE_METHODS:
-            body = await self._read_body(headers, receive)
-            if body is None:
-                await _reject(send, 413, f"request body over {self.policy.max_body} bytes")
-                return
-            receive = _replay(body, receive)
-        await self.app(scope, receive, self._decorate(send, set_cookie))
+        stream = scope["path"] in STREAM_PATHS
+        if stream and self.streams >= self.policy.max_streams:
+            await _reject(send, 503, f"too many open event streams (limit {self.policy.max_streams}): "
+                                     "close another dashboard tab", retry_after=5)
+            return
+        if not stream and self.in_flight >= self.policy.max_in_flight:
+            await _reject(send, 503, f"too many requests at once (limit {self.policy.max_in_flight}): "
+                                     "retry shortly", retry_after=1)
+            return
+        await self._admitted(scope, receive, send, headers, set_cookie, stream)
+
+    async def _admitted(
+        self, scope: Scope, receive: Receive, send: Send, headers: Headers, set_cookie: bool, stream: bool
+    ) -> None:
+        if stream:
+            self.streams += 1
+        else:
+            self.in_flight += 1
+        try:
+            if scope["method"] not in SAFE_METHODS:
+                body = await self._read_body(headers, receive)
+                if body is None:
+                    await _reject(send, 413, f"request body over {self.policy.max_body} bytes")
+                    return
+                receive = _replay(body, receive)
+            await self.app(scope, receive, self._decorate(send, set_cookie))
+        finally:
+            if stream:
+                self.streams -= 1
+            else:
+                self.in_flight -= 1
 
     def _check(self, scope: Scope, headers: Headers) -> tuple[tuple[int, str] | None, bool]:
         """(status and message to refuse with, or None; whether to set the token cookie)."""
@@ -194,11 +248,16 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-async def _reject(send: Send, status: int, message: str) -> None:
-    body = _error_body(message)
+async def _reject(
+    send: Send, status: int, message: str, html: bool = False, retry_after: int | None = None
+) -> None:
+    body = NEEDS_TOKEN_PAGE if html else _error_body(message)
+    kind = b"text/html; charset=utf-8" if html else b"application/json"
     headers: Iterable[tuple[bytes, bytes]] = [
-        (b"content-type", b"application/json"),
+        (b"content-type", kind),
         (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"),
+        *([(b"retry-after", str(retry_after).encode())] if retry_after is not None else []),
         *((name.encode(), value.encode()) for name, value in _SECURITY_HEADERS),
     ]
     await send({"type": "http.response.start", "status": status, "headers": list(headers)})

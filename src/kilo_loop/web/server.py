@@ -49,14 +49,14 @@ class Dashboard:
 
     ctx: DashboardContext
     binding: Binding
-    token: str | None
+    token: str
     sock: socket.socket
     _server: _EmbeddedServer | None = None
     _task: asyncio.Task[None] | None = None
 
     @property
     def url(self) -> str:
-        """The address to open (with the token on a non-loopback bind); never a wildcard."""
+        """The address to open, with the token; never a wildcard."""
         return self.binding.url(self.token)
 
     @property
@@ -125,6 +125,6 @@ def prepare_dashboard(
         redactor=Redactor(enabled=settings.redact),
         mode=mode,
     )
-    dashboard = Dashboard(ctx, binding, new_token() if binding.needs_token else None, sock)
+    dashboard = Dashboard(ctx, binding, new_token(), sock)
     holder.append(dashboard)
     return dashboard

@@ -31,6 +31,13 @@
     cardCache: new Map(),
     checkpointTimer: null,
     activeRunId: null,
+    nowTools: [], // the last tool lines of the current iteration
+    nowDoing: "", // the last thing the agent said or did
+    logFilter: "all",
+    logSearch: "",
+    chartMode: "cost",
+    budget: null, // the run's --max-cost / --max-tokens (live runs)
+    receiptsTimer: null,
   };
 
   // ------------------------------------------------------------------ helpers
@@ -151,11 +158,11 @@
   }
 
   function setTopbar() {
-    const status = S.run ? S.run.status : "idle";
+    const status = S.run ? displayStatus(S.run) : "idle";
     const state = topbarState(status, S.stale && S.live);
     $("topbar").className = `topbar topbar--${state}`;
     const pill = $("status-pill");
-    pill.textContent = state === "stale" ? `${status} (connection lost)` : status;
+    pill.textContent = state === "stale" ? `${statusText(status)} (connection lost)` : statusText(status);
     pill.dataset.status = state;
     $("topbar-title").textContent = S.run ? S.run.goalTitle || S.run.runId : (S.mode === "launcher" ? "Launcher" : "Dashboard");
   }
@@ -373,14 +380,21 @@
     S.offset = snapshot.iterationsOffset || 0;
     S.total = snapshot.iterationsTotal || S.iterations.size;
     $("log").replaceChildren();
+    S.nowTools = [];
+    S.nowDoing = "";
+    S.budget = null;
+    $("receipts-body").replaceChildren();
     for (const event of snapshot.logTail || []) appendLog(event);
+    applyLogFilter();
     S.dismissedQuestions = "";
     renderRun();
     loadCheckpoints();
+    loadReceipts();
   }
 
   function mergeHead(head) {
     if (!S.run || head.runId !== S.run.runId) return;
+    if (head.status !== S.run.status) queueReceipts();
     const logTail = S.run.logTail;
     S.run = { ...S.run, ...head, logTail };
     for (const item of head.iterations || []) S.iterations.set(item.iteration, item);
@@ -431,14 +445,56 @@
       clearTimeout(S.checkpointTimer);
       S.checkpointTimer = setTimeout(loadCheckpoints, 300);
     }
+    if (["stage-done", "iteration-finished", "verify", "run-finished"].includes(event.type)) queueReceipts();
+    if (S.run) renderNow(S.run);
   }
 
   // ------------------------------------------------------------------ log
+  const DOING_TYPES = new Set(["text", "reasoning", "status", "verify", "question", "answer", "checkpoint", "session", "warning", "stage-done", "control"]);
+  const ERROR_TYPES = new Set(["agent-error", "agent-failed", "crash", "guard-pre"]);
+  const NOW_TOOLS = 5;
+
+  function logKinds(event) {
+    const kinds = [];
+    const failedTool = event.type === "tool" && event.data && event.data.status === "error";
+    const failedVerify = event.type === "verify" && event.data && event.data.passed === false;
+    if (event.type === "tool") kinds.push("tools");
+    if (event.level === "error" || event.level === "warn" || ERROR_TYPES.has(event.type) || failedTool || failedVerify) kinds.push("errors");
+    if (event.type === "question" || event.type === "answer") kinds.push("questions");
+    return kinds;
+  }
+
+  function lineVisible(line) {
+    const filter = S.logFilter;
+    if (filter !== "all" && line.dataset.section !== "1" && !(line.dataset.kinds || "").split(" ").includes(filter)) return false;
+    return !S.logSearch || line.textContent.toLowerCase().includes(S.logSearch);
+  }
+
+  function applyLogFilter() {
+    let shown = 0;
+    for (const line of $("log").children) {
+      line.hidden = !lineVisible(line);
+      if (!line.hidden && line.dataset.section !== "1") shown += 1;
+    }
+    $("log-empty").hidden = shown > 0 || !$("log").childElementCount;
+  }
+
+  function setLogFilter(filter) {
+    S.logFilter = filter;
+    for (const button of $("log-filter").querySelectorAll("button")) {
+      const on = button.dataset.filter === filter;
+      button.classList.toggle("segmented__btn--on", on);
+      button.setAttribute("aria-pressed", String(on));
+    }
+    applyLogFilter();
+  }
+
   function appendLog(event) {
     const log = $("log");
     let line;
     if (event.type === "iteration-started" || event.type === "run-started") {
       line = h("div", { class: "log__section", text: event.message });
+      line.dataset.section = "1";
     } else if (event.type === "tool") {
       const failed = event.data && event.data.status === "error";
       line = h("div", { class: `log__tool${failed ? " log__tool--error" : ""}`, text: event.message });
@@ -447,9 +503,83 @@
         h("time", { text: fmtTime(event.ts) }), " ", event.message);
     }
     line.dataset.seq = event.seq;
+    line.dataset.kinds = logKinds(event).join(" ");
+    line.hidden = !lineVisible(line);
     log.append(line);
     while (log.childElementCount > LOG_MAX_LINES) log.firstElementChild.remove();
+    if (!line.hidden) $("log-empty").hidden = true;
     if ($("log-follow").checked) log.scrollTop = log.scrollHeight;
+    noteForNow(event);
+  }
+
+  // What the "Now" panel shows: what the agent did last, and its last tool lines this iteration.
+  function noteForNow(event) {
+    if (event.type === "iteration-started" || event.type === "run-started") {
+      S.nowTools = [];
+      S.nowDoing = event.message || "";
+    } else if (event.type === "tool") {
+      S.nowTools = [...S.nowTools, event.message || ""].slice(-NOW_TOOLS);
+      S.nowDoing = event.message || S.nowDoing;
+    } else if (DOING_TYPES.has(event.type) && event.message) {
+      S.nowDoing = event.message;
+    }
+  }
+
+  // ------------------------------------------------------------------ time, progress, ETA (pure)
+  function fmtDuration(ms) {
+    if (ms === null || ms === undefined || !Number.isFinite(ms)) return "—";
+    const total = Math.max(0, Math.round(ms / 1000));
+    if (total < 60) return `${total}s`;
+    const minutes = Math.floor(total / 60);
+    const seconds = String(total % 60).padStart(2, "0");
+    if (minutes < 60) return `${minutes}m ${seconds}s`;
+    return `${Math.floor(minutes / 60)}h ${String(minutes % 60).padStart(2, "0")}m`;
+  }
+
+  function parseTime(ts) {
+    const value = ts ? Date.parse(ts) : NaN;
+    return Number.isNaN(value) ? null : value;
+  }
+
+  function stageCounts(run) {
+    const stages = run.stages || [];
+    const done = stages.filter((stage) => stage.status === "done").length;
+    return { done: Math.max(done, (run.completedStages || []).length), total: stages.length };
+  }
+
+  // Elapsed time, the running iteration's time, the average of finished iterations and an ETA:
+  // the iterations the stages left are likely to need (at this run's pace), capped by the budget.
+  function runClock(run, items, now) {
+    const started = parseTime(run.startedAt);
+    const finished = parseTime(run.finishedAt);
+    const final = FINAL.has(run.status);
+    const elapsed = started === null ? null : ((final && finished !== null ? finished : now) - started);
+    const done = items.filter((item) => item.outcome !== "running" && item.durationMs > 0);
+    const average = done.length ? done.reduce((sum, item) => sum + item.durationMs, 0) / done.length : null;
+    const running = final ? null : items.find((item) => item.outcome === "running") || null;
+    const runningStart = running ? parseTime(running.startedAt) : null;
+    const runningFor = runningStart === null ? null : Math.max(0, now - runningStart);
+    let eta = null;
+    if (!final && average !== null) {
+      const counts = stageCounts(run);
+      const finishedIterations = Math.max(0, (run.iteration || 0) - (running ? 1 : 0));
+      const perStage = counts.done > 0 ? finishedIterations / counts.done : 1;
+      const needed = Math.ceil((counts.total - counts.done) * perStage);
+      const budgetLeft = Math.max(0, (run.maxIterations || 0) - finishedIterations);
+      eta = Math.max(0, Math.min(needed, budgetLeft) * average - (runningFor || 0));
+    }
+    return { elapsed, average, running, runningFor, eta, final };
+  }
+
+  function displayStatus(run) {
+    const status = run.status || "idle";
+    const usedUp = status === "done-with-errors" && /iteration\(s\) used/.test(run.stopReason || "");
+    const blocked = (run.stages || []).some((stage) => stage.status === "blocked");
+    return usedUp && !blocked ? "iterations-used" : status;
+  }
+
+  function statusText(state) {
+    return state.replace(/-/g, " ");
   }
 
   // ------------------------------------------------------------------ run view
@@ -460,7 +590,6 @@
     $("run-goal").textContent = run.goalTitle || run.runId;
     const meta = [
       `run ${run.runId}`,
-      `iteration ${run.iteration || 0}/${run.maxIterations || "?"}`,
       run.runtime ? `runtime ${run.runtime}` : null,
       run.agent ? `agent ${run.agent}` : null,
       `HITL ${run.hitl}`,
@@ -468,7 +597,9 @@
       run.goalSource ? `goal ${run.goalSource}` : null,
     ].filter(Boolean);
     $("run-meta").textContent = meta.join(" · ");
-    $("run-progress").style.width = `${Math.max(0, Math.min(100, run.lastPercent || 0))}%`;
+    renderHeadline(run);
+    renderClock();
+    renderNow(run);
     renderBadges(run);
     renderFigures(run);
     renderControls(run);
@@ -476,6 +607,60 @@
     renderChart();
     renderCards();
     maybeAskQuestions();
+  }
+
+  function renderHeadline(run) {
+    const counts = stageCounts(run);
+    const ratio = counts.total ? Math.round((counts.done / counts.total) * 100) : 0;
+    $("stages-done").textContent = `${counts.done} / ${counts.total}`;
+    $("run-progress").style.width = `${ratio}%`;
+    $("run-progress-holder").setAttribute("aria-valuenow", String(ratio));
+    $("agent-percent").textContent = `agent reports ${run.lastPercent || 0}%`;
+  }
+
+  function renderClock() {
+    const run = S.run;
+    if (!run) return;
+    const now = Date.now();
+    const clock = runClock(run, sortedIterations(), now);
+    $("run-elapsed").textContent = fmtDuration(clock.elapsed);
+    const of = `${run.iteration || 0} / ${run.maxIterations || "?"}`;
+    $("run-iteration").textContent = clock.running && clock.runningFor !== null ? `${of} · running ${fmtDuration(clock.runningFor)}` : of;
+    $("run-average").textContent = clock.average === null ? "—" : fmtDuration(clock.average);
+    $("run-eta").textContent = clock.final ? "finished" : (clock.eta === null ? "after the first iteration" : `~${fmtDuration(clock.eta)}`);
+    renderQuota(run, now);
+    const runningCard = clock.running ? document.querySelector(`.iteration[data-iter="${clock.running.iteration}"] .iteration__duration`) : null;
+    if (runningCard && clock.runningFor !== null) runningCard.textContent = `running ${fmtDuration(clock.runningFor)}`;
+  }
+
+  // A usage-limit wait: status waiting-quota, and the ISO time the limit resets in `quotaResetAt`.
+  function renderQuota(run, now) {
+    const box = $("quota-wait");
+    const waiting = run.status === "waiting-quota";
+    box.hidden = !waiting;
+    if (!waiting) return;
+    const reset = parseTime(run.quotaResetAt);
+    box.textContent = reset === null ? "waiting for the usage limit to reset" : `usage limit: resumes in ${fmtDuration(reset - now)}`;
+  }
+
+  function renderNow(run) {
+    const stages = run.stages || [];
+    const final = FINAL.has(run.status);
+    const index = stages.findIndex((stage) => stage.id === run.currentStageId);
+    if (final) {
+      $("now-stage").textContent = `Finished: ${run.stopReason || statusText(displayStatus(run))}`;
+    } else if (index >= 0) {
+      $("now-stage").textContent = `Stage ${index + 1} of ${stages.length}: ${stages[index].title}`;
+    } else {
+      $("now-stage").textContent = run.status === "starting" ? "Starting…" : "Between stages";
+    }
+    const waiting = { "waiting-answer": "Waiting for your answer: press Answer question", paused: "Paused: press Resume to go on", "waiting-quota": "Waiting for the usage limit to reset" };
+    $("now-doing").textContent = final ? "" : (waiting[run.status] || S.nowDoing || "");
+    fill($("now-tools"), ...(final ? [] : S.nowTools.map((tool) => h("li", { text: tool }))));
+    const unanswered = run.unansweredQuestions || []; // questions whose --answer-timeout elapsed
+    const box = $("now-unanswered");
+    box.hidden = !unanswered.length;
+    box.textContent = unanswered.length ? `${unanswered.length} question(s) went unanswered (the run went on): ${unanswered.map((q) => q.question || q).join(" · ")}` : "";
   }
 
   function renderBadges(run) {
@@ -486,17 +671,16 @@
     if (run.abortRequested && !FINAL.has(run.status)) badges.push(h("span", { class: "chip chip--warn", text: "abort after this session" }));
     if (run.retry && run.retry.attempt) badges.push(h("span", { class: "chip chip--warn", text: `auto-retry ×${run.retry.attempt}` }));
     if (!S.live) badges.push(h("span", { class: "chip", text: "saved run" }));
-    if (run.stopReason && FINAL.has(run.status)) badges.push(h("span", { class: "chip", text: run.stopReason }));
     fill($("run-badges"), ...badges);
   }
 
   function renderFigures(run) {
     const totals = run.totals || {};
+    const budget = S.budget || {};
     const figures = [
-      ["Tokens", fmtTokens(totals.tokens)],
-      ["Cost", fmtCost(totals.cost)],
+      ["Cost", budget.maxCost ? `${fmtCost(totals.cost)} / ${fmtCost(budget.maxCost)}` : fmtCost(totals.cost)],
+      ["Tokens", budget.maxTokens ? `${fmtTokens(totals.tokens)} / ${fmtTokens(budget.maxTokens)}` : fmtTokens(totals.tokens)],
       ["Context", fmtTokens(run.contextTokens)],
-      ["Progress", `${run.lastPercent || 0}%`],
       ["Answers", String(run.answers || 0)],
       ["Guard blocks", String(run.guardBlocks || 0)],
     ];
@@ -523,73 +707,193 @@
     $("ctl-report").setAttribute("download", `kilo-loop-${run.runId}-report.md`);
     $("ctl-new-run").hidden = active;
     $("ctl-finished").hidden = active;
-    $("ctl-finished").textContent = S.live ? `Run ${run.status}.` : `Saved run (${run.status}).`;
+    $("ctl-finished").textContent = S.live ? `Run ended: ${statusText(displayStatus(run))}.` : `Saved run (${statusText(displayStatus(run))}).`;
     $("ctl-answer").hidden = !(S.live && (run.pendingQuestions || []).length);
   }
 
+  // Done stages and the current one in the list; the stages after it folded away.
   function renderStages(run) {
+    const stages = run.stages || [];
     const current = run.currentStageId;
-    $("run-stages").replaceChildren(...(run.stages || []).map((stage) => {
-      const status = stage.id === current && stage.status === "pending" ? "in_progress" : stage.status;
-      return h("li", { class: `stage stage--${status}${stage.id === current ? " stage--current" : ""}` },
+    const final = FINAL.has(run.status);
+    let cut = stages.findIndex((stage) => stage.id === current);
+    if (cut < 0) cut = stages.findIndex((stage) => stage.status !== "done");
+    const visible = final || cut < 0 ? stages.length : cut + 1;
+    const row = (stage, index) => {
+      const status = stage.id === current && stage.status === "pending" && !final ? "in_progress" : stage.status;
+      return h("li", { class: `stage stage--${status}${stage.id === current && !final ? " stage--current" : ""}` },
+        h("span", { class: "stage__number", text: `${index + 1}.` }),
         h("span", { class: `chip chip--${status}`, text: status.replace("_", " ") }),
         h("span", { class: "stage__title", text: stage.title }),
         stage.verify ? h("code", { class: "stage__verify", text: stage.verify }) : null);
-    }));
+    };
+    fill($("run-stages"), ...stages.slice(0, visible).map((stage, index) => row(stage, index)));
+    const later = stages.slice(visible);
+    $("stages-later").hidden = !later.length;
+    $("stages-later-summary").textContent = `${later.length} more stage${later.length === 1 ? "" : "s"} after this one`;
+    fill($("run-stages-later"), ...later.map((stage, index) => row(stage, visible + index)));
   }
 
   function sortedIterations() {
     return [...S.iterations.values()].sort((a, b) => a.iteration - b.iteration);
   }
 
+  // The chart's series: per finished iteration its own amount and the running total (pure).
+  // Iterations before the loaded window count in the starting total; the running iteration is
+  // not a zero: it is drawn apart, at what it has spent so far.
+  function cumulativeSeries(items, key, total, windowStart) {
+    const finished = items.filter((item) => item.outcome !== "running");
+    const running = items.find((item) => item.outcome === "running") || null;
+    const shown = items.reduce((sum, item) => sum + (Number(item[key]) || 0), 0);
+    let sum = windowStart > 0 ? Math.max(0, (Number(total) || 0) - shown) : 0;
+    const points = finished.map((item) => {
+      sum += Number(item[key]) || 0;
+      return { item, amount: Number(item[key]) || 0, cumulative: sum };
+    });
+    const live = running ? { item: running, amount: Number(running[key]) || 0, cumulative: sum + (Number(running[key]) || 0) } : null;
+    return { points, running: live };
+  }
+
+  function niceMax(value) {
+    if (value <= 0) return 1;
+    const power = 10 ** Math.floor(Math.log10(value));
+    const steps = [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10];
+    return steps.map((step) => step * power).find((candidate) => candidate >= value) || value;
+  }
+
   function renderChart() {
-    const items = sortedIterations();
     const chart = $("chart");
+    const run = S.run;
+    const items = sortedIterations();
+    const mode = S.chartMode;
+    const key = mode === "cost" ? "cost" : "tokens";
+    const fmt = mode === "cost" ? fmtCost : fmtTokens;
+    const budget = S.budget ? (mode === "cost" ? S.budget.maxCost : S.budget.maxTokens) : null;
+    $("chart-title").textContent = mode === "cost" ? "Cumulative cost" : "Cumulative tokens";
     if (!items.length) {
       chart.replaceChildren(h("p", { class: "muted", text: "No iterations yet." }));
       return;
     }
-    const W = 640;
-    const H = 200;
-    const pad = { l: 48, r: 56, t: 12, b: 24 };
+    const totals = (run && run.totals) || {};
+    const series = cumulativeSeries(items, key, totals[key], S.offset);
+    const slots = series.points.length + (series.running ? 1 : 0);
+    const top = Math.max(...series.points.map((p) => p.cumulative), series.running ? series.running.cumulative : 0, budget || 0);
+    const W = Math.max(280, Math.round(chart.clientWidth || 640));
+    const H = W < 500 ? 200 : 230;
+    const widest = Math.max(...[0, top, budget || 0].map((value) => fmt(niceMax(value * 1.05)).length));
+    const pad = { l: 12 + widest * 7.5, r: 12, t: 14, b: 28 }; // room for the y labels at 12px
     const innerW = W - pad.l - pad.r;
     const innerH = H - pad.t - pad.b;
-    const maxTokens = Math.max(1, ...items.map((i) => i.tokens || 0));
-    const maxCost = Math.max(1e-6, ...items.map((i) => i.cost || 0));
-    const step = innerW / items.length;
-    const barW = Math.max(1, Math.min(step * 0.7, 40));
+    const yMax = niceMax(top * 1.05);
+    const y = (value) => pad.t + innerH - (value / yMax) * innerH;
+    const step = innerW / Math.max(1, slots);
+    const x = (index) => pad.l + index * step + step / 2;
     const parts = [];
-    parts.push(s("line", { class: "chart__axis", x1: pad.l, y1: pad.t + innerH, x2: pad.l + innerW, y2: pad.t + innerH }));
-    parts.push(s("text", { class: "chart__label", x: pad.l - 6, y: pad.t + 10, "text-anchor": "end", text: fmtTokens(maxTokens) }));
-    parts.push(s("text", { class: "chart__label", x: pad.l - 6, y: pad.t + innerH, "text-anchor": "end", text: "0" }));
-    parts.push(s("text", { class: "chart__label chart__label--cost", x: pad.l + innerW + 6, y: pad.t + 10, text: fmtCost(maxCost) }));
-    const points = [];
-    items.forEach((item, index) => {
-      const x = pad.l + index * step + (step - barW) / 2;
-      const height = ((item.tokens || 0) / maxTokens) * innerH;
-      parts.push(s("rect", { class: `chart__bar chart__bar--${item.outcome}`, x: x.toFixed(1), y: (pad.t + innerH - height).toFixed(1), width: barW.toFixed(1), height: height.toFixed(1) },
-        s("title", { text: `#${item.iteration}: ${fmtTokens(item.tokens)} tokens, ${fmtCost(item.cost)}` })));
-      const cx = pad.l + index * step + step / 2;
-      const cy = pad.t + innerH - ((item.cost || 0) / maxCost) * innerH;
-      points.push(`${cx.toFixed(1)},${cy.toFixed(1)}`);
-    });
-    parts.push(s("polyline", { class: "chart__line", points: points.join(" ") }));
-    if (items.length <= 60) {
-      for (const point of points) {
-        const [cx, cy] = point.split(",");
-        parts.push(s("circle", { class: "chart__dot", cx, cy, r: 2.5 }));
-      }
+    for (const tick of [0, yMax / 2, yMax]) {
+      parts.push(s("line", { class: "chart__grid", x1: pad.l, x2: pad.l + innerW, y1: y(tick).toFixed(1), y2: y(tick).toFixed(1) }));
+      parts.push(s("text", { class: "chart__label", x: pad.l - 6, y: (y(tick) + 4).toFixed(1), "text-anchor": "end", text: fmt(tick) }));
     }
-    const every = Math.max(1, Math.ceil(items.length / 12));
-    items.forEach((item, index) => {
-      if (index % every === 0 || index === items.length - 1) {
-        parts.push(s("text", { class: "chart__label", x: (pad.l + index * step + step / 2).toFixed(1), y: H - 6, "text-anchor": "middle", text: `#${item.iteration}` }));
+    const barW = Math.max(2, Math.min(step * 0.6, 36));
+    series.points.forEach((point, index) => {
+      const height = (point.amount / yMax) * innerH;
+      parts.push(s("rect", { class: `chart__bar chart__bar--${point.item.outcome}`, x: (x(index) - barW / 2).toFixed(1), y: (pad.t + innerH - height).toFixed(1), width: barW.toFixed(1), height: Math.max(0, height).toFixed(1) }));
+    });
+    if (budget) {
+      parts.push(s("line", { class: "chart__budget", x1: pad.l, x2: pad.l + innerW, y1: y(budget).toFixed(1), y2: y(budget).toFixed(1) }));
+      parts.push(s("text", { class: "chart__label chart__label--budget", x: pad.l + innerW - 4, y: (y(budget) - 5).toFixed(1), "text-anchor": "end", text: `budget ${fmt(budget)}` }));
+    }
+    const line = series.points.map((point, index) => `${x(index).toFixed(1)},${y(point.cumulative).toFixed(1)}`);
+    if (line.length) parts.push(s("polyline", { class: "chart__line", points: line.join(" ") }));
+    series.points.forEach((point, index) => parts.push(s("circle", { class: "chart__dot", cx: x(index).toFixed(1), cy: y(point.cumulative).toFixed(1), r: 3.5 })));
+    if (series.running) {
+      const index = series.points.length;
+      const last = series.points.length ? series.points[series.points.length - 1] : null;
+      if (last) parts.push(s("line", { class: "chart__line chart__line--running", x1: x(index - 1).toFixed(1), y1: y(last.cumulative).toFixed(1), x2: x(index).toFixed(1), y2: y(series.running.cumulative).toFixed(1) }));
+      parts.push(s("circle", { class: "chart__dot chart__dot--running", cx: x(index).toFixed(1), cy: y(series.running.cumulative).toFixed(1), r: 4 }));
+    }
+    const all = [...series.points, ...(series.running ? [series.running] : [])];
+    const every = Math.max(1, Math.ceil(all.length / Math.max(1, Math.floor(innerW / 46))));
+    all.forEach((point, index) => {
+      if (index % every === 0 || index === all.length - 1) {
+        parts.push(s("text", { class: "chart__label", x: x(index).toFixed(1), y: H - 8, "text-anchor": "middle", text: `#${point.item.iteration}` }));
       }
     });
-    const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart__svg", role: "img", "aria-label": "tokens (bars) and cost (line) per iteration" }, ...parts);
+    all.forEach((point, index) => {
+      parts.push(s("rect", { class: "chart__hit", x: (pad.l + index * step).toFixed(1), y: pad.t, width: step.toFixed(1), height: innerH, "data-index": index },
+        s("title", { text: chartTip(point, fmt, budget).join("\n") })));
+    });
+    const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: "chart__svg", role: "img", "aria-label": `${mode === "cost" ? "cumulative cost" : "cumulative tokens"} per iteration${budget ? " against the budget" : ""}` }, ...parts);
+    svg.addEventListener("pointermove", (event) => showChartTip(event, all, fmt, budget));
+    svg.addEventListener("pointerleave", () => { $("chart-tip").hidden = true; });
     const legend = h("div", { class: "chart__legend" },
-      h("span", { class: "legend legend--tokens", text: "tokens" }), h("span", { class: "legend legend--cost", text: "cost" }));
+      h("span", { class: "legend legend--line", text: mode === "cost" ? "cost so far" : "tokens so far" }),
+      h("span", { class: "legend legend--bars", text: "per iteration" }),
+      budget ? h("span", { class: "legend legend--budget", text: `budget (${mode === "cost" ? "--max-cost" : "--max-tokens"})` })
+        : h("span", { class: "muted", text: mode === "cost" ? "no --max-cost set" : "no --max-tokens set" }));
     chart.replaceChildren(svg, legend);
+  }
+
+  function chartTip(point, fmt, budget) {
+    const item = point.item;
+    const lines = [
+      `#${item.iteration} · ${item.stageTitle || item.stageId || "goal"}`,
+      `${item.outcome === "running" ? "so far" : "this iteration"}: ${fmt(point.amount)}`,
+      `total: ${fmt(point.cumulative)}${budget ? ` of ${fmt(budget)} (${Math.round((point.cumulative / budget) * 100)}%)` : ""}`,
+      item.outcome === "running" ? "running" : `${item.outcome} · ${fmtDuration(item.durationMs)}`,
+    ];
+    return lines;
+  }
+
+  function showChartTip(event, all, fmt, budget) {
+    const target = event.target.closest ? event.target.closest(".chart__hit") : null;
+    const tip = $("chart-tip");
+    if (!target) {
+      tip.hidden = true;
+      return;
+    }
+    const point = all[Number(target.dataset.index)];
+    if (!point) return;
+    fill(tip, ...chartTip(point, fmt, budget).map((line, index) => h(index ? "div" : "strong", { text: line })));
+    tip.hidden = false;
+    const card = tip.parentElement.getBoundingClientRect();
+    const left = Math.min(Math.max(8, event.clientX - card.left + 12), card.width - tip.offsetWidth - 8);
+    tip.style.left = `${left}px`;
+    tip.style.top = `${Math.max(8, event.clientY - card.top - tip.offsetHeight - 10)}px`;
+  }
+
+  function setChartMode(mode) {
+    S.chartMode = mode;
+    for (const [id, value] of [["chart-cost", "cost"], ["chart-tokens", "tokens"]]) {
+      $(id).classList.toggle("segmented__btn--on", value === mode);
+      $(id).setAttribute("aria-pressed", String(value === mode));
+    }
+    renderChart();
+  }
+
+  // ------------------------------------------------------------------ receipts
+  async function loadReceipts() {
+    if (!S.run) return;
+    const runId = S.run.runId;
+    const data = await api(runPath("/receipts")).catch(() => null);
+    if (!data || !S.run || S.run.runId !== runId) return;
+    S.budget = data.budget || null;
+    $("receipts-body").replaceChildren(...(data.stages || []).map((r) => h("tr", { class: `receipt receipt--${r.status}` },
+      h("td", { class: "receipt__title", text: r.title }),
+      h("td", {}, h("span", { class: `chip chip--${r.status}`, text: r.status.replace("_", " ") })),
+      h("td", { text: String(r.iterations) }),
+      h("td", { text: r.iterations ? fmtDuration(r.durationMs) : "—" }),
+      h("td", { text: fmtTokens(r.tokens) }),
+      h("td", { text: fmtCost(r.cost) }),
+      h("td", { text: String(r.retries) }),
+      h("td", { class: `receipt__verify receipt__verify--${r.verify.split(" ")[0]}`, title: r.verifyCommand || "", text: r.verify }),
+      h("td", { text: r.review }))));
+    renderFigures(S.run);
+    renderChart();
+  }
+
+  function queueReceipts() {
+    clearTimeout(S.receiptsTimer);
+    S.receiptsTimer = setTimeout(loadReceipts, 400);
   }
 
   function renderCards() {
@@ -639,6 +943,7 @@
       h("header", { class: "iteration__head" },
         h("strong", { text: `#${item.iteration}` }),
         h("span", { class: "iteration__stage", text: item.stageTitle || item.stageId || "goal" }),
+        h("span", { class: "iteration__duration", title: "duration", text: item.outcome === "running" ? "running" : fmtDuration(item.durationMs) }),
         h("span", { class: `chip chip--${item.outcome}`, text: item.outcome === "retrying" ? `retrying (auto-retry ×${item.retries})` : item.outcome })),
       item.topic ? h("p", { class: "iteration__topic", text: item.topic }) : null,
       h("dl", { class: "facts" }, ...facts.map(([label, value]) => h("div", { class: `fact fact--${label.replace(" ", "-")}` }, h("dt", { text: label }), h("dd", { text: value })))),
@@ -826,8 +1131,10 @@
       onkeydown: (event) => { if (event.key === "Enter") openSavedRun(run.runId, data.activeRunId); } },
     h("td", {}, h("code", { text: run.runId })),
     h("td", { text: run.goalTitle || "—" }),
-    h("td", {}, h("span", { class: `chip chip--${run.status}`, text: run.status })),
-    h("td", { text: `${run.iterationsTotal}` }),
+    h("td", {}, h("span", { class: `chip chip--${displayStatus(run)}`, text: statusText(displayStatus(run)) })),
+    h("td", { text: run.stagesTotal ? `${run.stagesDone} / ${run.stagesTotal}` : "—" }),
+    h("td", { text: `${run.iterationsTotal || run.iteration || 0}` }),
+    h("td", { text: run.durationMs === null || run.durationMs === undefined ? "—" : fmtDuration(run.durationMs) }),
     h("td", { text: fmtCost(run.cost) }),
     h("td", { text: fmtDate(run.startedAt) })));
     $("runs-body").replaceChildren(...rows);
@@ -867,6 +1174,25 @@
     $("question-form").addEventListener("submit", submitAnswers);
     $("question-later").addEventListener("click", answerLater);
     $("question-modal").addEventListener("cancel", () => { S.dismissedQuestions = $("question-modal").dataset.key || ""; });
+    $("chart-cost").addEventListener("click", () => setChartMode("cost"));
+    $("chart-tokens").addEventListener("click", () => setChartMode("tokens"));
+    $("log-filter").addEventListener("click", (event) => {
+      const button = event.target.closest("button[data-filter]");
+      if (button) setLogFilter(button.dataset.filter);
+    });
+    $("log-search").addEventListener("input", (event) => {
+      S.logSearch = event.target.value.trim().toLowerCase();
+      applyLogFilter();
+    });
+    let resizeTimer = null;
+    window.addEventListener("resize", () => {
+      clearTimeout(resizeTimer);
+      resizeTimer = setTimeout(() => { if (S.run) renderChart(); }, 150);
+    });
+    new ResizeObserver(() => {
+      document.documentElement.style.setProperty("--topbar-h", `${$("topbar").offsetHeight}px`);
+    }).observe($("topbar"));
+    setInterval(() => { if (S.run && !$("view-run").hidden) renderClock(); }, 1000);
   }
 
   function dropTokenFromAddressBar() {
@@ -877,7 +1203,7 @@
     }
   }
 
-  window.kiloLoop = { topbarState }; // for tests and the curious
+  window.kiloLoop = { topbarState, runClock, cumulativeSeries, displayStatus, fmtDuration }; // for tests and the curious
   document.addEventListener("DOMContentLoaded", () => {
     dropTokenFromAddressBar();
     wire();

@@ -1,0 +1,136 @@
+"""The loop as the permission broker: decide one `permission.asked` before the tool runs.
+
+Under the serve transport the server asks before every bash call, and before
+a tool touches a path outside the project (`external_directory`). The answer
+comes from, in order:
+
+1. the user's own deny rules (`permission.bash` in kilo.json / opencode.json or
+   in their inline config) — they still apply first;
+2. the loop's full guard (`Guard.check_tool_use`) on the command;
+3. for paths outside the project: reading is allowed, writing only inside a
+   temp directory (the guard's temp roots).
+
+A denial is a `reject` with a message the agent reads and can act on; it
+never ends the session.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal, Protocol
+
+from kilo_loop.agent.serve.mapping import PermissionAsk
+
+_READ_ONLY_TOOLS = frozenset({"read", "glob", "grep", "list", "ls", "view", "lsp", "codesearch", "webfetch"})
+
+
+class GuardDecisionLike(Protocol):
+    @property
+    def denied(self) -> bool: ...
+
+    @property
+    def rule(self) -> str | None: ...
+
+    @property
+    def reason(self) -> str: ...
+
+
+class GuardLike(Protocol):
+    def check_tool_use(self, tool: str, tool_input: Mapping[str, Any], cwd: str | None = None) -> Any: ...
+
+    @property
+    def temp_roots(self) -> tuple[str, ...]: ...
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the loop answers: `once` or `reject`, and for a rejection the rule, reason and message."""
+
+    reply: Literal["once", "reject"]
+    subject: str  # the command or path asked about, for the log
+    rule: str = ""
+    reason: str = ""
+
+    @property
+    def rejected(self) -> bool:
+        return self.reply == "reject"
+
+    @property
+    def message(self) -> str:
+        return f"denied by the loop's guard: {self.rule} — {self.reason}; reach the goal another way"
+
+
+def rejection_message(rule: str, reason: str) -> str:
+    return Verdict("reject", "", rule, reason).message
+
+
+@lru_cache(maxsize=512)
+def _wildcard(pattern: str) -> re.Pattern[str]:
+    """The CLIs' permission patterns: `*` any run of characters, `?` one; whole-string match."""
+    body = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.compile(body, re.DOTALL)
+
+
+def user_rule_for(command: str, rules: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
+    """The last of the user's (pattern, action) bash rules that matches `command` (last match wins)."""
+    found = None
+    for pattern, action in rules:
+        if _wildcard(pattern).fullmatch(command.strip()):
+            found = (pattern, action)
+    return found
+
+
+def _inside(path: str, roots: Sequence[str]) -> bool:
+    normal = posixpath.normpath(path)
+    return any(normal.startswith(root.rstrip("/") + "/") for root in roots if root)
+
+
+@dataclass(frozen=True)
+class PermissionBroker:
+    guard: GuardLike | None
+    project: str
+    user_bash_rules: tuple[tuple[str, str], ...] = ()
+
+    def decide(self, ask: PermissionAsk, tool: str = "") -> Verdict:
+        if ask.permission == "bash":
+            return self._bash(ask.command or " ".join(ask.patterns))
+        if ask.permission == "external_directory":
+            return self._outside(ask, tool)
+        return self._other(ask, tool)
+
+    def _bash(self, command: str) -> Verdict:
+        user = user_rule_for(command, self.user_bash_rules)
+        if user is not None and user[1] == "deny":
+            return Verdict("reject", command, f"your permission rule {user[0]!r}", "the project's config denies it")
+        if self.guard is None:
+            return Verdict("once", command)
+        decision = self.guard.check_tool_use("bash", {"command": command}, self.project)
+        if getattr(decision, "denied", True):
+            return Verdict("reject", command, str(decision.rule or "guard"), str(decision.reason))
+        return Verdict("once", command)
+
+    def _outside(self, ask: PermissionAsk, tool: str) -> Verdict:
+        path = str(ask.metadata.get("filepath") or ask.metadata.get("parentDir") or " ".join(ask.patterns))
+        if tool.lower() in _READ_ONLY_TOOLS or tool.lower() == "bash":
+            return Verdict("once", path)  # reading is harmless; a bash call is judged on its own ask
+        roots = self.guard.temp_roots if self.guard is not None else ()
+        if path and _inside(path, roots):
+            return Verdict("once", path)
+        where = ", ".join(roots) or "a temp directory"
+        return Verdict("reject", path, "outside-project",
+                       f"{tool or 'the tool'} would change {path}, outside the project {self.project}; "
+                       f"keep changes inside the project (or a temp directory: {where})")
+
+    def _other(self, ask: PermissionAsk, tool: str) -> Verdict:
+        """Any other permission the server asks about (edit, webfetch, …): the guard sees the tool's input."""
+        if self.guard is None:
+            return Verdict("once", ask.permission)
+        tool_input = {"filePath": ask.metadata.get("filepath", "")} if ask.metadata.get("filepath") else {}
+        decision = self.guard.check_tool_use(tool or ask.permission, tool_input, self.project)
+        if getattr(decision, "denied", True):
+            return Verdict("reject", ask.permission, str(decision.rule or "guard"), str(decision.reason))
+        return Verdict("once", ask.permission)

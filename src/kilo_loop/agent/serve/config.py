@@ -1,0 +1,98 @@
+"""The serve transport's configuration for the child server: permissions that make it ask.
+
+The server reads the same inline config variable as `run` (`KILO_CONFIG_CONTENT` /
+`OPENCODE_CONFIG_CONTENT`). The loop rewrites its `permission` so that every
+bash call asks (every `allow` becomes `ask`; `"*": "ask"` comes first, since the
+last matching rule wins), the user's and the loop's deny rules stay deny (the
+glob net of the `run` transport, kept as a second net), and a path outside the
+project asks (`external_directory`). Each ask is then decided by the loop
+(`broker.PermissionBroker`).
+
+The user's own deny rules — in the project's kilo.json / opencode.json or their
+inline config — are collected for the broker too: the CLI merges the project
+file under the inline config, which can put our `"*"` after their rules.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kilo_loop.safety.guard_config import CONFIG_ENV, PROJECT_CONFIG_FILES, Runtime, loads_jsonc
+
+BashRules = tuple[tuple[str, str], ...]
+
+
+def _bash_map(permission: Any) -> dict[str, Any] | str | None:
+    if isinstance(permission, str):
+        return permission
+    if not isinstance(permission, dict):
+        return None
+    bash = permission.get("bash")
+    return bash if isinstance(bash, (dict, str)) else None
+
+
+def asking_bash_rules(bash: dict[str, Any] | str | None) -> dict[str, str] | str:
+    """`"*": "ask"` first, then the existing rules with allow → ask (deny and ask kept)."""
+    if bash == "deny":
+        return "deny"  # the user forbids bash altogether; keep it so
+    rules: dict[str, str] = {"*": "ask"}
+    for pattern, action in (bash.items() if isinstance(bash, dict) else ()):
+        if pattern != "*":
+            rules[str(pattern)] = "deny" if action == "deny" else "ask"
+    if isinstance(bash, dict) and bash.get("*") == "deny":
+        rules["*"] = "deny"
+    return rules
+
+
+def serve_config(inline: Mapping[str, Any]) -> dict[str, Any]:
+    """The inline config (as given to `run`, deny globs included) rewritten for the serve transport."""
+    config = dict(inline)
+    permission = config.get("permission")
+    merged: dict[str, Any] = dict(permission) if isinstance(permission, dict) else {}
+    merged["bash"] = asking_bash_rules(_bash_map(permission))
+    merged["external_directory"] = "ask"
+    config["permission"] = merged
+    return config
+
+
+def read_inline(runtime: Runtime, env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The inline config in `env`, or None when it is not a JSON object (passed on as it is)."""
+    raw = env.get(CONFIG_ENV[runtime], "")
+    if not raw.strip():
+        return {}
+    try:
+        parsed = loads_jsonc(raw)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def serve_env(runtime: Runtime, env: Mapping[str, str]) -> dict[str, str]:
+    """`env` with its inline config made to ask (unchanged when the user's config cannot be read)."""
+    inline = read_inline(runtime, env)
+    if inline is None:
+        return dict(env)
+    return {**env, CONFIG_ENV[runtime]: json.dumps(serve_config(inline))}
+
+
+def _deny_rules(config: Any) -> list[tuple[str, str]]:
+    bash = _bash_map(config.get("permission")) if isinstance(config, dict) else None
+    if isinstance(bash, str):
+        return [("*", bash)]
+    return [(str(p), str(a)) for p, a in bash.items()] if isinstance(bash, dict) else []
+
+
+def user_bash_rules(runtime: Runtime, project: Path, user_env: Mapping[str, str]) -> BashRules:
+    """The user's own bash rules, project files first, their inline config last (it wins)."""
+    rules: list[tuple[str, str]] = []
+    for name in PROJECT_CONFIG_FILES[runtime]:
+        path = project / name
+        try:
+            rules += _deny_rules(loads_jsonc(path.read_text(encoding="utf-8"))) if path.is_file() else []
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue  # an unreadable project config is reported by the run transport's injection note
+    rules += _deny_rules(read_inline(runtime, user_env) or {})
+    return tuple(rules)

@@ -1,0 +1,79 @@
+"""A receipt per stage: what it took (iterations, time, tokens, cost, retries) and how it was
+checked (the last verify, the last review), from the run's iteration summaries. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from kilo_loop.run.state import IterationSummary, RunState
+
+
+@dataclass
+class StageReceipt:
+    stage_id: str
+    title: str
+    status: str
+    iterations: list[int] = field(default_factory=list)
+    duration_ms: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    retries: int = 0
+    verify: str = "—"  # passed | failed (exit N) | timed out | — (never run)
+    verify_command: str | None = None
+    review: str = "—"
+
+    def add(self, item: IterationSummary) -> None:
+        self.iterations.append(item.iteration)
+        self.duration_ms += item.duration_ms
+        self.tokens += item.tokens
+        self.cost += item.cost
+        self.retries += item.retries
+        if item.verify is not None:
+            v = item.verify
+            self.verify = "passed" if v.passed else ("timed out" if v.timed_out else f"failed (exit {v.exit_code})")
+            self.verify_command = v.command
+        review = review_verdict(item)
+        if review is not None:
+            self.review = review
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "stageId": self.stage_id,
+            "title": self.title,
+            "status": self.status,
+            "iterations": len(self.iterations),
+            "iterationNumbers": self.iterations,
+            "durationMs": self.duration_ms,
+            "tokens": self.tokens,
+            "cost": round(self.cost, 6),
+            "retries": self.retries,
+            "verify": self.verify,
+            "verifyCommand": self.verify_command,
+            "review": self.review,
+        }
+
+
+def review_verdict(item: IterationSummary) -> str | None:
+    """The reviewer's verdict on this iteration, when a review pass recorded one (the review
+    loop adds it to the summary as `review`: a verdict string, or a record with one)."""
+    review: Any = getattr(item, "review", None)
+    if isinstance(review, BaseModel):
+        review = review.model_dump()
+    if isinstance(review, dict):
+        verdict = review.get("verdict") or review.get("status")
+        return str(verdict) if verdict else None
+    return review if isinstance(review, str) and review else None
+
+
+def stage_receipts(state: RunState, iterations: Iterable[IterationSummary] | None = None) -> list[StageReceipt]:
+    """One receipt per stage of the goal, in goal order; iterations of no stage are left out."""
+    receipts = {stage.id: StageReceipt(stage.id, stage.title, stage.status) for stage in state.stages}
+    for item in state.iterations if iterations is None else iterations:
+        receipt = receipts.get(item.stage_id or "")
+        if receipt is not None and item.outcome != "running":
+            receipt.add(item)
+    return list(receipts.values())
