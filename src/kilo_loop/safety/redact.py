@@ -63,7 +63,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from kilo_loop.safety import secret_patterns as sp
-from kilo_loop.safety.redact_blocks import _arg, _b64_run, _csv_header, _line_arg, _pem
+from kilo_loop.safety.redact_blocks import _arg, _b64_run, _csv_header, _line_arg, _pem, has_upper
 from kilo_loop.safety.redact_values import (
     _ALNUM_RUN,
     _MARK,
@@ -145,7 +145,28 @@ def _re2_candidates(source: bytes) -> Callable[[bytes, int], int]:
     return first
 
 
-def _searcher(precise: re.Pattern[bytes], lanes: Sequence[bytes]) -> Searcher:
+_BASE64_RUN = re.compile(rb"[A-Za-z0-9+/]*")
+
+
+def _mixed_case_runs(find: Callable[[bytes, int], int]) -> Callable[[bytes, int], int]:
+    """Candidates of the base64-run lane, minus runs without an upper-case letter (hex SHAs),
+    which the rule would turn away anyway: skipped here, they cost no exact match or handler."""
+
+    def first(data: bytes, pos: int) -> int:
+        while (start := find(data, pos)) >= 0:
+            end = _BASE64_RUN.match(data, start).end()  # type: ignore[union-attr]
+            if has_upper(data[start:end]):
+                return start
+            pos = end
+        return -1
+
+    return first
+
+
+_LANE_FILTERS = {"b64": _mixed_case_runs}
+
+
+def _searcher(precise: re.Pattern[bytes], lanes: Sequence[tuple[str, bytes]]) -> Searcher:
     """Leftmost-first search of the exact alternation.  With RE2, a DFA per lane (a group of
     rules whose loose patterns run well together) finds candidate positions and Python's ``re``
     only confirms the exact rule at the nearest one.  One DFA for every rule multiplies states:
@@ -161,7 +182,7 @@ def _searcher(precise: re.Pattern[bytes], lanes: Sequence[bytes]) -> Searcher:
             return search_re
 
         return start_re
-    finders = [_re2_candidates(lane) for lane in lanes]
+    finders = [_LANE_FILTERS.get(name, _identity)(_re2_candidates(lane)) for name, lane in lanes]
 
     def start(data: bytes) -> Search:
         size = len(data)
@@ -198,6 +219,10 @@ def _searcher(precise: re.Pattern[bytes], lanes: Sequence[bytes]) -> Searcher:
     return start
 
 
+def _identity(find: Callable[[bytes, int], int]) -> Callable[[bytes, int], int]:
+    return find
+
+
 def _settle(data: bytes, match_start: int, outcome: Outcome) -> Outcome:
     """Make edits context-proof, so redacting twice changes nothing more:
     a PEM marker swallowed by another rule's value is given back to the PEM rule, and a
@@ -209,8 +234,11 @@ def _settle(data: bytes, match_start: int, outcome: Outcome) -> Outcome:
         marker = _PEM_START.search(data, match_start + 1, min(len(data), reach + _PEM_MARKER_MAX))
         if marker is not None and marker.start() < reach:
             outcome = _cut_before(data, outcome, marker.start())
-    if not any(text is _MARK and data[end - 1:end].isalnum() for _, end, text in outcome.edits):
-        return outcome
+    for _, end, text in outcome.edits:
+        if text is _MARK and data[end:end + 1].isalnum() and data[end - 1:end].isalnum():
+            break
+    else:
+        return outcome  # no redaction stops inside a word
     edits = tuple(
         (start, _word_end(data, end) if text is _MARK else end, text) for start, end, text in outcome.edits
     )
@@ -273,7 +301,7 @@ class Engine:
 
     def __init__(self, rules: tuple[Rule, ...] = sp.RULES, use_re2: bool = True) -> None:
         precise = re.compile(sp.combined_pattern(rules).encode())
-        lanes = [lane.encode() for lane in sp.scan_lanes(rules)] if use_re2 else []
+        lanes = [(name, lane.encode()) for name, lane in sp.scan_lanes(rules)] if use_re2 else []
         self._searcher = _searcher(precise, lanes)
         # Each rule is wrapped in its own group, which closes after any group inside it: the
         # match's ``lastindex`` is the group of the rule that matched.

@@ -126,8 +126,8 @@ def _b64_run(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outco
     (an encoded env file).  A wrapped blob's following lines go with it."""
     start = spans[g][0]
     end = _B64_CHARS.match(data, start).end()  # type: ignore[union-attr]
-    if end - start < 40 or (start > 0 and data[start - 1] in _B64_SET):
-        return Outcome(_SKIP, end)  # too short, or the middle of a longer word
+    if end - start < 40 or (start > 0 and data[start - 1] in _B64_SET) or not has_upper(data[start:end]):
+        return Outcome(_SKIP, end)  # too short, the middle of a longer word, or a hex SHA
     if end - start == 40 and _aws_secret(data, start, end):
         return Outcome(_mark(start, end), end)
     padding = data[end:end + 2]
@@ -143,6 +143,11 @@ def _b64_run(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outco
     if rescan(decoded) is None:
         return Outcome(_SKIP, end)
     return Outcome(_mark(start, padded), padded)
+
+
+def has_upper(run: bytes) -> bool:
+    """An AWS key or base64 of text has upper-case letters; a hex SHA or a number has none."""
+    return run.lower() != run
 
 
 _B64_SET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
