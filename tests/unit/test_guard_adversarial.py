@@ -33,6 +33,10 @@ def _corpus() -> dict[str, list[dict[str, Any]]]:
 def links(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     base = tmp_path_factory.mktemp("links")
     project = Path(__file__).resolve().parents[2]  # this checkout: a project outside the temp dirs
+    if any(project.is_relative_to(temp) for temp in ("/tmp", "/var/tmp", "/dev/shm")):
+        # A checkout in a temp dir (a CI clone may be) is itself temp; use a project under HOME instead.
+        project = Path.home() / ".cache" / "kilo-loop-guard-tests" / "project"
+        (project / "src").mkdir(parents=True, exist_ok=True)
     targets = {"home": os.path.expanduser("~"), "root": "/", "project": str(project / "src")}
     made: dict[str, str] = {}
     for name, target in targets.items():
