@@ -306,14 +306,19 @@ class SafetyHooks:
 
 
 # ------------------------------------------------------------------ execution
-def agent_policy(settings: Settings, project: Path, run_dir: Path, models: tuple[str, ...] = ()) -> AgentPolicy:
+def agent_policy(settings: Settings, project: Path, run_dir: Path, models: tuple[str, ...] = (),
+                 protect: tuple[str, ...] = ()) -> AgentPolicy:
     """What the loop decided, for the backend to turn into its CLI's flags, env and config."""
     return AgentPolicy(project=project, guard=settings.guard, guard_deny=tuple(settings.guard_deny),
                        guard_allow=tuple(settings.guard_allow), guard_packs=dict(settings.guard_packs),
                        run_dir=run_dir,
                        isolate_home=settings.isolate_home, environ=dict(os.environ),
                        provider_config_mode=settings.provider_config_mode,
-                       models=tuple(m for m in (settings.model, *models) if m))
+                       models=tuple(m for m in (settings.model, *models) if m), protect=protect)
+
+
+def _all_protect_globs(goal: Goal) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(g for stage in goal.stages for g in goal.protected_for(stage)))
 
 
 def _force_exit(before_exit: Callable[[], None]) -> Callable[..., None]:
@@ -447,7 +452,8 @@ class RunHandle:
             recorder.warn(warning)
         guard = Guard(settings.guard_deny, settings.guard_allow, packs=settings.guard_packs) if settings.guard else None
         prepared = prepare_backend(self._backend, agent_policy(
-            settings, self.project, self.layout.dir, tuple(s.model for s in self.goal.stages if s.model)))
+            settings, self.project, self.layout.dir, tuple(s.model for s in self.goal.stages if s.model),
+            _all_protect_globs(self.goal)))
         for note in prepared.notes:
             recorder.warn(note)
         # Events reach the notifier redacted already (the bus did it), so it passes text on as it is.

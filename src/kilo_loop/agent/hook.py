@@ -15,12 +15,14 @@ guardDeny/guardAllow patterns into the rules file once, so no settings are loade
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kilo_loop.agent.protect_check import hook_denial
 from kilo_loop.safety.guard import Guard
 
 BLOCK_EXIT = 2
@@ -83,7 +85,8 @@ def deny_json(reason: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     rules = Path(args[args.index("--rules") + 1]) if "--rules" in args[:-1] else None
-    reason = denial(sys.stdin.read(), load_guard(rules))
+    raw = sys.stdin.read()
+    reason = hook_denial(raw, os.environ) or denial(raw, load_guard(rules))
     if reason is None:
         return 0
     print(deny_json(reason))

@@ -237,6 +237,7 @@ class Orchestrator:
             agent=stage.agent or s.agent, model=stage.model or s.model, variant=stage.variant or s.variant,
             session_id=state.session_id if shared else None, thinking=s.thinking, auto_approve=s.auto,
             timeout_s=s.max_iteration_minutes * 60, env=ctx.agent_env, runtime=stage.runtime,
+            protect=tuple(ctx.goal.protected_for(stage)),
         )
 
     # ---------------------------------------------------------- session

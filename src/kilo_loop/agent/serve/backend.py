@@ -79,9 +79,12 @@ class ServeBackend:
         self._client: ServerClient | None = None
         self._lock = asyncio.Lock()
         self._warn: Callable[[str], None] = lambda _message: None
+        self._ask_edits = False
 
     def prepare(self, policy: AgentPolicy) -> Preparation:
-        """The run fallback's child environment (deny globs, snapshots off, isolated home) is the server's too."""
+        """The run fallback's child environment (deny globs, snapshots off, isolated home) is the server's too;
+        a run with protect globs has the server ask before every edit."""
+        self._ask_edits = bool(policy.protect)
         return prepare_backend(self.fallback, policy)
 
     # ----------------------------------------------------------------- lifecycle
@@ -96,7 +99,8 @@ class ServeBackend:
         runtime: Runtime = "opencode" if self.name == "opencode" else "kilo"
         # The user's own rules: their inline config (not the loop's injected globs) and project files.
         self.broker = PermissionBroker(guard, str(project), user_bash_rules(runtime, project, os.environ))
-        self._spec = ServerSpec(self.binary, runtime, project, serve_env(runtime, child_env), self.start_timeout_s)
+        self._spec = ServerSpec(self.binary, runtime, project, serve_env(runtime, child_env, self._ask_edits),
+                                 self.start_timeout_s)
         self._pidfile = run_dir / PIDFILE
         try:
             async with self._lock:
@@ -338,7 +342,7 @@ class ServeAgentRun:
                    out: AgentEvent | PermissionAsk | QuestionAsk) -> AsyncIterator[AgentEvent]:
         if isinstance(out, PermissionAsk):
             tool = mapper.tools.get(out.call_id, "") or out.permission
-            verdict = self._backend.broker.decide(out, tool)
+            verdict = self._backend.broker.decide(out, tool, self._request.protect)
             await client.reply_permission(out.id, verdict.reply, verdict.message if verdict.rejected else None)
             if verdict.rejected:
                 yield GuardRejected(tool, verdict.subject, verdict.rule, verdict.reason, out.call_id)

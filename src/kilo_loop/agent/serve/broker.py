@@ -8,7 +8,9 @@ comes from, in order:
    in their inline config) — they still apply first;
 2. the loop's full guard (`Guard.check_tool_use`) on the command;
 3. for paths outside the project: reading is allowed, writing only inside a
-   temp directory (the guard's temp roots).
+   temp directory (the guard's temp roots);
+4. for an edit (asked only when the run has `protect` globs): a path the
+   current stage protects is refused, naming the glob.
 
 A denial is a `reject` with a message the agent reads and can act on; it
 never ends the session.
@@ -23,6 +25,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, Protocol
 
+from kilo_loop.agent.protect_check import RULE as PROTECT_RULE
+from kilo_loop.agent.protect_check import refused_path
 from kilo_loop.agent.serve.mapping import PermissionAsk
 
 _READ_ONLY_TOOLS = frozenset({"read", "glob", "grep", "list", "ls", "view", "lsp", "codesearch", "webfetch"})
@@ -95,7 +99,12 @@ class PermissionBroker:
     project: str
     user_bash_rules: tuple[tuple[str, str], ...] = ()
 
-    def decide(self, ask: PermissionAsk, tool: str = "") -> Verdict:
+    def decide(self, ask: PermissionAsk, tool: str = "", protect: Sequence[str] = ()) -> Verdict:
+        """The reply to one ask; `protect` holds the current stage's protect globs."""
+        if ask.permission == "edit" and protect:
+            refused = self._protected(ask, protect)
+            if refused is not None:
+                return refused
         if ask.permission == "bash":
             return self._bash(ask.command or " ".join(ask.patterns))
         if ask.permission == "external_directory":
@@ -112,6 +121,16 @@ class PermissionBroker:
         if getattr(decision, "denied", True):
             return Verdict("reject", command, str(decision.rule or "guard"), str(decision.reason))
         return Verdict("once", command)
+
+    def _protected(self, ask: PermissionAsk, protect: Sequence[str]) -> Verdict | None:
+        files = ask.metadata.get("files")
+        paths = [*ask.patterns, str(ask.metadata.get("filepath") or "")]
+        paths += [str(f.get("filePath") or f.get("path") or "") for f in files if isinstance(f, dict)] \
+            if isinstance(files, list) else []
+        refusal = refused_path([p for p in paths if p], self.project, protect)
+        if refusal is None:
+            return None
+        return Verdict("reject", refusal.path, f"{PROTECT_RULE} {refusal.glob}", refusal.reason)
 
     def _outside(self, ask: PermissionAsk, tool: str) -> Verdict:
         path = str(ask.metadata.get("filepath") or ask.metadata.get("parentDir") or " ".join(ask.patterns))
