@@ -281,8 +281,28 @@ def plan_run(settings: Settings, project: Path, check_hitl: bool = True) -> RunP
             raise AllStagesDone(goal)
         goal = reopen_all(goal)
     backend, runtime = make_backend(settings, goal)
+    preflight(settings, backend, runtime)
     prepared = prepare_run(settings, goal, project, runtime)
     return RunPlan(settings, project, goal, backend, runtime, prepared)
+
+
+def cli_targets(backend: AgentBackend, runtime: str) -> list[tuple[str, str]]:
+    """(runtime, binary) of every agent CLI the backend drives (a router's stages' too)."""
+    members = backend.members if isinstance(backend, RuntimeRouter) else {runtime: backend}
+    return [(name, binary) for name, member in members.items()
+            if isinstance(binary := getattr(member, "binary", None), str)]
+
+
+def preflight(settings: Settings, backend: AgentBackend, runtime: str) -> None:
+    """Before a real run: each CLI must accept the flags the loop passes (a clear SetupError, exit 2)."""
+    if settings.dry_run or settings.backend or not settings.preflight:
+        return
+    from kilo_loop.doctor.preflight import failure_message
+    from kilo_loop.doctor.probe import preflight as probe_preflight
+
+    failed = probe_preflight(cli_targets(backend, runtime))
+    if failed:
+        raise SetupError(failure_message(failed))
 
 
 # ------------------------------------------------------------------ safety hooks

@@ -30,6 +30,11 @@ class RuntimeRouter:
     def runtimes(self) -> list[str]:
         return list(self._backends)
 
+    @property
+    def members(self) -> dict[str, AgentBackend]:
+        """Each runtime's backend, the run's own first."""
+        return dict(self._backends)
+
     def prepare(self, policy: AgentPolicy) -> Preparation:
         env: dict[str, str] = {}
         notes: list[str] = []
