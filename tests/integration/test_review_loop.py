@@ -1,6 +1,6 @@
 """The review loop through the real CLI with the scripted fake agent, in real temporary git repos:
 pass; block then fixed; thrash; exhausted; a security-only finding reaching the gate without a
-retry; the gate's one fix pass and scoped recheck; resume mid-review; protected files."""
+retry; the gate's one fix pass and scoped recheck; resume mid-review and mid-fix-pass; protected files."""
 
 from __future__ import annotations
 
@@ -216,3 +216,43 @@ def test_protected_file_changed_blocks_the_stage(project: Path, fake: FakeKilo) 
     first = json.loads((run.run_dir / "iterations" / "01-report.json").read_text())
     assert first["review"]["step"] == "protected"
     assert "[x] Fix it" in goal.read_text()  # put back as it was, the stage passes
+
+
+def test_resume_continues_a_pending_gate_fix_pass(project: Path, fake: FakeKilo) -> None:
+    goal = write_goal(project)
+    leak = {"severity": "medium", "file": "feature.txt", "line": 1, "title": "token printed"}
+    env = fake.env([implement(), *wave(security=review("pass", leak)), [text("slow"), {"sleep": 20}],
+                    implement("no token\n"), *wave(2)])
+    command = [sys.executable, "-m", "kilo_loop", "-C", str(project), "--no-confirm", "--no-dashboard",
+               "--goal", str(goal), "--review-wave", "--run-id", "rf", "-n", "4"]
+    loop = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+    assert loop.stdin is not None
+    loop.stdin.write("all ; log less\n")
+    loop.stdin.close()
+
+    def in_fix_pass() -> bool:  # the gate answered (its fix pass in the ledger), the fix session running
+        calls = fake.log.read_text().splitlines() if fake.log.exists() else []
+        return len(calls) >= 5 and "- fix: pending" in loops_md(project)
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not in_fix_pass():
+        time.sleep(0.2)
+    os.killpg(loop.pid, signal.SIGKILL)
+    loop.wait()
+    assert "- fix: pending" in loops_md(project) and "token printed" in loops_md(project)
+    resumed = subprocess.run([*command, "--resume", "rf"], env=env, stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=120, check=False)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    run_dir = project / ".kilocode-loop/runs/rf"
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    resumed_at = next(i for i, e in enumerate(events) if e["type"] == "review-resume")
+    assert "fix pass" in events[resumed_at]["message"]
+    assert not [e for e in events[resumed_at:] if e["type"] == "review-round"]  # no review loop started anew
+    last_prompt = sorted((run_dir / "iterations").glob("*-prompt.md"))
+    fix_prompt = [p for p in last_prompt if "review" not in p.name][-1].read_text()
+    assert "one fix pass" in fix_prompt and "token printed" in fix_prompt and "log less" in fix_prompt
+    assert "the recheck found nothing new" in resumed.stdout
+    assert (project / "feature.txt").read_text() == "no token\n"
+    assert "## Loop State" not in loops_md(project)
+    assert "[x] Add the feature" in goal.read_text()

@@ -131,7 +131,8 @@ class Orchestrator:
         try:
             if self.review is not None:
                 done = self.stages.completed(self.state)
-                self.review.resume([s.id for s in self.ctx.goal.stages if s.id not in done])
+                # A pending gate fix pass comes back with its feedback for the next prompt.
+                self._review_feedback = self.review.resume([s.id for s in self.ctx.goal.stages if s.id not in done])
             status, reason = await self._loop()
         except Exception as exc:  # noqa: BLE001 — the run must end with a saved state and report, whatever broke
             rec.emit(Crashed(message=f"internal error: {exc}", traceback=traceback.format_exc()[-4000:]))
