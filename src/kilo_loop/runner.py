@@ -36,7 +36,7 @@ from kilo_loop.loop.control import RunControl
 from kilo_loop.loop.hitl import AnswerBook, effective_answer_timeout, hitl_refusal
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
 from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
-from kilo_loop.review.options import review_options
+from kilo_loop.review.options import review_options, review_runtimes
 from kilo_loop.run.bus import EventBus
 from kilo_loop.run.events import AgentServerStarted, RunEvent, RunStarted, StatusChanged, now_iso
 from kilo_loop.run.layout import ProjectLayout, RunLayout
@@ -111,12 +111,20 @@ def make_backend(settings: Settings, goal: Goal | None = None) -> tuple[AgentBac
         return custom, custom.name
     runtime = run_runtime(settings)
     backend = _with_transport(_cli_backend(runtime, settings, explicit=True), runtime, settings)
-    stage_runtimes = sorted({s.runtime for s in (goal.stages if goal else []) if s.runtime and s.runtime != runtime})
+    wanted = [*(s.runtime for s in (goal.stages if goal else [])), *review_runtimes(settings)]
+    stage_runtimes = sorted({name for name in wanted if name and name != runtime})
     if not stage_runtimes:
         return backend, runtime
     others = {name: _with_transport(_cli_backend(name, settings, explicit=False), name, settings)
               for name in stage_runtimes}
     return RuntimeRouter(backend, others), runtime
+
+
+def serve_backend_of(backend: AgentBackend) -> ServeBackend | None:
+    """The run's warm server: the backend itself, or a router's own runtime (other runtimes use `run`)."""
+    if isinstance(backend, RuntimeRouter):
+        backend = backend.members[backend.name]
+    return backend if isinstance(backend, ServeBackend) else None
 
 
 def _with_transport(backend: AgentBackend, runtime: str, settings: Settings) -> AgentBackend:
@@ -482,8 +490,9 @@ class RunHandle:
             self.bus.subscribe(notice_subscriber(lambda: self.recorder.state, notifier.notify))
         recorder.emit(RunStarted(message=f"run {self.run_id} {'resumed' if self.resumed else 'started'}: "
                       f"{self.goal.title} ({len(self.goal.stages)} stage(s), runtime {self.runtime})"))
-        if isinstance(self._backend, ServeBackend):
-            await self._open_server(self._backend, guard, prepared.env)
+        server = serve_backend_of(self._backend)
+        if server is not None:
+            await self._open_server(server, guard, prepared.env)
         ctx = LoopContext(
             settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
             recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
@@ -500,8 +509,8 @@ class RunHandle:
             await Orchestrator(ctx).run()
         finally:
             self._over = True
-            if isinstance(self._backend, ServeBackend):
-                await self._backend.aclose()
+            if server is not None:
+                await server.aclose()
             await stop_serving(serving)
             handler.refuse_pending(self.commands, f"run {self.run_id} has ended")
             if notifier is not None:
@@ -519,8 +528,9 @@ class RunHandle:
 
     def kill_agent_now(self) -> None:
         """A force exit cannot await: no agent server may outlive the loop."""
-        if isinstance(self._backend, ServeBackend):
-            self._backend.kill_now()
+        server = serve_backend_of(self._backend)
+        if server is not None:
+            server.kill_now()
 
 
 def attach_terminal(handle: RunHandle, say: Callable[[str], None]) -> Callable[[], None]:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.integration.loop_harness import FakeKilo, LoopRun, done_iteration, run_loop, step, text
+from tests.integration.loop_harness import FAKE_AGENT, FakeKilo, LoopRun, done_iteration, run_loop, step, text
 from tests.integration.test_operator import Receiver
 
 ONE_STAGE = "# Review me\n\n- [ ] Add the feature :: verify: test -f feature.txt :: acceptance: feature.txt exists\n"
@@ -256,3 +256,37 @@ def test_resume_continues_a_pending_gate_fix_pass(project: Path, fake: FakeKilo)
     assert (project / "feature.txt").read_text() == "no token\n"
     assert "## Loop State" not in loops_md(project)
     assert "[x] Add the feature" in goal.read_text()
+
+
+def test_a_wave_role_runs_on_the_runtime_its_backend_names(project: Path, fake: FakeKilo, tmp_path: Path) -> None:
+    """`"backend": "opencode"` for the security reviewer: the run (kilo) sets up opencode beside
+    itself and that reviewer's session runs on it; the other reviewers stay on kilo."""
+    goal = write_goal(project)
+    (project / ".kilocode-loop").mkdir(exist_ok=True)
+    (project / ".kilocode-loop" / "config.json").write_text(json.dumps(
+        {"review": {"roles": ["code", {"role": "security", "backend": "opencode"}]}}))
+    other = tmp_path / "opencode-fake"
+    other.mkdir()
+    (other / "scenario.json").write_text(json.dumps([review("pass")]))
+    opencode = other / "opencode"
+    opencode.write_text(f"#!/bin/sh\nFAKE_AGENT_SCENARIO='{other / 'scenario.json'}' "
+                        f"FAKE_AGENT_LOG='{other / 'calls.jsonl'}' exec {sys.executable} {FAKE_AGENT} \"$@\"\n")
+    opencode.chmod(0o755)
+    run = run_loop(fake, project, [implement(), {"by_role": {"code": review("pass")}}], "--goal", str(goal),
+                   "-n", "2", env={"OPENCODE_BIN": str(opencode)})
+    assert run.proc.returncode == 0, run.proc.stdout + run.proc.stderr
+    assert [c["review"] for c in run.calls] == [None, ".kilocode-loop/review-code.json"]
+    on_opencode = [json.loads(line) for line in (other / "calls.jsonl").read_text().splitlines()]
+    assert [c["review"] for c in on_opencode] == [".kilocode-loop/review-security.json"]
+    assert "[x] Add the feature" in goal.read_text()
+
+
+def test_a_wave_role_on_a_runtime_that_is_not_installed_stops_before_the_run(project: Path, fake: FakeKilo) -> None:
+    goal = write_goal(project)
+    (project / ".kilocode-loop").mkdir(exist_ok=True)
+    (project / ".kilocode-loop" / "config.json").write_text(json.dumps(
+        {"review": {"roles": [{"role": "code", "backend": "gemini"}]}}))
+    run = run_loop(fake, project, [implement()], "--goal", str(goal), "-n", "1",
+                   env={"GEMINI_BIN": "/nonexistent/gemini"})
+    assert run.proc.returncode == 2 and "agent CLI not found: /nonexistent/gemini" in run.proc.stderr
+    assert not run.calls and not (project / ".kilocode-loop" / "runs").exists()
