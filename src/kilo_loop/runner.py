@@ -37,6 +37,7 @@ from kilo_loop.loop.hitl import AnswerBook, effective_answer_timeout, hitl_refus
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
 from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
 from kilo_loop.review.options import review_options, review_runtimes
+from kilo_loop.review.readonly import ReadOnlyGuard
 from kilo_loop.run.bus import EventBus
 from kilo_loop.run.events import AgentServerStarted, RunEvent, RunStarted, StatusChanged, now_iso
 from kilo_loop.run.layout import ProjectLayout, RunLayout
@@ -490,15 +491,16 @@ class RunHandle:
             self.bus.subscribe(notice_subscriber(lambda: self.recorder.state, notifier.notify))
         recorder.emit(RunStarted(message=f"run {self.run_id} {'resumed' if self.resumed else 'started'}: "
                       f"{self.goal.title} ({len(self.goal.stages)} stage(s), runtime {self.runtime})"))
+        review = review_options(settings)
         server = serve_backend_of(self._backend)
         if server is not None:
-            await self._open_server(server, guard, prepared.env)
+            await self._open_server(server, guard, prepared.env, review is not None)
         ctx = LoopContext(
             settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
             recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
             answer_channel_open=self.answer_channel_open,
             answer_timeout=effective_answer_timeout(settings.answer_timeout, settings.dry_run, _stdin_is_tty()),
-            review=review_options(settings),
+            review=review,
         )
         self.control.prompt_extra = self.prompt_extra
         handler = CommandHandler(self.control, recorder, self._revert, self._checkpoints_of)
@@ -518,9 +520,11 @@ class RunHandle:
             self.bus.close()
         return self.state
 
-    async def _open_server(self, backend: ServeBackend, guard: Guard | None, agent_env: dict[str, str]) -> None:
+    async def _open_server(self, backend: ServeBackend, guard: Guard | None, agent_env: dict[str, str],
+                           reviewers: bool) -> None:
+        reviewer_guard = ReadOnlyGuard(guard, self.project) if reviewers else None
         up = await backend.open(project=self.project, env=agent_env, guard=guard, run_dir=self.layout.dir,
-                                warn=self.recorder.warn)
+                                warn=self.recorder.warn, reviewer_guard=reviewer_guard)
         if up:
             self.recorder.emit(AgentServerStarted(
                 message=f"agent server up ({backend.name} serve on 127.0.0.1): every permission is decided by "

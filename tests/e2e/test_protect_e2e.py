@@ -1,7 +1,8 @@
 """`protect` under the serve transport with the real kilo CLI: the scripted model tries to edit a
 protected test file and to add a new one; the loop's broker refuses both before they are
 written (the server asks before every edit when the goal protects paths), the files on disk are
-unchanged, the refusals are guard events, and the session goes on to finish the stage."""
+unchanged, the refusals are guard events, and the session goes on to finish the stage. A
+reviewer's write outside `.kilocode-loop/` is refused the same way, and it still gives its verdict."""
 
 from __future__ import annotations
 
@@ -63,3 +64,33 @@ def test_serve_refuses_a_protected_edit_before_it_is_written(loop: Loop, fake_pr
     assert any("is protected for this stage" in r.all_text for r in first), run.describe()
     second = run.prompt(2)
     assert "## Loop safety feedback" in second and "tests/test_app.py" in second
+
+
+def test_serve_refuses_a_reviewers_write_before_it_happens(loop: Loop, fake_provider: FakeProvider,
+                                                           git_project: Path) -> None:
+    project = git_project
+    (project / "plan.md").write_text("# Feature\n\n- [ ] Add feature.txt :: verify: test -f feature.txt\n",
+                                     encoding="utf-8")
+    fake_provider.add_turns(
+        write(project / "feature.txt", "ok\n"),
+        write_progress(project, 1, "stage-1", "done", percent=100),
+        say("done"),
+        marker=iteration_marker(1),
+    )
+    fake_provider.add_turns(
+        write(project / "reviewer-notes.txt", "a reviewer must not write here\n"),
+        write(project / ".kilocode-loop" / "review.json", '{"verdict": "pass", "findings": [], "questions": []}'),
+        say("passes"),
+        marker="# Reviewer — goal:",
+    )
+
+    run = loop.run("kilo", project, "--goal", "plan.md", "--review", "-n", "2", "--transport", "serve")
+
+    assert run.returncode == 0, run.describe()
+    assert run.state()["status"] == "done", run.describe()
+    assert not (project / "reviewer-notes.txt").exists()
+    refused = [e["data"] for e in run.events("guard")]
+    assert [(g.get("rule"), g.get("before_execution")) for g in refused] == [("review-read-only", True)], \
+        run.describe()
+    assert refused[0]["command"].endswith("reviewer-notes.txt")
+    assert run.report(1)["review"]["verdict"] == "pass"  # the reviewer went on and gave its verdict

@@ -17,6 +17,7 @@ from kilo_loop.agent.serve.broker import PermissionBroker
 from kilo_loop.agent.serve.config import serve_config, serve_env
 from kilo_loop.agent.serve.mapping import PermissionAsk
 from kilo_loop.agent.subprocess_run import child_environment
+from kilo_loop.review.readonly import ReadOnlyGuard
 from kilo_loop.safety.guard import Guard
 
 PROJECT = "/work/project-x"
@@ -132,3 +133,28 @@ def test_the_stage_globs_reach_the_cli_child_environment(tmp_path: Path) -> None
     spec = json.loads(child_environment(request, base={})[PROTECT_ENV])
     assert spec == {"root": str(tmp_path), "globs": ["tests/**"]}
     assert PROTECT_ENV not in child_environment(AgentRequest(prompt="p", cwd=tmp_path, title="t"), base={})
+
+
+# ------------------------------------------------------------------ reviewers under serve
+@pytest.fixture
+def with_reviewers() -> PermissionBroker:
+    guard = Guard(temp_dirs=["/tmp"])
+    return PermissionBroker(guard, PROJECT, reviewer_guard=ReadOnlyGuard(guard, Path(PROJECT)))
+
+
+def test_a_reviewers_write_outside_the_loop_folder_is_refused_before_it_happens(
+        with_reviewers: PermissionBroker) -> None:
+    verdict = with_reviewers.decide(edit_ask("src/app.py"), "write", (), read_only=True)
+    assert verdict.rejected and verdict.rule == "review-read-only" and verdict.subject.endswith("src/app.py")
+    assert with_reviewers.decide(edit_ask(".kilocode-loop/review-code.json"), "write", (), read_only=True).reply \
+        == "once"
+    assert with_reviewers.decide(edit_ask("src/app.py"), "write", ()).reply == "once"  # the implementer may
+
+
+def test_a_reviewers_changing_command_is_refused_and_reading_ones_run(with_reviewers: PermissionBroker) -> None:
+    sed = PermissionAsk("per_3", "ses_1", "bash", ("sed -i s/a/b/ src/app.py",),
+                        {"command": "sed -i s/a/b/ src/app.py"}, "call_3")
+    assert with_reviewers.decide(sed, "bash", (), read_only=True).rule == "review-read-only"
+    assert not with_reviewers.decide(sed, "bash", ()).rejected
+    diff = PermissionAsk("per_4", "ses_1", "bash", ("git diff",), {"command": "git diff"}, "call_4")
+    assert not with_reviewers.decide(diff, "bash", (), read_only=True).rejected

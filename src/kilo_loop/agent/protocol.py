@@ -35,6 +35,9 @@ class AgentRequest:
     # The stage's `protect` globs: file tools may not write these paths (refused before the write
     # where the CLI asks first: serve's permission broker, the pre-tool hooks).
     protect: tuple[str, ...] = ()
+    # A reviewer's session: it only reads (file tools may write only the loop's own folder); the
+    # serve transport refuses its writes before they happen.
+    read_only: bool = False
 
 
 @dataclass(frozen=True)

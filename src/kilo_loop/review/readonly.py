@@ -41,6 +41,11 @@ class ReadOnlyGuard:
         self._loop_dir = posixpath.join(str(project), LOOP_DIR)
         self._project = str(project)
 
+    @property
+    def temp_roots(self) -> tuple[str, ...]:
+        roots = getattr(self._base, "temp_roots", ())
+        return tuple(roots) if isinstance(roots, (tuple, list)) else ()
+
     def _inside_loop_dir(self, path: str, cwd: str | None) -> bool:
         absolute = path if path.startswith("/") else posixpath.join(cwd or self._project, path)
         normal = posixpath.normpath(absolute)

@@ -89,8 +89,9 @@ class ServeBackend:
 
     # ----------------------------------------------------------------- lifecycle
     async def open(self, *, project: Path, env: dict[str, str], guard: GuardLike | None, run_dir: Path,
-                   warn: Callable[[str], None]) -> bool:
-        """Start the run's server; False (said once through `warn`) when it cannot, and `run` is used."""
+                   warn: Callable[[str], None], reviewer_guard: GuardLike | None = None) -> bool:
+        """Start the run's server; False (said once through `warn`) when it cannot, and `run` is used.
+        `reviewer_guard` (a run with reviewers) judges their sessions, and makes every edit ask."""
         self._warn = warn
         killed = kill_leftovers(run_dir.parent)
         if killed:
@@ -98,9 +99,11 @@ class ServeBackend:
         child_env = {**os.environ, **env}
         runtime: Runtime = "opencode" if self.name == "opencode" else "kilo"
         # The user's own rules: their inline config (not the loop's injected globs) and project files.
-        self.broker = PermissionBroker(guard, str(project), user_bash_rules(runtime, project, os.environ))
-        self._spec = ServerSpec(self.binary, runtime, project, serve_env(runtime, child_env, self._ask_edits),
-                                 self.start_timeout_s)
+        self.broker = PermissionBroker(guard, str(project), user_bash_rules(runtime, project, os.environ),
+                                       reviewer_guard)
+        ask_edits = self._ask_edits or reviewer_guard is not None
+        self._spec = ServerSpec(self.binary, runtime, project, serve_env(runtime, child_env, ask_edits),
+                                self.start_timeout_s)
         self._pidfile = run_dir / PIDFILE
         try:
             async with self._lock:
@@ -342,7 +345,7 @@ class ServeAgentRun:
                    out: AgentEvent | PermissionAsk | QuestionAsk) -> AsyncIterator[AgentEvent]:
         if isinstance(out, PermissionAsk):
             tool = mapper.tools.get(out.call_id, "") or out.permission
-            verdict = self._backend.broker.decide(out, tool, self._request.protect)
+            verdict = self._backend.broker.decide(out, tool, self._request.protect, self._request.read_only)
             await client.reply_permission(out.id, verdict.reply, verdict.message if verdict.rejected else None)
             if verdict.rejected:
                 yield GuardRejected(tool, verdict.subject, verdict.rule, verdict.reason, out.call_id)
