@@ -91,10 +91,16 @@ def test_flags_are_matched_as_whole_words() -> None:
     assert checks.flags("kilo", None, None).status == "fail"
 
 
-def test_a_hidden_flag_with_a_documented_new_name_is_a_warning() -> None:
+def test_a_hidden_flag_with_a_documented_new_name_is_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(checks.LOOP_FLAGS, "opencode", ("--format", "--old-auto|--auto"))
+    check = checks.flags("opencode", "--format --auto", "1.18.33")
+    assert check.status == "warn" and "--old-auto" in check.detail and "--auto" in check.detail
+    assert checks.flags("opencode", "--format", "1").status == "fail"
+
+
+def test_opencode_is_asked_for_its_documented_auto_flag() -> None:
     help_text = "--format --auto --agent --model --variant --thinking --title --session"
-    check = checks.flags("opencode", help_text, "1.18.33")
-    assert check.status == "warn" and "--dangerously-skip-permissions" in check.detail and "--auto" in check.detail
+    assert checks.flags("opencode", help_text, "1.18.33").status == "ok"
     assert checks.flags("opencode", help_text.replace("--auto", ""), "1").status == "fail"
 
 
