@@ -1,22 +1,26 @@
 """A protected file is refused before it is written: the serve broker's edit decision, the serve
-config that makes edits ask, and the pre-tool hook's check (Claude Code, Codex, Gemini CLI)."""
+config that makes edits ask, the pre-tool hook's check (Claude Code, Codex, Gemini CLI), and the
+`run` transport's edit deny rules."""
 
 from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
 from kilo_loop.agent.hook import BLOCK_EXIT, main
+from kilo_loop.agent.kilo.protect import edit_denies, wildcard_patterns, with_protect
 from kilo_loop.agent.protect_check import PROTECT_ENV, hook_denial, protect_env, refused_tool
 from kilo_loop.agent.protocol import AgentRequest
 from kilo_loop.agent.serve.broker import PermissionBroker
 from kilo_loop.agent.serve.config import serve_config, serve_env
 from kilo_loop.agent.serve.mapping import PermissionAsk
 from kilo_loop.agent.subprocess_run import child_environment
+from kilo_loop.review.globs import is_protected
 from kilo_loop.review.readonly import ReadOnlyGuard
 from kilo_loop.safety.guard import Guard
 
@@ -158,3 +162,35 @@ def test_a_reviewers_changing_command_is_refused_and_reading_ones_run(with_revie
     assert not with_reviewers.decide(sed, "bash", ()).rejected
     diff = PermissionAsk("per_4", "ses_1", "bash", ("git diff",), {"command": "git diff"}, "call_4")
     assert not with_reviewers.decide(diff, "bash", (), read_only=True).rejected
+
+
+# ------------------------------------------------------------------ `run` transport: edit deny rules
+def cli_wildcard(path: str, pattern: str) -> bool:
+    """kilo / opencode's permission wildcard: `*` any run of characters (`/` included), `?` one."""
+    body = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(body, path, re.DOTALL) is not None
+
+
+@pytest.mark.parametrize("glob", ["tests/**", "verify.sh", "*.snap", "tests/", "a/**/b/*.py", "src/**/fixtures/",
+                                  "./ci/x.yml", "**/conftest.py", ".github/workflows/*.yml"])
+@pytest.mark.parametrize("path", ["tests/test_a.py", "tests/unit/deep/x.py", "verify.sh", "scripts/verify.sh",
+                                  "x.snap", "snaps/y.snap", "a/b/c.py", "a/q/r/b/c.py", "src/fixtures/f.json",
+                                  "src/p/fixtures/f.json", "ci/x.yml", "conftest.py", "tests/conftest.py",
+                                  ".github/workflows/ci.yml", "src/app.py", "README.md"])
+def test_the_cli_patterns_cover_every_path_the_glob_protects(glob: str, path: str) -> None:
+    if is_protected(path, [glob]):
+        assert any(cli_wildcard(path, p) for p in wildcard_patterns(glob)), (glob, path, wildcard_patterns(glob))
+
+
+def test_the_stage_globs_become_edit_deny_rules_after_the_users_own() -> None:
+    inline = {"permission": {"bash": {"*": "allow"}, "edit": {"docs/*": "deny", "tests/*": "allow"}}, "model": "m"}
+    env = with_protect("kilo", {"KILO_CONFIG_CONTENT": json.dumps(inline), "A": "1"}, ["tests/**", "verify.sh"])
+    config = json.loads(env["KILO_CONFIG_CONTENT"])
+    assert list(config["permission"]["edit"].items()) == [
+        ("docs/*", "deny"), ("tests/*", "deny"), ("verify.sh", "deny"), ("*/verify.sh", "deny")]
+    assert config["permission"]["bash"] == {"*": "allow"} and config["model"] == "m" and env["A"] == "1"
+    assert json.loads(with_protect("opencode", {}, ["x/"])["OPENCODE_CONFIG_CONTENT"]) == \
+        {"permission": {"edit": {"x/*": "deny"}}}
+    assert edit_denies("deny", ["x/"]) == "deny" and edit_denies("ask", ["x/"]) == {"*": "ask", "x/*": "deny"}
+    assert with_protect("kilo", {"KILO_CONFIG_CONTENT": "{broken"}, ["x/"]) == {"KILO_CONFIG_CONTENT": "{broken"}
+    assert with_protect("kilo", {"B": "2"}, []) == {"B": "2"}
