@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,24 @@ def wave(sessions: int = 3, **by_role: list[dict[str, Any]]) -> list[Any]:
     """One scenario entry per reviewer session; each session takes its own role's steps."""
     entry = {"by_role": {"code": review("pass"), "test": review("pass"), "security": review("pass"), **by_role}}
     return [entry] * sessions
+
+
+def calls_made(fake: FakeKilo) -> int:
+    return len(fake.log.read_text().splitlines()) if fake.log.exists() else 0
+
+
+def kill_when(command: list[str], env: dict[str, str], ready: Callable[[], bool], stdin: str = "") -> None:
+    """Start the loop, feed it `stdin`, and SIGKILL its process group once `ready()` (within 120 s)."""
+    loop = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+    assert loop.stdin is not None
+    loop.stdin.write(stdin)
+    loop.stdin.close()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not ready():
+        time.sleep(0.2)
+    os.killpg(loop.pid, signal.SIGKILL)
+    loop.wait()
 
 
 def loops_md(project: Path) -> str:
@@ -167,17 +186,8 @@ def test_resume_continues_an_interrupted_review_loop(project: Path, fake: FakeKi
                     implement("fixed\n"), review("pass")])
     command = [sys.executable, "-m", "kilo_loop", "-C", str(project), "--no-confirm", "--no-dashboard",
                "--goal", str(goal), "--review", "--run-id", "rv", "-n", "4"]
-    loop = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    def in_second_iteration() -> bool:  # round 1 judged (ledger written), the fix session running
-        calls = fake.log.read_text().splitlines() if fake.log.exists() else []
-        return len(calls) >= 3 and "## Loop State" in loops_md(project)
-
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not in_second_iteration():
-        time.sleep(0.2)
-    os.killpg(loop.pid, signal.SIGKILL)
-    loop.wait()
+    # round 1 judged (ledger written), the fix session running
+    kill_when(command, env, lambda: calls_made(fake) >= 3 and "## Loop State" in loops_md(project))
     assert "## Loop State" in loops_md(project) and "- run: rv" in loops_md(project)
     resumed = subprocess.run([*command, "--resume", "rv"], env=env, stdin=subprocess.DEVNULL,
                              capture_output=True, text=True, timeout=120, check=False)
@@ -225,21 +235,9 @@ def test_resume_continues_a_pending_gate_fix_pass(project: Path, fake: FakeKilo)
                     implement("no token\n"), *wave(2)])
     command = [sys.executable, "-m", "kilo_loop", "-C", str(project), "--no-confirm", "--no-dashboard",
                "--goal", str(goal), "--review-wave", "--run-id", "rf", "-n", "4"]
-    loop = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True, text=True)
-    assert loop.stdin is not None
-    loop.stdin.write("all ; log less\n")
-    loop.stdin.close()
-
-    def in_fix_pass() -> bool:  # the gate answered (its fix pass in the ledger), the fix session running
-        calls = fake.log.read_text().splitlines() if fake.log.exists() else []
-        return len(calls) >= 5 and "- fix: pending" in loops_md(project)
-
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not in_fix_pass():
-        time.sleep(0.2)
-    os.killpg(loop.pid, signal.SIGKILL)
-    loop.wait()
+    # the gate answered (its fix pass in the ledger), the fix session running
+    kill_when(command, env, lambda: calls_made(fake) >= 5 and "- fix: pending" in loops_md(project),
+              stdin="all ; log less\n")
     assert "- fix: pending" in loops_md(project) and "token printed" in loops_md(project)
     resumed = subprocess.run([*command, "--resume", "rf"], env=env, stdin=subprocess.DEVNULL,
                              capture_output=True, text=True, timeout=120, check=False)
