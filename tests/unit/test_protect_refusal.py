@@ -16,6 +16,7 @@ from kilo_loop.agent.hook import BLOCK_EXIT, main
 from kilo_loop.agent.kilo.protect import edit_denies, wildcard_patterns, with_protect
 from kilo_loop.agent.protect_check import PROTECT_ENV, hook_denial, protect_env, refused_tool
 from kilo_loop.agent.protocol import AgentRequest
+from kilo_loop.agent.serve.backend import ServeBackend
 from kilo_loop.agent.serve.broker import PermissionBroker
 from kilo_loop.agent.serve.config import serve_config, serve_env
 from kilo_loop.agent.serve.mapping import PermissionAsk
@@ -194,3 +195,17 @@ def test_the_stage_globs_become_edit_deny_rules_after_the_users_own() -> None:
     assert edit_denies("deny", ["x/"]) == "deny" and edit_denies("ask", ["x/"]) == {"*": "ask", "x/*": "deny"}
     assert with_protect("kilo", {"KILO_CONFIG_CONTENT": "{broken"}, ["x/"]) == {"KILO_CONFIG_CONTENT": "{broken"}
     assert with_protect("kilo", {"B": "2"}, []) == {"B": "2"}
+
+
+def test_each_permission_request_is_answered_by_one_turn_only() -> None:
+    """Parallel reviewer turns share the server and all see every ask: its own session's turn
+    answers it; a subagent's ask (a session with no turn of its own) goes to the first turn."""
+    backend = ServeBackend("kilo", "kilo", fallback=None)  # type: ignore[arg-type]
+    backend.turn_started("ses_a")
+    backend.turn_started("ses_b")
+    assert not backend.claim("per_1", "ses_a", "ses_b")  # B leaves A's ask to A
+    assert backend.claim("per_1", "ses_a", "ses_a")
+    assert not backend.claim("per_1", "ses_a", "ses_a")  # answered once
+    assert backend.claim("per_2", "ses_child", "ses_b") and not backend.claim("per_2", "ses_child", "ses_a")
+    backend.turn_ended("ses_a")
+    assert backend.claim("per_3", "ses_a", "ses_b")  # A's turn is over: someone must answer
