@@ -50,6 +50,8 @@ from kilo_loop.safety.shell.words import echo_escapes, printf_text
 from kilo_loop.safety.shell.wrappers import unwrap
 
 MAX_DEPTH = 12
+MAX_WRAPPERS = 16
+"""Wrappers peeled off one simple command (`sudo env nice … CMD`); more are denied."""
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "rbash", "fish", "csh",
                     "tcsh"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -184,7 +186,8 @@ class Analyzer:
         """Follow one simple command: peel wrappers, then run it (or what it runs) through its semantics."""
         cwds = state.cwds
         env = dict(env)
-        for _ in range(16):
+        peeled = 0
+        while True:
             if not argv:
                 return state, state, None
             if UNKNOWN in argv[0].replace(HOME, ""):
@@ -195,6 +198,12 @@ class Analyzer:
             step = unwrap(command_name(argv[0]), list(argv[1:]))
             if step is None:
                 break
+            if peeled == MAX_WRAPPERS:
+                # Past the bound the rest would be judged as the wrapper itself and what it runs unseen.
+                self.out.append(Unanalysable(f"more than {MAX_WRAPPERS} command wrappers (sudo, env, nice, …) "
+                                             "are nested; run the command with fewer"))
+                return state, state, None
+            peeled += 1
             self.out.append(SimpleCommand((command_name(argv[0]), *argv[1:]), cwds, self.remote))
             env.update(step.env)
             if step.chdir is not None:
