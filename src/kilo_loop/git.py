@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kilo_loop.errors import KiloLoopError, UsageError
+from kilo_loop.run.layout import LOOP_DIR
 
 REDIRECTS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
              "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE",
@@ -84,6 +85,4 @@ def project_root(path: Path | None = None) -> Path:
     try:
         return git_root(start)
     except NotAGitRepo:
-        from kilo_loop.run.layout import LOOP_DIR  # here: its dataclasses would slow every guard hook call
-
         return next((d for d in (start, *start.parents) if (d / LOOP_DIR).is_dir()), start)

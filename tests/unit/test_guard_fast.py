@@ -198,3 +198,9 @@ def test_parse_check_leaves_a_file_or_unreadable_cwd_to_click(tmp_path: Path) ->
     (tmp_path / "f").write_text("x")
     assert parse_check(["--cwd", str(tmp_path / "f"), "ls"]) is None
     assert parse_check(["--cwd", str(tmp_path), "ls"]) == CheckArgs("ls", False, str(tmp_path))
+
+
+def test_outside_a_repository_too_the_guard_check_imports_no_dataclasses(tmp_path: Path) -> None:
+    modules = modules_of(["guard", "check", "ls"], tmp_path)
+    assert "kilo_loop.run.layout" in modules  # the project lookup fell back to `.kilocode-loop/` dirs
+    assert not {m for m in modules if m.split(".")[0] in ("click", "dataclasses", "inspect")}
