@@ -5,11 +5,16 @@ Measured side by side in one run, each spawned `--runs` times with the same hook
 - floor: `python -c pass` (the interpreter's own start-up);
 - `python -c "import kilo_loop.safety.guard"` (the guard's own import: the part of the hook's cost
   that belongs to the guard, not to the hook entry);
-- `python -m kilo_loop.agent.hook --rules <file>` (what the loop installs);
-- `python -m kilo_loop guard hook` (the public command, for comparison);
+- the hook command the loop installs (`kilo_loop.agent.hook.hook_command`: today
+  `python -P -m kilo_loop.agent.hook --rules <file>`), split into argv and run without a shell;
+- `python -m kilo_loop guard hook` (the public command, which also looks up the project's config);
 for an allowed command and a refused one (the refusal is data fed on stdin, never run).
-Prints the median wall time of each, the hook's ratio to the floor, and whether the hook stays
-within the 100 ms target; exits 1 when it does not. Run by hand:
+The commands run round-robin; each hook answer is checked (a broken hook would be fast too).
+Prints the median wall time of each, the hook's ratio to the floor, and whether the installed
+hook and `guard hook` both stay within the 100 ms target; exits 1 when they do not.
+The package's sources are byte-compiled first (`compileall`, as pip does when it installs a
+package): a session with PYTHONDONTWRITEBYTECODE=1 would otherwise time Python compiling the
+guard's source on every call. Run by hand:
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_hook.py [--runs 20]
 """
@@ -17,7 +22,9 @@ within the 100 ms target; exits 1 when it does not. Run by hand:
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
+import shlex
 import statistics
 import subprocess
 import sys
@@ -25,20 +32,49 @@ import tempfile
 import time
 from pathlib import Path
 
+import kilo_loop
+from kilo_loop.agent.hook import hook_command, write_rules
+
 TARGET_MS = 100.0
-ALLOWED = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls -la src"},
-           "cwd": "/tmp"}
+# The hook JSON a CLI sends (its "cwd" is added per run); the refused command is data on stdin, never run.
+ALLOWED = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls -la src"}}
 REFUSED = {"hook_event_name": "PreToolUse", "tool_name": "Bash",
-           "tool_input": {"command": "git push --force origin main"}, "cwd": "/tmp"}
+           "tool_input": {"command": "git push --force origin main"}}
 
 
-def median_ms(command: list[str], stdin: bytes, runs: int) -> float:
-    times = []
+def timed_ms(command: list[str], stdin: bytes, cwd: Path) -> tuple[float, subprocess.CompletedProcess[bytes]]:
+    started = time.perf_counter()
+    done = subprocess.run(command, input=stdin, capture_output=True, check=False, cwd=cwd)
+    return (time.perf_counter() - started) * 1000, done
+
+
+def check_answer(name: str, label: str, done: subprocess.CompletedProcess[bytes]) -> None:
+    """A broken hook is fast too: the hook must refuse the refused call and let the allowed one run."""
+    if not name.startswith(("hook", "cli")):
+        return
+    refused = b"deny" in done.stdout
+    if refused != (label == "refused") or done.returncode not in (0, 2):
+        raise SystemExit(f"{name} answered {label!r} wrongly (exit {done.returncode}):\n"
+                         f"{done.stdout.decode(errors='replace')}{done.stderr.decode(errors='replace')}")
+
+
+def measure(commands: dict[str, list[str]], stdin: dict[str, bytes], runs: int, cwd: Path,
+            ) -> dict[str, dict[str, float]]:
+    """Median ms per call kind and command; the commands run round-robin, so load bursts hit all alike."""
+    times: dict[str, dict[str, list[float]]] = {label: {name: [] for name in commands} for label in stdin}
     for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run(command, input=stdin, capture_output=True, check=False)
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
+        for label, payload in stdin.items():
+            for name, command in commands.items():
+                elapsed, done = timed_ms(command, payload, cwd)
+                check_answer(name, label, done)
+                times[label][name].append(elapsed)
+    return {label: {name: statistics.median(values) for name, values in by_name.items()}
+            for label, by_name in times.items()}
+
+
+def compile_sources() -> None:
+    """Byte-code for every module of the package, where an installed package has it."""
+    compileall.compile_dir(str(Path(kilo_loop.__file__).parent), quiet=2)
 
 
 def main() -> int:
@@ -46,27 +82,27 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
     python = sys.executable
+    compile_sources()
     with tempfile.TemporaryDirectory() as tmp:
-        rules = Path(tmp) / "guard-rules.json"
-        rules.write_text(json.dumps({"deny": [], "allow": []}), encoding="utf-8")
+        cwd = Path(tmp)  # where the CLI starts the hook: the agent's working directory
+        rules = write_rules(cwd / "run" / "guard-rules.json", [], [])
         commands = {
             "floor: python -c pass": [python, "-c", "pass"],
             "guard import": [python, "-c", "import kilo_loop.safety.guard"],
-            "hook: -m kilo_loop.agent.hook": [python, "-m", "kilo_loop.agent.hook", "--rules", str(rules)],
+            "hook: as installed": shlex.split(hook_command(rules, python)),
             "cli: -m kilo_loop guard hook": [python, "-m", "kilo_loop", "guard", "hook"],
         }
-        rows = []
-        for label, payload in (("allowed", ALLOWED), ("refused", REFUSED)):
-            stdin = json.dumps(payload).encode()
-            figures = {name: median_ms(command, stdin, args.runs) for name, command in commands.items()}
-            rows.append((label, figures))
+        stdin = {label: json.dumps({**payload, "cwd": str(cwd)}).encode()
+                 for label, payload in (("allowed", ALLOWED), ("refused", REFUSED))}
+        rows = measure(commands, stdin, args.runs, cwd)
     floor_name, guard_name, hook_name, cli_name = list(commands)
-    ok = True
+    print(f"installed hook: {hook_command(Path('<run>/guard-rules.json'), 'python')}")
     print(f"{'call':<9} {'floor ms':>9} {'guard ms':>9} {'hook ms':>9} {'hook/floor':>11} {'hook-guard':>11} "
           f"{'cli ms':>9} {'cli/floor':>10} {'≤100 ms':>8}")
-    for label, figures in rows:
+    ok = True
+    for label, figures in rows.items():
         floor, guard, hook, cli = (figures[name] for name in (floor_name, guard_name, hook_name, cli_name))
-        within = hook <= TARGET_MS
+        within = hook <= TARGET_MS and cli <= TARGET_MS
         ok = ok and within
         print(f"{label:<9} {floor:>9.1f} {guard:>9.1f} {hook:>9.1f} {hook / floor:>10.1f}x {hook - guard:>9.1f}ms "
               f"{cli:>9.1f} {cli / floor:>9.1f}x {'yes' if within else 'NO':>8}")
