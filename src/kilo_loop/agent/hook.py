@@ -1,5 +1,5 @@
 """The guard as a pre-tool hook for the CLIs that have one (Claude Code PreToolUse, Codex
-PreToolUse, Gemini CLI BeforeTool): `python -m kilo_loop.agent.hook --rules <file>`.
+PreToolUse, Gemini CLI BeforeTool): `python -P -m kilo_loop.agent.hook --rules <file>`.
 
 The CLI runs this before every matching tool call with the call as JSON on stdin
 (`tool_name`, `tool_input`, `cwd`). A destructive call is refused by exiting 2 with
