@@ -115,11 +115,12 @@ _HANDLERS: dict[Kind, Handler] = {
 
 # --- the scanning engine ----------------------------------------------------------------------
 
-Finder = Callable[[bytes, int], int]  # start of the next candidate at or after a position (-1: none)
+Finder = Callable[[int], int]  # start of the next candidate at or after a position (-1: none)
+Lane = Callable[[bytes], Finder]  # a lane's finder over one piece of data
 
 
-def _re2_candidates(source: bytes) -> Finder:
-    """Start of the leftmost match of the loose scan pattern at or after ``pos`` (-1: none)."""
+def _re2_lane(source: bytes) -> Lane:
+    """Finds the leftmost match of a loose scan pattern with an RE2 DFA."""
     options = re2.Options()
     options.max_mem = 64 << 20
     options.never_capture = True
@@ -130,52 +131,66 @@ def _re2_candidates(source: bytes) -> Finder:
     unanchored = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
     if raw is not None and hasattr(raw, "Match") and unanchored is not None:
 
-        def first_raw(data: bytes, pos: int) -> int:
-            start: int = raw.Match(unanchored, data, pos, len(data))[0][0]
-            return start
+        def bind_raw(data: bytes) -> Finder:
+            size = len(data)
 
-        return first_raw
+            def first_raw(pos: int) -> int:
+                start: int = raw.Match(unanchored, data, pos, size)[0][0]
+                return start
 
-    def first(data: bytes, pos: int) -> int:
-        match = compiled.search(data, pos)
-        return -1 if match is None else int(match.start())
+            return first_raw
 
-    return first
+        return bind_raw
+
+    def bind(data: bytes) -> Finder:
+        def first(pos: int) -> int:
+            match = compiled.search(data, pos)
+            return -1 if match is None else int(match.start())
+
+        return first
+
+    return bind
 
 
 _BASE64_RUN = re.compile(rb"[A-Za-z0-9+/]*")
 
 
-def _mixed_case_runs(find: Finder) -> Finder:
+def _mixed_case_runs(lane: Lane) -> Lane:
     """Candidates of the base64-run lane, minus runs without an upper-case letter (hex SHAs),
     which the rule would turn away anyway: skipped here, they cost no exact match or handler."""
 
-    def first(data: bytes, pos: int) -> int:
-        while (start := find(data, pos)) >= 0:
-            end = _BASE64_RUN.match(data, start).end()  # type: ignore[union-attr]
-            if has_upper(data[start:end]):
-                return start
-            pos = end
-        return -1
+    def bind(data: bytes) -> Finder:
+        find = lane(data)
+        run = _BASE64_RUN.match
 
-    return first
+        def first(pos: int) -> int:
+            while (start := find(pos)) >= 0:
+                end = run(data, start).end()  # type: ignore[union-attr]
+                if has_upper(data[start:end]):
+                    return start
+                pos = end
+            return -1
+
+        return first
+
+    return bind
 
 
-_LANE_FILTERS = {"b64": _mixed_case_runs}
-
-
-def _finders(lanes: Sequence[tuple[str, bytes]]) -> list[Finder]:
+def _lanes(lanes: Sequence[tuple[str, bytes]]) -> list[Lane]:
     """With RE2, a DFA per lane (a group of rules whose loose patterns run well together) finds
     candidate positions and Python's ``re`` only confirms the exact rule at the nearest one.  One
     DFA for every rule multiplies states: the counted base64 run beside the others made it ten
     times slower than the two lanes together.  [] without RE2."""
     if re2 is None:
         return []
-    return [_LANE_FILTERS.get(name, _identity)(_re2_candidates(lane)) for name, lane in lanes]
+    return [_LANE_FILTERS.get(name, _identity)(_re2_lane(source)) for name, source in lanes]
 
 
-def _identity(find: Callable[[bytes, int], int]) -> Callable[[bytes, int], int]:
-    return find
+_LANE_FILTERS = {"b64": _mixed_case_runs}
+
+
+def _identity(lane: Lane) -> Lane:
+    return lane
 
 
 def _settle(data: bytes, match_start: int, outcome: Outcome) -> Outcome:
@@ -257,7 +272,7 @@ class Engine:
     def __init__(self, rules: tuple[Rule, ...] = sp.RULES, use_re2: bool = True) -> None:
         self._precise = re.compile(sp.combined_pattern(rules).encode())
         lanes = [(name, lane.encode()) for name, lane in sp.scan_lanes(rules)] if use_re2 else []
-        self._finders = _finders(lanes)
+        self._lanes = _lanes(lanes)
         # Each rule is wrapped in its own group, which closes after any group inside it: the
         # match's ``lastindex`` is the group of the rule that matched.
         self._dispatch: dict[int, tuple[Handler, Rule]] = {}
@@ -308,15 +323,15 @@ class Engine:
         """The leftmost exact match at or after a position (leftmost-first among the rules);
         None when no lane has a candidate anywhere in ``data``."""
         precise = self._precise
-        finders = self._finders
-        if not finders:
+        if not self._lanes:
             return functools.partial(precise.search, data)
+        finders = [lane(data) for lane in self._lanes]
         size = len(data)
         lanes = range(len(finders))
         # per lane: where it was last searched from and what it found there (-1: nothing); the
         # answer holds for any later position up to the candidate found
         since = [0] * len(finders)
-        found = [find(data, 0) for find in finders]
+        found = [find(0) for find in finders]
         if max(found) < 0:
             return None  # most lines of agent output: no candidate at all
 
@@ -326,7 +341,7 @@ class Engine:
                 for lane in lanes:
                     candidate = found[lane]
                     if since[lane] > pos or (0 <= candidate < pos):
-                        candidate = found[lane] = finders[lane](data, pos)
+                        candidate = found[lane] = finders[lane](pos)
                         since[lane] = pos
                     if candidate >= 0 and (best < 0 or candidate < best):
                         best = candidate
@@ -416,19 +431,23 @@ class Redactor:
         One scan per block instead of one per line: the fast path for ``kilo-loop redact``."""
         header = b""
         for block in blocks:
-            if not self.enabled or not block:
-                yield block
-                continue
-            try:
-                out, opened = self._engine.scan(header + block)
-                if out is not None and not out.startswith(header):  # pragma: no cover - see redact()
-                    raise ValueError("a re-opening header was changed")  # noqa: TRY301 - caught below: fail closed
-                redacted = block if out is None else out[len(header):]
-                header = opened or b""
-                yield self._redact_extra_bytes(redacted)
-            except Exception:  # noqa: BLE001 - fail closed, never raise
-                header = b""
-                yield (_MARK + b"\n") * block.count(b"\n") + (b"" if block.endswith(b"\n") else _MARK)
+            redacted, header = self.redact_block(block, header)
+            yield redacted
+
+    def redact_block(self, block: bytes, header: bytes = b"") -> tuple[bytes, bytes]:
+        """One block of whole lines, after a block that left ``header`` open (b"": none): its
+        redaction, and the header that re-opens what it leaves unfinished (b"": nothing).  The
+        result depends on nothing else, so blocks can be redacted apart and joined in order."""
+        if not self.enabled or not block:
+            return block, header if self.enabled else b""
+        try:
+            out, opened = self._engine.scan(header + block)
+            if out is not None and not out.startswith(header):  # pragma: no cover - see redact()
+                raise ValueError("a re-opening header was changed")  # noqa: TRY301 - caught below: fail closed
+            redacted = block if out is None else out[len(header):]
+            return self._redact_extra_bytes(redacted), opened or b""
+        except Exception:  # noqa: BLE001 - fail closed, never raise
+            return (_MARK + b"\n") * block.count(b"\n") + (b"" if block.endswith(b"\n") else _MARK), b""
 
     def redact_value(self, value: Any) -> Any:
         """Redact strings inside dicts/lists/tuples; keys stay as they are, and a string under a
