@@ -104,7 +104,7 @@ def filter_stream(source: BinaryIO, sink: BinaryIO, redactor: Redactor, workers:
     header = b""  # what the last block redacted here left open, until a pool takes over
     order: InOrder | None = None
     try:
-        for block, more in line_blocks(source):
+        for block, more in line_blocks(source, _READ_SIZE):
             lines += block.count(b"\n") + (not block.endswith(b"\n"))
             if order is None and more and len(block) >= _POOL_BLOCK and (count := _workers(workers)):
                 from kilo_loop.safety.redact_pool import InOrder
