@@ -101,7 +101,7 @@ def test_a_key_running_over_a_block_boundary_is_redone_with_its_header(
     submitted = _submits(monkeypatch)
     sink = io.BytesIO()
     filter_stream(io.BytesIO(data), sink, Redactor(), workers=2)
-    assert len(submitted) > 5
+    assert len(submitted) >= 4
     assert sink.getvalue() == expected
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 _READ_SIZE = 1 << 20
 # A block this big with more input waiting is a burst worth worker processes (their start-up,
-# ~20 ms, is paid once); anything smaller is redacted here at once.
+# ~20 ms, is paid once): the blocks after it go to them.  Anything smaller is redacted here at once.
 _POOL_BLOCK = 256 << 10
 _MAX_WORKERS = 4
 
@@ -88,7 +88,7 @@ def whole_line_blocks(stream: BinaryIO, size: int = _READ_SIZE) -> Iterator[byte
         yield block
 
 
-def _workers(allowed: int | None) -> int:
+def _worker_count(allowed: int | None) -> int:
     from kilo_loop.safety.redact_pool import can_fork, usable_cores
 
     if not can_fork():  # pragma: no cover - platforms without fork
@@ -103,16 +103,19 @@ def filter_stream(source: BinaryIO, sink: BinaryIO, redactor: Redactor, workers:
     lines = 0
     header = b""  # what the last block redacted here left open, until a pool takes over
     order: InOrder | None = None
+    warm = finished = False
     try:
         for block, more in line_blocks(source, _READ_SIZE):
             lines += block.count(b"\n") + (not block.endswith(b"\n"))
-            if order is None and more and len(block) >= _POOL_BLOCK and (count := _workers(workers)):
+            if order is None and warm and more and (count := _worker_count(workers)):
                 from kilo_loop.safety.redact_pool import InOrder
 
                 order = InOrder(redactor, count, header)
             if order is None:
                 redacted, header = redactor.redact_block(block, header)
                 sink.write(redacted)
+                # the workers are forked after one big block: they inherit the DFA states it built
+                warm = more and len(block) >= _POOL_BLOCK
             elif more or order.pending:
                 order.submit(block)
                 while order.pending and (order.pending >= order.window or not more):
@@ -121,9 +124,10 @@ def filter_stream(source: BinaryIO, sink: BinaryIO, redactor: Redactor, workers:
                 sink.write(order.here(block))
             if not more:
                 sink.flush()
+        finished = True
     finally:
         if order is not None:
-            order.close()
+            order.close(finished)
     sink.flush()
     return lines
 

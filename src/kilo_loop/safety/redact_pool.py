@@ -84,9 +84,11 @@ class InOrder:
         self._header = opened
         return out
 
-    def close(self) -> None:
+    def close(self, finished: bool) -> None:
+        """Stop the workers: waiting for them when all went well (they are idle, and so they are
+        reaped), dropping queued work when not (an error, Ctrl+C, a closed output)."""
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool.shutdown(wait=finished, cancel_futures=not finished)
             self._pool = None
         self._queue.clear()
 
