@@ -501,3 +501,24 @@ def test_property_blocks_of_lines_equal_whole_text(text: str, sizes: list[int]) 
             at += size
     out = b"".join(default_redactor().redact_blocks(blocks)).decode("utf-8", "surrogatepass")
     assert out == default_redactor().redact(text)
+
+
+# --- the engine's shortcuts decide what the full judgement decides ---------------------------
+
+_VALUE_CHARS = string.ascii_letters + string.digits + "_+/=-.$<>%[]{}*xX ,;:'\"" + "\u2022"
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    value=st.one_of(
+        st.text(alphabet=_VALUE_CHARS, max_size=40),
+        st.text(alphabet=string.ascii_letters + string.digits + "_+/=-", min_size=1, max_size=60),
+    ),
+    key=st.sampled_from(["password", "GITHUB_TOKEN", "api_key", "CACHE_KEY", "token", "x1y2", "Abc123"]),
+)
+def test_the_plain_token_shortcut_judges_a_value_as_every_question_does(value: str, key: str) -> None:
+    from kilo_loop.safety.redact_values import _judged_edit, _value_edit
+
+    data = b"k=" + value.encode() + b"\n"
+    end = len(data) - 1
+    assert _value_edit(data, 2, end, key) == _judged_edit(data, 2, end, key)

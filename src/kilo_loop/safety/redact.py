@@ -115,12 +115,11 @@ _HANDLERS: dict[Kind, Handler] = {
 
 # --- the scanning engine ----------------------------------------------------------------------
 
-Finder = Callable[[int], int]  # start of the next candidate at or after a position (-1: none)
-Lane = Callable[[bytes], Finder]  # a lane's finder over one piece of data
+Finder = Callable[[bytes, int], int]  # start of the next candidate at or after a position (-1: none)
 
 
-def _re2_lane(source: bytes) -> Lane:
-    """Finds the leftmost match of a loose scan pattern with an RE2 DFA."""
+def _re2_candidates(source: bytes) -> Finder:
+    """Start of the leftmost match of a loose scan pattern at or after ``pos`` (-1: none)."""
     options = re2.Options()
     options.max_mem = 64 << 20
     options.never_capture = True
@@ -131,66 +130,53 @@ def _re2_lane(source: bytes) -> Lane:
     unanchored = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
     if raw is not None and hasattr(raw, "Match") and unanchored is not None:
 
-        def bind_raw(data: bytes) -> Finder:
-            size = len(data)
+        def first_raw(data: bytes, pos: int) -> int:
+            start: int = raw.Match(unanchored, data, pos, len(data))[0][0]
+            return start
 
-            def first_raw(pos: int) -> int:
-                start: int = raw.Match(unanchored, data, pos, size)[0][0]
-                return start
+        return first_raw
 
-            return first_raw
+    def first(data: bytes, pos: int) -> int:
+        match = compiled.search(data, pos)
+        return -1 if match is None else int(match.start())
 
-        return bind_raw
-
-    def bind(data: bytes) -> Finder:
-        def first(pos: int) -> int:
-            match = compiled.search(data, pos)
-            return -1 if match is None else int(match.start())
-
-        return first
-
-    return bind
+    return first
 
 
 _BASE64_RUN = re.compile(rb"[A-Za-z0-9+/]*")
 
 
-def _mixed_case_runs(lane: Lane) -> Lane:
+def _mixed_case_runs(find: Finder) -> Finder:
     """Candidates of the base64-run lane, minus runs without an upper-case letter (hex SHAs),
     which the rule would turn away anyway: skipped here, they cost no exact match or handler."""
+    run = _BASE64_RUN.match
 
-    def bind(data: bytes) -> Finder:
-        find = lane(data)
-        run = _BASE64_RUN.match
+    def first(data: bytes, pos: int) -> int:
+        while (start := find(data, pos)) >= 0:
+            end = run(data, start).end()  # type: ignore[union-attr]
+            if has_upper(data[start:end]):
+                return start
+            pos = end
+        return -1
 
-        def first(pos: int) -> int:
-            while (start := find(pos)) >= 0:
-                end = run(data, start).end()  # type: ignore[union-attr]
-                if has_upper(data[start:end]):
-                    return start
-                pos = end
-            return -1
-
-        return first
-
-    return bind
+    return first
 
 
-def _lanes(lanes: Sequence[tuple[str, bytes]]) -> list[Lane]:
+def _finders(lanes: Sequence[tuple[str, bytes]]) -> list[Finder]:
     """With RE2, a DFA per lane (a group of rules whose loose patterns run well together) finds
     candidate positions and Python's ``re`` only confirms the exact rule at the nearest one.  One
     DFA for every rule multiplies states: the counted base64 run beside the others made it ten
     times slower than the two lanes together.  [] without RE2."""
     if re2 is None:
         return []
-    return [_LANE_FILTERS.get(name, _identity)(_re2_lane(source)) for name, source in lanes]
+    return [_LANE_FILTERS.get(name, _identity)(_re2_candidates(source)) for name, source in lanes]
 
 
 _LANE_FILTERS = {"b64": _mixed_case_runs}
 
 
-def _identity(lane: Lane) -> Lane:
-    return lane
+def _identity(find: Finder) -> Finder:
+    return find
 
 
 def _settle(data: bytes, match_start: int, outcome: Outcome) -> Outcome:
@@ -272,7 +258,7 @@ class Engine:
     def __init__(self, rules: tuple[Rule, ...] = sp.RULES, use_re2: bool = True) -> None:
         self._precise = re.compile(sp.combined_pattern(rules).encode())
         lanes = [(name, lane.encode()) for name, lane in sp.scan_lanes(rules)] if use_re2 else []
-        self._lanes = _lanes(lanes)
+        self._finders = _finders(lanes)
         # Each rule is wrapped in its own group, which closes after any group inside it: the
         # match's ``lastindex`` is the group of the rule that matched.
         self._dispatch: dict[int, tuple[Handler, Rule]] = {}
@@ -323,17 +309,17 @@ class Engine:
         """The leftmost exact match at or after a position (leftmost-first among the rules);
         None when no lane has a candidate anywhere in ``data``."""
         precise = self._precise
-        if not self._lanes:
+        finders = self._finders
+        if not finders:
             return functools.partial(precise.search, data)
-        finders = [lane(data) for lane in self._lanes]
-        size = len(data)
-        lanes = range(len(finders))
-        # per lane: where it was last searched from and what it found there (-1: nothing); the
-        # answer holds for any later position up to the candidate found
-        since = [0] * len(finders)
-        found = [find(0) for find in finders]
+        # per lane: what it found searching from ``since`` (-1: nothing); the answer holds for
+        # any later position up to the candidate found
+        found = [find(data, 0) for find in finders]
         if max(found) < 0:
             return None  # most lines of agent output: no candidate at all
+        size = len(data)
+        lanes = range(len(finders))
+        since = [0] * len(finders)
 
         def next_match(pos: int) -> re.Match[bytes] | None:
             while pos < size:
@@ -341,7 +327,7 @@ class Engine:
                 for lane in lanes:
                     candidate = found[lane]
                     if since[lane] > pos or (0 <= candidate < pos):
-                        candidate = found[lane] = finders[lane](pos)
+                        candidate = found[lane] = finders[lane](data, pos)
                         since[lane] = pos
                     if candidate >= 0 and (best < 0 or candidate < best):
                         best = candidate

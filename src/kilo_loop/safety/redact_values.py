@@ -141,8 +141,24 @@ def _scheme_split(value: bytes) -> int:
     return 0
 
 
+# A value of token characters with a letter and a digit, and no blank, "$", "<", "%", "." or "[":
+# no placeholder, number, auth scheme, version, plain name or earlier redaction can look like
+# that, so of all the judgements below only "the value is the key's own name" is left to ask.
+_PLAIN_TOKEN = re.compile(rb"[A-Za-z0-9_+/=-]+")
+_DIGIT = re.compile(rb"[0-9]")
+_LETTER = re.compile(rb"[A-Za-z]")
+
+
 def _value_edit(data: bytes, start: int, end: int, key: str) -> tuple[Edit, ...]:
     """Redact ``data[start:end]`` unless it is a placeholder; keep a leading auth scheme."""
+    plain = _PLAIN_TOKEN.fullmatch(data, start, end)
+    if plain and _DIGIT.search(data, start, end) and _LETTER.search(data, start, end):
+        return _SKIP if sp.names_itself(key, data[start:end].decode("ascii")) else ((start, end, _MARK),)
+    return _judged_edit(data, start, end, key)
+
+
+def _judged_edit(data: bytes, start: int, end: int, key: str) -> tuple[Edit, ...]:
+    """``_value_edit`` asking every question."""
     value = data[start:end]
     if data.find(_MARK[:-1], start, end) >= 0:  # already redacted (a token may stop before its "]")
         return _SKIP
