@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from kilo_loop.commands.redact import filter_stream
+from kilo_loop.commands.redact import burst_workers, filter_stream
 from kilo_loop.safety.redact import Redactor
 from kilo_loop.safety.secret_patterns import REDACTED, combined_pattern
 
@@ -333,11 +333,8 @@ def _measure(name: str, path: Path, floor_mb: float, startup: Timing) -> None:
 
 
 def _cores() -> str:
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        cores = os.cpu_count() or 1
-    return "none" if cores < 2 else str(min(cores, 4))
+    workers = burst_workers(None)
+    return str(workers) if workers else "none, no idle cores"
 
 
 def _startup() -> Timing:

@@ -125,6 +125,18 @@ def test_extra_patterns_reach_the_workers(small_blocks: None) -> None:
     assert sink.getvalue() == b"".join(b"ticket [REDACTED] in line %d\n" % n for n in range(2000))
 
 
+def test_workers_follow_the_idle_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(redact_pool, "usable_cores", lambda: 8)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.0, 0.0))
+    assert redact_cli.burst_workers(None) == 4  # at most four
+    monkeypatch.setattr(os, "getloadavg", lambda: (5.6, 0.0, 0.0))
+    assert redact_cli.burst_workers(None) == 2
+    monkeypatch.setattr(os, "getloadavg", lambda: (7.0, 0.0, 0.0))
+    assert redact_cli.burst_workers(None) == 0  # one idle core: redact in-process
+    assert redact_cli.burst_workers(3) == 3
+    assert redact_cli.burst_workers(1) == 0
+
+
 def test_line_blocks_say_whether_more_input_was_waiting() -> None:
     read, write = os.pipe()
     with os.fdopen(read, "rb") as source, os.fdopen(write, "wb") as sink:
@@ -145,9 +157,9 @@ def _generated_file(tmp_path: Path, megabytes: int) -> Path:
     return path
 
 
-def test_the_cli_redacts_a_file_on_stdin_with_workers(tmp_path: Path) -> None:
+def test_the_cli_redacts_a_file_on_stdin(tmp_path: Path) -> None:
     """Through the real entry point: a 3 MB file on stdin (a burst: select says more is always
-    waiting) gives what the in-process filter gives."""
+    waiting; workers run when cores are idle) gives what the in-process filter gives."""
     path = _generated_file(tmp_path, 3)
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     with path.open("rb") as stdin:

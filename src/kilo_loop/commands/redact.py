@@ -5,8 +5,8 @@ already waiting (a file, a fast producer) the reads gather up to ``_READ_SIZE`` 
 lines are redacted in one scan and written, and the output is flushed whenever no more input is
 waiting.  A live pipe (``kilo run --format json | kilo-loop redact | tee log``) still gets every
 complete line as soon as it arrives; a partial last line waits for its newline (or the end of the
-input).  A big burst (a file, a saved log) is spread over worker processes, one block of lines
-each, and written back in order (``safety.redact_pool``).  Bytes that are not UTF-8 pass through
+input).  A big burst (a file, a saved log) is spread over worker processes when cores are idle,
+one block of lines each, and written back in order (``safety.redact_pool``).  Bytes that are not UTF-8 pass through
 unchanged.
 """
 
@@ -88,18 +88,27 @@ def whole_line_blocks(stream: BinaryIO, size: int = _READ_SIZE) -> Iterator[byte
         yield block
 
 
-def _worker_count(allowed: int | None) -> int:
+def burst_workers(allowed: int | None) -> int:
+    """Worker processes for a burst: ``allowed`` when given, else one per idle core (as the load
+    average counts them, the way ``make -l`` does), up to four; 0 when fewer than two would run.
+    On a busy machine workers only add the cost of shipping blocks to them."""
     from kilo_loop.safety.redact_pool import can_fork, usable_cores
 
     if not can_fork():  # pragma: no cover - platforms without fork
         return 0
-    count = min(usable_cores(), _MAX_WORKERS) if allowed is None else allowed
-    return count if count >= 2 else 0
+    if allowed is None:
+        cores = usable_cores()
+        try:
+            idle = cores - os.getloadavg()[0]
+        except OSError:  # pragma: no cover - no load average on this platform
+            idle = 0.0
+        allowed = min(cores, _MAX_WORKERS, int(idle + 0.5))
+    return allowed if allowed >= 2 else 0
 
 
 def filter_stream(source: BinaryIO, sink: BinaryIO, redactor: Redactor, workers: int | None = None) -> int:
     """Copy ``source`` to ``sink`` redacted; returns the line count.  ``workers``: processes for a
-    burst of input (None: one per core, up to four; 0 or 1: none)."""
+    burst of input (None: one per idle core, up to four; 0 or 1: none)."""
     lines = 0
     header = b""  # what the last block redacted here left open, until a pool takes over
     order: InOrder | None = None
@@ -107,7 +116,7 @@ def filter_stream(source: BinaryIO, sink: BinaryIO, redactor: Redactor, workers:
     try:
         for block, more in line_blocks(source, _READ_SIZE):
             lines += block.count(b"\n") + (not block.endswith(b"\n"))
-            if order is None and warm and more and (count := _worker_count(workers)):
+            if order is None and warm and more and (count := burst_workers(workers)):
                 from kilo_loop.safety.redact_pool import InOrder
 
                 order = InOrder(redactor, count, header)
