@@ -303,6 +303,7 @@ def _measure(name: str, path: Path, floor_mb: float, startup: Timing) -> None:
     raw = path.read_bytes()
     megabytes = len(raw) / 1_000_000
     out = path.with_suffix(".redacted")
+    workers = _cores()
     cli = _run_cli(path, out)
     redactions = out.read_bytes().count(REDACTED.encode())
     alone = _single_process(path, path.with_suffix(".alone"))
@@ -320,7 +321,7 @@ def _measure(name: str, path: Path, floor_mb: float, startup: Timing) -> None:
     print(f"{name}: {megabytes:.1f} MB, {lines} lines, {redactions} redactions")
     wall, cpu = _rates(megabytes, cli)
     work = Timing(cli.wall - startup.wall, cli.cpu - startup.cpu)
-    print(f"  kilo-loop redact (CLI, end to end, workers: {_cores()}): {wall:8.1f} MB/s wall,"
+    print(f"  kilo-loop redact (CLI, end to end, workers: {workers}): {wall:8.1f} MB/s wall,"
           f" {cpu:8.1f} MB/s CPU of all its processes"
           f"  (without start-up: {megabytes / work.wall:.1f} wall, {megabytes / work.cpu:.1f} CPU)")
     alone_wall, alone_cpu = _rates(megabytes, alone)
