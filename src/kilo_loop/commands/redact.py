@@ -6,8 +6,8 @@ lines are redacted in one scan and written, and the output is flushed whenever n
 waiting.  A live pipe (``kilo run --format json | kilo-loop redact | tee log``) still gets every
 complete line as soon as it arrives; a partial last line waits for its newline (or the end of the
 input).  A big burst (a file, a saved log) is spread over worker processes when cores are idle,
-one block of lines each, and written back in order (``safety.redact_pool``).  Bytes that are not UTF-8 pass through
-unchanged.
+one block of lines each, and written back in order (``safety.redact_pool``).  Bytes that are not
+UTF-8 pass through unchanged.
 """
 
 from __future__ import annotations
@@ -64,14 +64,14 @@ def line_blocks(stream: BinaryIO, size: int = _READ_SIZE) -> Iterator[tuple[byte
     pending = b""
     ended = False
     while not ended:
-        parts, total, more = [pending], len(pending), True
-        while more and total < size + len(pending):
-            chunk = _read_some(stream, size + len(pending) - total)
+        parts, fresh, more = [pending], 0, True
+        while more and fresh < size:
+            chunk = _read_some(stream, size - fresh)
             if not chunk:
                 ended, more = True, False
                 break
             parts.append(chunk)
-            total += len(chunk)
+            fresh += len(chunk)
             more = waiting()
         data = b"".join(parts)
         cut = data.rfind(b"\n") + 1
