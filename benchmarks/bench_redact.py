@@ -22,6 +22,7 @@ MB on dense input).  Targets: typical >= 20x the floor; dense >= 5x and >= 25 MB
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import re
@@ -287,16 +288,20 @@ def _single_process(path: Path, out: Path) -> Timing:
 
 
 def _in_process_paths(typical: Path) -> None:
-    """The paths the loop itself uses: ``redact()`` on a whole text, and ``redact_lines`` (the
-    runner's per-line path, one agent event line at a time)."""
+    """The paths the loop itself uses: ``redact()`` on a whole text; ``redact_lines`` (one agent
+    event line at a time; distinct lines only, so no kept result for a repeated line counts);
+    ``redact_value`` on each parsed event (what the runner's event bus does)."""
     text = typical.read_text(encoding="utf-8")
     redactor = Redactor()
     whole = _time(lambda: redactor.redact(text))
-    lines = text.splitlines(keepends=True)[:50_000]
-    per_line = _time(lambda: list(redactor.redact_lines(lines)))
+    lines = list(dict.fromkeys(text.splitlines(keepends=True)))[:50_000]
+    per_line = _time(lambda: list(Redactor().redact_lines(lines)))
+    events = [json.loads(line) for line in lines if line.startswith('{"type"')]
+    per_event = _time(lambda: [redactor.redact_value(event) for event in events])
     megabytes = len(text.encode()) / 1_000_000
     print(f"  in-process redact() on the whole text: {megabytes / whole.cpu:.1f} MB/s CPU;"
-          f" per-line path (redact_lines): {per_line.cpu / len(lines) * 1e6:.2f} us CPU a line")
+          f" per-line path (redact_lines, distinct lines): {per_line.cpu / len(lines) * 1e6:.2f} us CPU a line;"
+          f" redact_value of a parsed event: {per_event.cpu / len(events) * 1e6:.1f} us CPU")
 
 
 def _measure(name: str, path: Path, floor_mb: float, startup: Timing) -> None:

@@ -522,3 +522,19 @@ def test_the_plain_token_shortcut_judges_a_value_as_every_question_does(value: s
     data = b"k=" + value.encode() + b"\n"
     end = len(data) - 1
     assert _value_edit(data, 2, end, key) == _judged_edit(data, 2, end, key)
+
+
+def test_short_strings_redact_the_same_every_time_and_their_results_stay_bounded() -> None:
+    from kilo_loop.safety import redact as engine
+
+    redactor = Redactor()
+    token = "gh" + "p_" + "aB3" * 12
+    for _ in range(3):
+        assert redactor.redact(f"token={token}") == "token=[REDACTED]"
+        assert redactor.redact("completed") == "completed"
+    assert Redactor(extra_patterns=[r"complete\w*"]).redact("completed") == REDACTED
+    assert Redactor(enabled=False).redact(f"token={token}") == f"token={token}"
+    for n in range(engine._SHORT_ENTRIES + 10):
+        redactor.redact(f"item {n}")
+    assert len(redactor._short) <= engine._SHORT_ENTRIES
+    assert redactor.redact(f"token={token}") == "token=[REDACTED]"

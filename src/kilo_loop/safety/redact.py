@@ -95,6 +95,8 @@ except ImportError:  # pragma: no cover
 __all__ = ["REDACTED", "Engine", "Redactor", "default_redactor", "redact_stream"]
 
 _MAX_DEPTH = 64
+_SHORT_TEXT = 64
+_SHORT_ENTRIES = 4096
 
 # floor: where the previous edit ended; what lies before it is about to change, so look no further back.
 Handler = Callable[[bytes, Span, int, Rule, int], Outcome]
@@ -386,10 +388,24 @@ class Redactor:
         self.enabled = enabled
         self._extra = _compile_extra(extra_patterns)
         self._engine = _engine(True)
+        self._short: dict[str, str] = {}  # results for short strings (kept in memory only)
 
     def redact(self, text: str) -> str:
         if not self.enabled:
             return text
+        if type(text) is not str or len(text) > _SHORT_TEXT:
+            return self._redact(text)
+        # The leaves of event dicts (types, statuses, tool names, paths, ids) repeat all the time
+        # and each costs two DFA calls; their results are kept, a bounded number of them.
+        redacted = self._short.get(text)
+        if redacted is None:
+            redacted = self._redact(text)
+            if len(self._short) >= _SHORT_ENTRIES:
+                self._short.clear()
+            self._short[text] = redacted
+        return redacted
+
+    def _redact(self, text: str) -> str:
         try:
             redacted, _ = self._engine.redact(_as_text(text))
             return self._redact_extra(redacted)
