@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kilo_loop.agent.protocol import AgentBackend, AgentPolicy, prepare_backend
 from kilo_loop.agent.registry import BackendLoadError, auto_runtime, create_backend, find_binary, load_backend
-from kilo_loop.agent.router import RuntimeRouter
+from kilo_loop.agent.router import RuntimeRouter, runtimes_without_cost
 from kilo_loop.agent.serve import ServeBackend
 from kilo_loop.agent.simulator import DryRunBackend
 from kilo_loop.errors import UsageError
@@ -450,6 +450,9 @@ class RunHandle:
             settings, self.project, self.layout.dir, tuple(s.model for s in self.goal.stages if s.model)))
         for note in prepared.notes:
             recorder.warn(note)
+        if settings.max_cost is not None:
+            for name in runtimes_without_cost(self._backend):
+                recorder.warn(f"{name} reports no cost: --max-cost cannot stop its sessions, --max-tokens can")
         # Events reach the notifier redacted already (the bus did it), so it passes text on as it is.
         notifier = Notifier(settings.notify, lambda text: text, recorder.warn) if settings.notify else None
         if notifier is not None:
