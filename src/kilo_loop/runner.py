@@ -301,7 +301,9 @@ class SafetyHooks:
 
     def sync_markdown(self, goal: Goal, stage: Stage) -> bool:
         try:
-            return mark_stage_done(goal, stage, True)
+            # Not fsynced: the loop fsyncs state.json (which records the stage done) right after, which
+            # commits the file system's journal with this rename; a kill -9 cannot tear either.
+            return mark_stage_done(goal, stage, True, durable=False)
         except GoalError:
             return False  # the plan was moved or made read-only mid-run; the caller warns
 
