@@ -13,6 +13,7 @@ at the top level and limited to the project's folder; paths are relative to the 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -35,6 +36,7 @@ class Entry:
     submodule: bool = False
     staged: bool = False  # the index differs from HEAD for this path
     unmerged: bool = False
+    index_oid: str = ""  # the index's blob for the path, when git said (ordinary "1" entries)
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,34 @@ class TreeStatus:
         return replace(self, entries={**kept, **other.entries})
 
 
+def blob_oid(data: bytes, like: str) -> str:
+    """git's object id of a blob holding `data`, in the hash of `like` (an existing id: SHA-1 or SHA-256)."""
+    digest = hashlib.sha256 if len(like) == 64 else hashlib.sha1
+    return digest(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def after_write(status: TreeStatus, path: str, before: bytes, after: bytes) -> TreeStatus | None:
+    """The status once the loop rewrote the tracked or untracked file `path` from `before` to `after`
+    (neither through git): worked out without git, or None when only git can tell (a conflict, a
+    submodule, a path below an ignored directory, a file git may convert on the way in)."""
+    entry = status.entries.get(path)
+    if b"\r" in before + after or any(
+            (other.endswith("/") or item.submodule) and path.startswith(other.rstrip("/") + "/")
+            for other, item in status.entries.items()):
+        return None
+    if entry is None:  # tracked and clean: the index holds `before`
+        entry = Entry("  ", index_oid=blob_oid(before, status.head or ""))
+    elif entry.code in ("??", "!!"):
+        return status  # still untracked, or ignored
+    elif entry.unmerged or entry.submodule or not entry.index_oid or entry.code[1] not in " M":
+        return None
+    y = " " if blob_oid(after, entry.index_oid) == entry.index_oid else "M"
+    entries = {name: item for name, item in status.entries.items() if name != path}
+    if entry.code[0] != " " or y != " ":
+        entries[path] = replace(entry, code=entry.code[0] + y)
+    return replace(status, entries=entries)
+
+
 def _below_any(path: str, roots: set[str]) -> bool:
     return path in roots or any(path.startswith(root.rstrip("/") + "/") for root in roots)
 
@@ -94,8 +124,9 @@ def parse(data: bytes) -> TreeStatus:
             # (not with --no-renames, but read it safely); "u XY sub m1 m2 m3 mW h1 h2 h3 path".
             parts = item.split(b" ", _FIELDS[kind])
             xy = parts[1].decode("ascii", "replace").replace(".", " ")
+            index_oid = parts[7].decode("ascii", "replace") if kind == b"1 " else ""
             entries[os.fsdecode(parts[-1])] = Entry(xy, submodule=parts[2].startswith(b"S"),
-                                                    staged=xy[:1] != " ", unmerged=kind == b"u ")
+                                                    staged=xy[:1] != " ", unmerged=kind == b"u ", index_oid=index_oid)
             if kind == b"2 ":
                 next(items, None)
     return TreeStatus(head, entries)

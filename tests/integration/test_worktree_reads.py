@@ -1,6 +1,7 @@
 """One full `git status` per iteration, and what it still gets right: the read after a session
-serves the next iteration's "before" and its checkpoint; the ticked goal file is refreshed alone;
-verify output makes the loop read the whole tree again."""
+serves the next iteration's "before" and its checkpoint; the ticked goal file is accounted for
+from its bytes (the same answer git gives, checked against git); verify output makes the loop
+read the whole tree again."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ async def test_one_full_status_per_iteration_and_the_tick_refreshed_alone(
     state = await run.finish()
     assert state.status == "done" and state.iteration == 3
     assert calls.full == 1 + 3  # the first "before", then one after each session
-    assert calls.paths == [("plan.md",)] * 3  # each tick, refreshed alone
+    assert calls.paths == []  # each tick worked out from the goal file's bytes, without git
     # The goal file the loop ticked is not the agent's change: each iteration reports its own file only.
     assert [item.files_changed for item in state.iterations] == [["a.txt"], ["b.txt"], ["c.txt"]]
     # Yet the checkpoint before iteration 2 saw the tick and iteration 1's file, from the reused read.
@@ -72,7 +73,7 @@ async def test_without_checkpoints_the_same_one_read(project: Path, monkeypatch:
     turns = [done_turn("stage-1", "a.txt"), done_turn("stage-2", "b.txt"), done_turn("stage-3", "c.txt", 100)]
     state = await start_loop(project, turns, THREE, checkpoint=False).finish()
     assert state.status == "done"
-    assert calls.full == 4 and len(calls.paths) == 3
+    assert calls.full == 4 and calls.paths == []
     assert [item.files_changed for item in state.iterations] == [["a.txt"], ["b.txt"], ["c.txt"]]
 
 
@@ -107,3 +108,55 @@ def test_refresh_sees_the_file_as_git_does(project: Path) -> None:
     (project / "notes.md").unlink()
     tree.refresh([project / "notes.md"])
     assert "notes.md" not in tree.current().entries
+
+
+def git(project: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
+
+
+WRITES = {
+    # name: (set-up of goal.md before the read, what the loop writes after it)
+    "clean tracked file": (["commit"], b"- [x] one\n- [ ] two\n"),
+    "already modified": (["commit", "modify"], b"- [x] one\n- [x] two\n"),
+    "written back as the index has it": (["commit", "modify"], b"- [ ] one\n- [ ] two\n"),
+    "staged, then written as staged": (["commit", "modify", "stage"], b"- [ ] one\n- [ ] two\n- [ ] three\n"),
+    "staged, then written anew": (["commit", "modify", "stage"], b"- [x] one\n- [x] two\n"),
+    "untracked": ([], b"- [x] one\n- [ ] two\n"),
+    "ignored": (["ignore"], b"- [x] one\n- [ ] two\n"),
+    "in an ignored folder": (["ignore-dir"], b"- [x] one\n- [ ] two\n"),
+    "windows line ends": (["commit", "crlf"], b"- [x] one\r\n- [ ] two\r\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRITES))
+def test_a_write_the_loop_names_gives_the_status_git_gives(project: Path, case: str) -> None:
+    steps, written = WRITES[case]
+    goal = project / ("docs/goal.md" if "ignore-dir" in steps else "goal.md")
+    goal.parent.mkdir(exist_ok=True)
+    goal.write_bytes(b"- [ ] one\r\n- [ ] two\r\n" if "crlf" in steps else b"- [ ] one\n- [ ] two\n")
+    if "ignore" in steps or "ignore-dir" in steps:
+        (project / ".gitignore").write_text("goal.md\n" if "ignore" in steps else "docs/\n")
+    if "commit" in steps:
+        git(project, "add", goal.name)
+        git(project, "commit", "-qm", "goal")
+    if "modify" in steps:
+        goal.write_bytes(b"- [ ] one\n- [ ] two\n- [ ] three\n")
+    if "stage" in steps:
+        git(project, "add", goal.name)
+        goal.write_bytes(b"- [ ] one\n- [ ] two\n")  # the index holds the three-line version
+    tree = WorkTree(project)
+    tree.read()
+    before = goal.read_bytes()
+    goal.write_bytes(written)
+    tree.wrote(goal, before)
+    assert tree.current().entries == gitstatus.read_status(project).entries
+
+
+def test_without_the_bytes_before_git_is_asked(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = WorkTree(project)
+    tree.read()
+    calls = StatusCalls(monkeypatch)
+    (project / "README.md").write_text("changed\n")
+    tree.wrote(project / "README.md", None)
+    assert calls.paths == [("README.md",)]
+    assert tree.current().entries["README.md"].code == " M"

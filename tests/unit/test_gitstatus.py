@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kilo_loop.gitstatus import Entry, TreeStatus, parse, snapshot
+from kilo_loop.gitstatus import Entry, TreeStatus, after_write, blob_oid, parse, snapshot
 
 OID = "a" * 40
 HASHES = b" ".join([b"1" * 40] * 2)
@@ -21,8 +21,8 @@ def test_parse_reads_every_kind_of_entry() -> None:
     ])
     status = parse(data)
     assert status.head == OID
-    assert status.entries["with space/f.txt"] == Entry(" M")
-    assert status.entries["added.py"] == Entry("A ", staged=True)
+    assert status.entries["with space/f.txt"] == Entry(" M", index_oid="1" * 40)
+    assert status.entries["added.py"] == Entry("A ", staged=True, index_oid="1" * 40)
     assert status.entries["vendor/lib"].submodule
     assert "old name.txt" not in status.entries  # a rename's source is not an entry of its own
     assert status.changed() == {"with space/f.txt", "added.py", "new name.txt"}
@@ -60,3 +60,23 @@ def test_snapshot_stats_changed_paths_and_leaves_out_ignored_and_the_loop_folder
     assert set(found) == {"a.txt", "gone.txt"}
     assert found["a.txt"][0] == "??" and found["a.txt"][2] == 4
     assert found["gone.txt"] == (" D", -1, -1)
+
+
+def test_blob_oid_is_gits() -> None:
+    # `printf 'hello\n' | git hash-object --stdin`
+    assert blob_oid(b"hello\n", OID) == "ce013625030ba8dba906f756967f9e9ca394464a"
+    assert len(blob_oid(b"hello\n", "b" * 64)) == 64
+
+
+def test_after_write_works_out_what_it_can_and_leaves_the_rest_to_git() -> None:
+    clean = TreeStatus(OID, {})
+    ticked = after_write(clean, "PLAN.md", b"- [ ] a\n", b"- [x] a\n")
+    assert ticked is not None and ticked.entries["PLAN.md"] == Entry(" M", index_oid=blob_oid(b"- [ ] a\n", OID))
+    back = after_write(ticked, "PLAN.md", b"- [x] a\n", b"- [ ] a\n")
+    assert back is not None and back.entries == {}
+    untracked = TreeStatus(OID, {"PLAN.md": Entry("??")})
+    assert after_write(untracked, "PLAN.md", b"a", b"b") is untracked
+    for status in (TreeStatus(OID, {"docs/": Entry("!!")}), TreeStatus(OID, {"PLAN.md": Entry("UU", unmerged=True)}),
+                   TreeStatus(OID, {"PLAN.md": Entry(" M")})):  # an ignored folder; a conflict; no index blob
+        assert after_write(status, "docs/PLAN.md" if "docs/" in status.entries else "PLAN.md", b"a", b"b") is None
+    assert after_write(clean, "PLAN.md", b"a\r\n", b"b\r\n") is None  # line ends git may convert

@@ -380,21 +380,19 @@ class Orchestrator:
             return "aborted", "stopped by the operator"
         rec.record_iteration(summary, session_id, stale)
         rec.emit(IterationFinished(message=iteration_line(summary), outcome=summary.outcome, percent=percent))
-        self._after_loop_writes(summary, advanced)
+        self._after_loop_writes(summary)
         if summary.guard_hits:
             why = stop_policy.guard_reason(self.limits, self.state.consecutive_guard_blocks, summary.guard_reason)
             if why:
                 return "stopped-guard", why
         return await self._after_report(summary)
 
-    def _after_loop_writes(self, summary: IterationSummary, advanced: bool) -> None:
+    def _after_loop_writes(self, summary: IterationSummary) -> None:
         """Keep the read of the work tree for the next iteration true to what the loop itself wrote:
-        verify output and reviewers' sessions are unknown (read it all again); a ticked goal file is one
-        path (ask git about it alone)."""
+        verify output and reviewers' sessions are unknown (read it all again). (The ticked goal file is
+        accounted for where it is written, in `_mark_done`.)"""
         if summary.verify is not None or self.review is not None:
             self._tree.forget()
-        elif advanced and self.ctx.goal.source is not None:
-            self._tree.refresh([self.ctx.goal.source])
 
     def _next_session_id(self, outcome: SessionOutcome) -> str | None:
         """The shared session the next iteration continues ("" = start a fresh one; None = unchanged)."""
@@ -507,7 +505,12 @@ class Orchestrator:
         # A dry run changes no file but the loop's own, so the goal file is left as it is.
         s = self.ctx.settings
         syncs = s.sync_goal and self.ctx.goal.kind != "text" and not s.dry_run
-        if syncs and not self.ctx.hooks.sync_markdown(self.ctx.goal, stage):
+        if not syncs or self.ctx.goal.source is None:
+            return
+        before = _read_bytes(self.ctx.goal.source)
+        ticked = self.ctx.hooks.sync_markdown(self.ctx.goal, stage)
+        self._tree.wrote(self.ctx.goal.source, before)
+        if not ticked:
             self.ctx.recorder.warn(f"could not tick '{stage.title}' in {self.ctx.goal.source}")
 
     def _update_percent(self, summary: IterationSummary, progress: Progress) -> int:
@@ -668,6 +671,13 @@ def _previous(state: RunState) -> dict[str, str]:
     if item is None:
         return {}
     return {"topic": item.topic, "summary": item.summary, "percent": f"{item.percent}%", "nextStage": item.next_stage}
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def resume_command(settings: Settings, run_id: str) -> str:

@@ -2,8 +2,9 @@
 
 One full status per iteration: the read after a session is the next iteration's "before" (and
 its checkpoint's status), since nothing but the loop's own files changes in between. What the
-loop writes outside its folder it either names (`refresh`: the ticked goal file, a pathspec-
-limited status) or forgets the read (`forget`: verify output, an operator's edits while paused).
+loop writes outside its folder it either names (`wrote`: the ticked goal file, worked out from
+its bytes before and after, or a pathspec-limited status) or forgets the read (`forget`: verify
+output, an operator's edits while paused).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from kilo_loop.git import GitError
-from kilo_loop.gitstatus import Snapshot, TreeStatus, read_status, snapshot
+from kilo_loop.gitstatus import Snapshot, TreeStatus, after_write, read_status, snapshot
 from kilo_loop.run.layout import LOOP_DIR
 
 __all__ = ["Snapshot", "WorkTree", "changed_between", "snapshot_worktree"]
@@ -50,6 +51,23 @@ class WorkTree:
 
     def forget(self) -> None:
         self._status = None
+
+    def wrote(self, file: Path, before: bytes | None) -> None:
+        """The loop rewrote `file`, which held `before` (None: unknown): update the read without git
+        when its bytes tell enough, else ask git about that file alone."""
+        if self._status is None:
+            return
+        try:
+            path = file.resolve().relative_to(self.project.resolve()).as_posix()
+            after = file.read_bytes()
+        except (ValueError, OSError):
+            self._status = None
+            return
+        known = None if before is None else after_write(self._status, path, before, after)
+        if known is None:
+            self.refresh([file])
+        else:
+            self._status = known
 
     def refresh(self, files: Iterable[Path]) -> None:
         """The loop wrote `files`: ask git about them alone (forget the read if that cannot be done)."""
