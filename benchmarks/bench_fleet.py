@@ -82,7 +82,7 @@ def direct(tmp: Path, repo: Path, env: dict[str, str], jobs: int) -> float:
 
 
 def through_fleet(tmp: Path, repo: Path, env: dict[str, str], jobs: int, workers: int,
-                  latencies: list[float] | None = None) -> float:
+                  latencies: dict[str, list[float]] | None = None) -> float:
     """Wall seconds for `jobs` jobs through `workers` workers, from the first submit to the last result."""
     server = RedisServer(tmp / f"redis-{workers}").start()
     store = FleetStore.from_url(server.url)
@@ -116,7 +116,7 @@ def through_fleet(tmp: Path, repo: Path, env: dict[str, str], jobs: int, workers
 class _LatencyWatcher:
     """SSE clients of the fleet dashboard's API, one per watched run, recording delivery delays."""
 
-    def __init__(self, store: FleetStore, run_ids: list[str], latencies: list[float]) -> None:
+    def __init__(self, store: FleetStore, run_ids: list[str], latencies: dict[str, list[float]]) -> None:
         self.latencies = latencies
         self.dashboard = fleet_dashboard(RedisRuns(store), None, 0)
         self._loop = asyncio.new_event_loop()
@@ -143,7 +143,7 @@ class _LatencyWatcher:
                 if line.startswith("data: "):
                     event = json.loads(line[6:])
                     sent = datetime.fromisoformat(event["ts"]).timestamp()
-                    self.latencies.append(time.time() - sent)
+                    self.latencies.setdefault(str(event.get("type")), []).append(time.time() - sent)
 
     def stop(self) -> None:
         self._loop.call_soon_threadsafe(self._stop.set)
@@ -159,12 +159,12 @@ def main() -> None:
         repo = make_repo(tmp / "repo")
         env = agent_env(tmp)
         direct_per_job = direct(tmp, repo, env, min(args.jobs, 8))
-        latencies: list[float] = []
-        one = through_fleet(tmp, repo, env, args.jobs, 1, latencies)
+        by_type: dict[str, list[float]] = {}
+        one = through_fleet(tmp, repo, env, args.jobs, 1, by_type)
         four = through_fleet(tmp, repo, env, args.jobs, 4)
     per_job_one = one / args.jobs
     overhead_ms = (per_job_one - direct_per_job) * 1000
-    latencies.sort()
+    latencies = sorted(x for values in by_type.values() for x in values)
     p50 = statistics.median(latencies) * 1000
     p95 = latencies[int(0.95 * (len(latencies) - 1))] * 1000
     print(f"jobs: {args.jobs} × 3 sessions of {SESSION_SECONDS:.0f} s (stub agent)")
@@ -175,6 +175,9 @@ def main() -> None:
     print(f"fleet's own cost per job: {overhead_ms:.0f} ms over direct (target ≤ 150 ms)")
     print(f"event latency worker → dashboard: p50 {p50:.0f} ms, p95 {p95:.0f} ms over {len(latencies)} events"
           f" (target p95 ≤ 250 ms)")
+    slowest = sorted(by_type.items(), key=lambda item: -max(item[1]))[:5]
+    print("  slowest event types (max ms, count): " + ", ".join(
+        f"{kind} {max(values) * 1000:.0f} ({len(values)})" for kind, values in slowest))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ The current stage's details may hold one line `agent: {json}` with any of:
   "sleep": seconds                 think for a while (stands in for the model)
   "ask": "question"                ask the operator (needsInput)
   "error": "message"               fail with an APIError event (e.g. a 429 with a reset time)
+  "error_once": "message"          the same, only the first time this stage runs in this tree
   "done": false                    do not claim the stage done this time
 Each session prints step_start, a tool_use per file, a text and a step_finish with tokens,
 and marks the current stage done in .kilocode-loop/progress.json.
@@ -51,9 +52,13 @@ def main() -> int:
     script = json.loads(match["json"]) if match else {}
     emit("step_start", session)
     time.sleep(float(script.get("sleep", 0)))
-    if "error" in script:
+    marker = root / ".kilocode-loop" / f"errored-{stage_id}"
+    message = script.get("error") or (script.get("error_once") if not marker.exists() else None)
+    if message:
+        marker.parent.mkdir(exist_ok=True)
+        marker.write_text("1")
         print(json.dumps({"type": "error", "timestamp": 0, "sessionID": session,
-                          "error": {"name": "APIError", "data": {"message": script["error"]}}}), flush=True)
+                          "error": {"name": "APIError", "data": {"message": message}}}), flush=True)
         return 1
     for mode, files in (("w", script.get("write", {})), ("a", script.get("append", {}))):
         for name, text in files.items():

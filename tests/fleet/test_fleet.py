@@ -160,3 +160,35 @@ def test_push_branch_sends_the_result_to_the_job_s_remote(tmp_path: Path, redis_
     branches = subprocess.run(["git", "--git-dir", str(origin), "branch", "--list"], capture_output=True,
                               text=True, check=True).stdout
     assert "main" in branches, "the job's own branch is untouched"
+
+
+def test_a_spent_quota_pauses_that_backend_s_jobs_until_the_reset(tmp_path: Path, redis_server: RedisServer) -> None:
+    repo = init_repo(tmp_path / "repo")
+    env = loop_env(agent_binary(tmp_path))
+    store = FleetStore.from_url(redis_server.url)
+    limited = write_goal(tmp_path / "limited.json", goal("limited", stage("s1", {
+        "error_once": "429 Too Many Requests: rate limit reached, try again in 6 seconds", "write": {"a.txt": "a\n"}})))
+    other = write_goal(tmp_path / "other.json", goal("other", stage("s1", {"write": {"b.txt": "b\n"}})))
+    workers = [LocalWorker(redis_server.url, tmp_path / f"w{n}", env).start() for n in range(2)]
+    try:
+        first = submit(redis_server.url, repo, limited, env, "--backend", "claude", "-n", "2", "--no-retry")
+        wait_for(lambda: store.backend_paused_until("claude") is not None, 90, "the backend's quota pause")
+        until = store.backend_paused_until("claude")
+        assert until is not None
+        second = submit(redis_server.url, repo, other, env, "--backend", "claude", "-n", "2")
+        wait_for(lambda: store.meta(second).get("status") == "waiting-quota", 30, "the queued job to wait")
+        wait_for(lambda: bool(store.result(first)) and bool(store.result(second)), 120, "both jobs to finish")
+    finally:
+        for worker in workers:
+            worker.stop()
+    assert store.result(first)["status"] == b"done" and store.result(second)["status"] == b"done"
+    started = [e for e in events_of(store, second) if e["type"] == "run-started"]
+    assert started and _epoch(str(started[0]["ts"])) >= until - 0.5, "the held job started after the reset"
+    waits = [e for e in events_of(store, first) if e["type"] == "quota-wait"]
+    assert waits, "the limited run waited for the reset itself instead of spending retries"
+
+
+def _epoch(iso: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(iso).timestamp()

@@ -15,6 +15,7 @@ import tarfile
 import threading
 import time
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,11 @@ class JobRun:
         self.run_dir = self.root / LOOP_DIR / "runs" / job.run_id
         self._base = ""
         self._renewed = time.monotonic()
+        # Events read from the run but not yet published: an `iteration-finished` waits here until
+        # the progress save it asked for is stored, the events before it go out at once.
+        self._held: list[dict[str, Any]] = []
+        self._saver = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"save-{job.run_id}")
+        self._saving: Future[tuple[str, bytes]] | None = None
 
     # ------------------------------------------------------------ whole job
     def run(self) -> dict[str, Any]:
@@ -78,6 +84,7 @@ class JobRun:
                 raise Interrupted(f"worker {self.config.worker_id} stopped; run {self.job.run_id} will resume")
             return self._finish(exit_code)
         finally:
+            self._saver.shutdown(wait=True)
             self.store.release(self.job.run_id, self.config.worker_id)
 
     def _take_lease(self) -> None:
@@ -163,23 +170,41 @@ class JobRun:
                     process.terminate()
                     process.wait(30)
             self._tick(follower)
+            self._publish_held(wait=True)
         return process.returncode
 
     def _tick(self, follower: LineFollower) -> None:
         events = follower.read_new()
-        if any(event.get("type") == "iteration-finished" for event in events):
-            # Saved before the event is published: whoever sees an iteration finished in the fleet
-            # view can count on another worker resuming from at least that iteration.
-            self._save_progress()
-        self.store.publish_events(self.job.run_id, events)
         for event in events:
             self._on_event(event)
+        self._held.extend(events)
+        self._publish_held(wait=False)
         if any(event.get("type") in _STATE_EVENTS for event in events):
             self._publish_state()
         self._deliver_commands()
         if time.monotonic() - self._renewed > self.config.renew_seconds:
             self.store.renew(self.job.run_id, self.config.worker_id, self.config.lease_ms)
             self._renewed = time.monotonic()
+
+    def _publish_held(self, wait: bool) -> None:
+        """Publish what was read, in order. An `iteration-finished` goes out only once a progress save
+        started after it is stored: whoever sees an iteration finished in the fleet view can count on
+        another worker resuming from at least that iteration. The save runs in the background so
+        the events of the next iteration are not held up by git and the archive."""
+        while self._held:
+            cut = next((i for i, e in enumerate(self._held) if e.get("type") == "iteration-finished"), None)
+            ready, self._held = (self._held, []) if cut is None else (self._held[:cut], self._held[cut:])
+            self.store.publish_events(self.job.run_id, ready)
+            if cut is None:
+                return
+            if self._saving is None:
+                self._saving = self._saver.submit(self._save_progress)
+            if not (wait or self._saving.done()):
+                return
+            self._saving.result()
+            self._saving = None
+            self.store.publish_events(self.job.run_id, self._held[:1])
+            self._held = self._held[1:]
 
     def _on_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")

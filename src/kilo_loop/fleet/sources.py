@@ -3,7 +3,6 @@ plans on this machine, or Redis for a fleet of workers. Both give the same shape
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -11,7 +10,7 @@ from typing import Any, Protocol
 import orjson
 
 from kilo_loop.fleet.inbox import InboxCommand, append_command
-from kilo_loop.fleet.store import FleetStore
+from kilo_loop.fleet.store import AsyncEventReader, FleetStore
 from kilo_loop.fleet.tail import follow
 
 _FINISHED = {"done", "done-with-errors", "aborted", "stopped-budget", "stalled", "stopped-guard", "error"}
@@ -110,13 +109,16 @@ class RedisRuns:
         return self.store.state(run_id)
 
     async def events(self, run_id: str, after_seq: int, gone: Callable[[], bool]) -> AsyncIterator[dict[str, Any]]:
-        cursor = "0"
-        while not gone():
-            batch = await asyncio.to_thread(self.store.events_after, run_id, cursor, 1000)
-            for entry_id, event in batch:
-                cursor = entry_id
-                if int(event.get("seq", 0)) > after_seq:
-                    yield event
+        reader = AsyncEventReader(self.store.url)  # its connection belongs to the calling event loop
+        try:
+            cursor = "0"
+            while not gone():
+                for entry_id, event in await reader.events_after(run_id, cursor, 1000):
+                    cursor = entry_id
+                    if int(event.get("seq", 0)) > after_seq:
+                        yield event
+        finally:
+            await reader.close()
 
     def send(self, run_id: str, command: InboxCommand) -> None:
         if self.store.job(run_id) is None:

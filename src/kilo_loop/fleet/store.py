@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 import redis
+import redis.asyncio
 
 PREFIX = "kilo-loop"
 EVENTS_MAXLEN = 100_000
@@ -57,16 +58,17 @@ class Job:
 
 
 class FleetStore:
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis, url: str = "") -> None:
         # redis-py types every reply as a union over its sync/async and decode modes; this client is
         # sync and returns bytes, so it is used as Any rather than narrowed at every call.
         self.client: Any = client
+        self.url = url
         self._renew = client.register_script(_RENEW)
         self._release = client.register_script(_RELEASE)
 
     @classmethod
     def from_url(cls, url: str) -> FleetStore:
-        return cls(redis.Redis.from_url(url))
+        return cls(redis.Redis.from_url(url), url)
 
     # ------------------------------------------------------------ jobs and runs
     def register(self, job: Job) -> None:
@@ -107,11 +109,7 @@ class FleetStore:
     def events_after(self, run_id: str, stream_id: str = "0", block_ms: int | None = None,
                      count: int = 500) -> list[tuple[str, dict[str, Any]]]:
         reply = self.client.xread({_key("run", run_id, "events"): stream_id}, count=count, block=block_ms)
-        out: list[tuple[str, dict[str, Any]]] = []
-        for _stream, entries in reply or []:
-            for entry_id, fields in entries:
-                out.append((entry_id.decode(), orjson.loads(fields[b"e"])))
-        return out
+        return _stream_entries(reply)
 
     def last_seq(self, run_id: str) -> int:
         last = self.client.xrevrange(_key("run", run_id, "events"), count=1)
@@ -186,3 +184,25 @@ class FleetStore:
             if until is not None:
                 out[backend] = until
         return out
+
+
+class AsyncEventReader:
+    """Blocking reads of runs' event streams for a dashboard's event loop. One connection per
+    waiting reader from an asyncio pool: a thread per waiting SSE client would queue clients behind
+    the loop's few default-executor threads, each blocked for up to a second."""
+
+    def __init__(self, url: str) -> None:
+        self.client: Any = redis.asyncio.Redis.from_url(url)
+
+    async def events_after(self, run_id: str, stream_id: str, block_ms: int,
+                           count: int = 500) -> list[tuple[str, dict[str, Any]]]:
+        reply = await self.client.xread({_key("run", run_id, "events"): stream_id}, count=count, block=block_ms)
+        return _stream_entries(reply)
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+
+def _stream_entries(reply: Any) -> list[tuple[str, dict[str, Any]]]:
+    return [(entry_id.decode(), orjson.loads(fields[b"e"])) for _stream, entries in reply or []
+            for entry_id, fields in entries]
