@@ -35,6 +35,7 @@ class WorkTree:
 
     def __init__(self, project: Path) -> None:
         self.project = project
+        self._root = project.resolve()
         self._status: TreeStatus | None = None
 
     def read(self) -> TreeStatus:
@@ -58,7 +59,7 @@ class WorkTree:
         if self._status is None:
             return
         try:
-            path = file.resolve().relative_to(self.project.resolve()).as_posix()
+            path = file.resolve().relative_to(self._root).as_posix()
             after = file.read_bytes()
         except (ValueError, OSError):
             self._status = None
@@ -74,8 +75,7 @@ class WorkTree:
         if self._status is None:
             return
         try:
-            root = self.project.resolve()
-            paths = [file.resolve().relative_to(root).as_posix() for file in files]
+            paths = [file.resolve().relative_to(self._root).as_posix() for file in files]
             self._status = self._status.merged(read_status(self.project, paths=paths), paths)
         except (ValueError, OSError, GitError):  # outside the project, or git failed: read it all next time
             self._status = None
