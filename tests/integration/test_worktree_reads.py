@@ -14,7 +14,7 @@ import pytest
 
 from kilo_loop import gitstatus
 from kilo_loop.loop.workspace import WorkTree
-from kilo_loop.safety.checkpoint import revert_to_checkpoint
+from kilo_loop.safety.checkpoint import capture_checkpoint, revert_to_checkpoint
 from tests.integration.inprocess import done_turn, start_loop
 
 THREE = "# Three\n\n- [ ] First stage\n- [ ] Second stage\n- [ ] Third stage\n"
@@ -160,3 +160,13 @@ def test_without_the_bytes_before_git_is_asked(project: Path, monkeypatch: pytes
     tree.wrote(project / "README.md", None)
     assert calls.paths == [("README.md",)]
     assert tree.current().entries["README.md"].code == " M"
+
+
+def test_a_checkpoint_of_a_sub_folder_reads_its_own_scoped_status(project: Path, tmp_path: Path) -> None:
+    (project / "sub").mkdir()
+    (project / "sub" / "inside.txt").write_text("new inside\n")
+    (project / "outside.txt").write_text("new outside\n")
+    whole = gitstatus.read_status(project)
+    assert {"sub/inside.txt", "outside.txt"} <= whole.untracked
+    checkpoint = capture_checkpoint(project / "sub", tmp_path / "run" / "checkpoints", 1, whole)
+    assert checkpoint.prefix == "sub/" and checkpoint.untracked == ("sub/inside.txt",)
