@@ -20,6 +20,7 @@ from kilo_loop.agent.simulator import DryRunBackend
 from kilo_loop.errors import UsageError
 from kilo_loop.fleet.child import INBOX_ENV
 from kilo_loop.git import NotAGitRepo, git_root
+from kilo_loop.gitstatus import TreeStatus
 from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
 from kilo_loop.goal.sync import mark_stage_done
@@ -290,8 +291,9 @@ class SafetyHooks:
     def __init__(self, redact: Callable[[str], str]) -> None:
         self._redact = redact
 
-    async def checkpoint(self, project: Path, checkpoints_dir: Path, iteration: int) -> str:
-        cp = await asyncio.to_thread(capture_checkpoint, project, checkpoints_dir, iteration)
+    async def checkpoint(self, project: Path, checkpoints_dir: Path, iteration: int,
+                         status: TreeStatus | None = None) -> str:
+        cp = await asyncio.to_thread(capture_checkpoint, project, checkpoints_dir, iteration, status)
         return f"HEAD {str(cp.head or 'none')[:10]}, {len(cp.untracked)} untracked, patch {cp.patch_bytes} bytes"
 
     async def verify(self, command: str, cwd: Path, timeout_s: float) -> VerifyResult:
@@ -299,7 +301,9 @@ class SafetyHooks:
 
     def sync_markdown(self, goal: Goal, stage: Stage) -> bool:
         try:
-            return mark_stage_done(goal, stage, True)
+            # Not fsynced: the loop fsyncs state.json (which records the stage done) right after, which
+            # commits the file system's journal with this rename; a kill -9 cannot tear either.
+            return mark_stage_done(goal, stage, True, durable=False)
         except GoalError:
             return False  # the plan was moved or made read-only mid-run; the caller warns
 
