@@ -14,12 +14,13 @@ from pathlib import Path
 
 from kilo_loop.agent.protocol import AgentBackend, AgentPolicy, prepare_backend
 from kilo_loop.agent.registry import BackendLoadError, auto_runtime, create_backend, find_binary, load_backend
-from kilo_loop.agent.router import RuntimeRouter
+from kilo_loop.agent.router import RuntimeRouter, runtimes_without_cost
 from kilo_loop.agent.serve import ServeBackend
 from kilo_loop.agent.simulator import DryRunBackend
 from kilo_loop.errors import UsageError
 from kilo_loop.fleet.child import INBOX_ENV
 from kilo_loop.git import NotAGitRepo, git_root
+from kilo_loop.gitstatus import TreeStatus
 from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
 from kilo_loop.goal.sync import mark_stage_done
@@ -290,8 +291,9 @@ class SafetyHooks:
     def __init__(self, redact: Callable[[str], str]) -> None:
         self._redact = redact
 
-    async def checkpoint(self, project: Path, checkpoints_dir: Path, iteration: int) -> str:
-        cp = await asyncio.to_thread(capture_checkpoint, project, checkpoints_dir, iteration)
+    async def checkpoint(self, project: Path, checkpoints_dir: Path, iteration: int,
+                         status: TreeStatus | None = None) -> str:
+        cp = await asyncio.to_thread(capture_checkpoint, project, checkpoints_dir, iteration, status)
         return f"HEAD {str(cp.head or 'none')[:10]}, {len(cp.untracked)} untracked, patch {cp.patch_bytes} bytes"
 
     async def verify(self, command: str, cwd: Path, timeout_s: float) -> VerifyResult:
@@ -299,7 +301,9 @@ class SafetyHooks:
 
     def sync_markdown(self, goal: Goal, stage: Stage) -> bool:
         try:
-            return mark_stage_done(goal, stage, True)
+            # Not fsynced: the loop fsyncs state.json (which records the stage done) right after, which
+            # commits the file system's journal with this rename; a kill -9 cannot tear either.
+            return mark_stage_done(goal, stage, True, durable=False)
         except GoalError:
             return False  # the plan was moved or made read-only mid-run; the caller warns
 
@@ -450,6 +454,9 @@ class RunHandle:
             settings, self.project, self.layout.dir, tuple(s.model for s in self.goal.stages if s.model)))
         for note in prepared.notes:
             recorder.warn(note)
+        if settings.max_cost is not None:
+            for name in runtimes_without_cost(self._backend):
+                recorder.warn(f"{name} reports no cost: --max-cost cannot stop its sessions, --max-tokens can")
         # Events reach the notifier redacted already (the bus did it), so it passes text on as it is.
         notifier = Notifier(settings.notify, lambda text: text, recorder.warn) if settings.notify else None
         if notifier is not None:

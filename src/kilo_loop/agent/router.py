@@ -30,6 +30,10 @@ class RuntimeRouter:
     def runtimes(self) -> list[str]:
         return list(self._backends)
 
+    @property
+    def members(self) -> list[AgentBackend]:
+        return list(self._backends.values())
+
     def prepare(self, policy: AgentPolicy) -> Preparation:
         env: dict[str, str] = {}
         notes: list[str] = []
@@ -52,3 +56,10 @@ class RuntimeRouter:
         run = backend.start(request)
         self._last = (backend.name, run)
         return run
+
+
+def runtimes_without_cost(backend: AgentBackend) -> list[str]:
+    """The runtimes of a run whose CLI reports no cost, so that a cost budget cannot stop them
+    (a backend says so with `reports_cost = False`; one that does not say is taken to report it)."""
+    members = backend.members if isinstance(backend, RuntimeRouter) else [backend]
+    return [member.name for member in members if not getattr(member, "reports_cost", True)]

@@ -6,6 +6,7 @@ store the result (patch, report, run archive) or push the plan's branch.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import signal
@@ -27,7 +28,7 @@ from kilo_loop.fleet.inbox import append_command, parse_command
 from kilo_loop.fleet.quota import quota_pause
 from kilo_loop.fleet.store import FleetStore, Job
 from kilo_loop.fleet.tail import LineFollower
-from kilo_loop.fleet.worktree import BRANCH_PREFIX, WorktreeError, git, snapshot_commit
+from kilo_loop.fleet.worktree import BRANCH_PREFIX, WorktreeError, git, snapshot_commit, tree_diff
 from kilo_loop.git import git_output
 from kilo_loop.run.layout import LOOP_DIR
 
@@ -164,7 +165,8 @@ class JobRun:
                         process.send_signal(signal.SIGINT)  # the run stops and saves, resumable
                         process.wait(60)
                         break
-                    time.sleep(TICK_SECONDS)
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        process.wait(TICK_SECONDS)  # returns as soon as the run ends
             finally:
                 if process.poll() is None:
                     process.terminate()
@@ -252,8 +254,7 @@ class JobRun:
                             runtime=state.get("runtime", ""))
 
     def _tree_patch(self) -> str:
-        commit = snapshot_commit(self.root, self._base, f"kilo-loop: {self.job.run_id} in progress")
-        return git(self.root, "diff", "--binary", "--full-index", self._base, commit)
+        return tree_diff(self.root, self._base)
 
     def _archive(self) -> bytes:
         buffer = io.BytesIO()

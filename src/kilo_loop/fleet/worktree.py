@@ -42,14 +42,29 @@ def _temp_index(repo: Path) -> Iterator[dict[str, str]]:
         yield {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
 
 
-def snapshot_commit(repo: Path, parent: str, message: str) -> str:
-    """A commit of the working tree as it is (tracked changes and untracked, non-ignored files)
-    on top of `parent`, made without touching the repository's own index or branch."""
+@contextmanager
+def _tree_index(repo: Path, parent: str) -> Iterator[dict[str, str]]:
+    """A temporary index holding the working tree as it is (tracked changes and untracked,
+    non-ignored files) over `parent`; the repository's own index is never touched."""
     with _temp_index(repo) as env:
         git(repo, "read-tree", parent, env=env)
         git(repo, "add", "-A", env=env)
         # Dropped afterwards rather than excluded by pathspec: git refuses a pathspec naming an ignored path.
         git(repo, "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *_EXCLUDED, env=env)
+        yield env
+
+
+def tree_diff(repo: Path, base: str) -> str:
+    """The working tree as a binary patch against `base` (what `snapshot_commit` would hold),
+    without writing a tree or a commit."""
+    with _tree_index(repo, base) as env:
+        return git(repo, "diff", "--cached", "--binary", "--full-index", base, env=env)
+
+
+def snapshot_commit(repo: Path, parent: str, message: str) -> str:
+    """A commit of the working tree as it is on top of `parent`, made without touching the
+    repository's own index or branch."""
+    with _tree_index(repo, parent) as env:
         tree = git(repo, "write-tree", env=env).strip()
     author = {"GIT_AUTHOR_NAME": "kilo-loop", "GIT_AUTHOR_EMAIL": "kilo-loop@localhost",
               "GIT_COMMITTER_NAME": "kilo-loop", "GIT_COMMITTER_EMAIL": "kilo-loop@localhost"}
