@@ -204,3 +204,18 @@ def test_outside_a_repository_too_the_guard_check_imports_no_dataclasses(tmp_pat
     modules = modules_of(["guard", "check", "ls"], tmp_path)
     assert "kilo_loop.run.layout" in modules  # the project lookup fell back to `.kilocode-loop/` dirs
     assert not {m for m in modules if m.split(".")[0] in ("click", "dataclasses", "inspect")}
+
+
+def test_guard_hook_refuses_a_call_the_guard_fails_on(monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from kilo_loop.commands import guard_actions
+    from kilo_loop.safety.guard import Guard
+
+    def crash(*_args: object, **_kwargs: object) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(Guard, "check_tool_use", crash)
+    raw = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}})
+    assert guard_actions.answer_hook(raw) == 0
+    answer = json.loads(capsys.readouterr().out)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny" and "could not judge" in answer["permissionDecisionReason"]

@@ -6,7 +6,9 @@ The CLI runs this before every matching tool call with the call as JSON on stdin
 the reason on stderr — the blocking answer all three CLIs understand — and a JSON
 deny decision on stdout for the CLIs that read one. Anything else exits 0 silently.
 Malformed input is let through: the hook must not block every tool on a protocol hiccup,
-and the loop's own guard still scans the stream.
+and the loop's own guard still scans the stream. A call the guard fails on is refused: the
+CLIs take any other exit code as "run it", so an input that crashes the analysis must not
+become a way past it.
 
 It runs on every tool call, so it imports only the guard (not even pathlib): the loop writes the
 run's guardDeny/guardAllow patterns into the rules file once, so no settings are loaded here.
@@ -91,7 +93,11 @@ def deny_json(reason: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     rules = args[args.index("--rules") + 1] if "--rules" in args[:-1] else None
-    reason = denial(sys.stdin.read(), load_guard(rules))
+    try:
+        reason = denial(sys.stdin.read(), load_guard(rules))
+    except Exception as exc:  # noqa: BLE001 - fail closed: exit 1 would let the call run
+        reason = (f"the loop's guard could not judge this call ({type(exc).__name__}: {exc}); "
+                  "write the command out more plainly")
     if reason is None:
         return 0
     print(deny_json(reason))

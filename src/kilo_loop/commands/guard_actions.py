@@ -132,18 +132,22 @@ def hook_response(raw: str, guard_factory: GuardFactory) -> dict[str, Any] | Non
     decision = guard_factory(cwd).check_tool_use(tool, tool_input, cwd)
     if not decision.denied:
         return None
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": f"kilo-loop guard ({decision.rule}): {decision.reason}",
-        }
-    }
+    return _deny(f"kilo-loop guard ({decision.rule}): {decision.reason}")
+
+
+def _deny(reason: str) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                   "permissionDecisionReason": reason}}
 
 
 def answer_hook(raw: str) -> int:
-    """`guard hook`: print the deny answer for the hook JSON in `raw`, nothing otherwise; always 0."""
-    response = hook_response(raw, hook_guard)
+    """`guard hook`: print the deny answer for the hook JSON in `raw`, nothing otherwise; always 0.
+    A call the guard fails on is refused: a crash would exit 1, which the CLI takes as "run it"."""
+    try:
+        response = hook_response(raw, hook_guard)
+    except Exception as exc:  # noqa: BLE001 - fail closed
+        response = _deny(f"kilo-loop guard could not judge this call ({type(exc).__name__}: {exc}); "
+                         "write the command out more plainly")
     if response is not None:
         echo(json_line(response))
     return 0

@@ -55,6 +55,19 @@ def test_main_blocks_with_exit_2_and_a_json_decision(monkeypatch: pytest.MonkeyP
     assert main([]) == 0
 
 
+def test_a_call_the_guard_fails_on_is_refused_not_let_through(monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    def crash(*_args: object, **_kwargs: object) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(Guard, "check_tool_use", crash)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(payload("Bash", "ls")))
+    assert main([]) == BLOCK_EXIT
+    out, err = capsys.readouterr()
+    assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "could not judge this call (RecursionError" in err
+
+
 def test_the_hook_module_imports_only_the_guard() -> None:
     """It runs on every tool call: no CLI, settings, dashboard or notification stack."""
     code = ("import sys, runpy; sys.argv=['hook']; import kilo_loop.agent.hook; "
