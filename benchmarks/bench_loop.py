@@ -437,13 +437,14 @@ def run_loop(repo: Path, goal: Path, stages: int, iterations: int) -> tuple[Chil
     return run, check_loop_run(run, repo, stages, iterations)
 
 
-def marginal_ms(tmp: Path, files: int, stages: int, iterations: int, full: ChildRun) -> tuple[int, float]:
-    """ms per extra iteration: the full run against a short one on a fresh repository, which
-    cancels every one-time cost (imports, settings, run set-up, final report)."""
+def marginal_ms(tmp: Path, files: int, stages: int, iterations: int, full: ChildRun) -> tuple[int, float, float]:
+    """ms per extra iteration, wall and CPU: the full run against a short one on a fresh repository,
+    which cancels every one-time cost (imports, settings, run set-up, final report)."""
     short = max(1, iterations // 5)
     repo, goal = make_repo(tmp / "short", files, stages)
     run, _status = run_loop(repo, goal, stages, short)
-    return short, (full.seconds - run.seconds) * 1000 / (iterations - short)
+    extra = iterations - short
+    return short, (full.seconds - run.seconds) * 1000 / extra, (full.cpu_seconds - run.cpu_seconds) * 1000 / extra
 
 
 def bench_loop(tmp: Path, files: int, stages: int, iterations: int) -> list[Row]:
@@ -460,9 +461,10 @@ def bench_loop(tmp: Path, files: int, stages: int, iterations: int) -> list[Row]
     print(f"    loop {run.seconds:.2f} s wall for {iterations} iterations (exit {run.exit_code}, {status}) → "
           f"{per_iteration_ms:.1f} ms/iteration; CPU (loop + its git children, less start-up) "
           f"{cpu_ms:.1f} ms/iteration", flush=True)
-    short, marginal = marginal_ms(tmp, files, stages, iterations, run) if iterations > 1 else (0, 0.0)
+    short, marginal, marginal_cpu = marginal_ms(tmp, files, stages, iterations, run) if iterations > 1 else (0, 0.0, 0.0)
     if short:
-        print(f"    marginal cost (n={iterations} run minus an n={short} run) {marginal:.1f} ms/iteration", flush=True)
+        print(f"    marginal cost (n={iterations} run minus an n={short} run) {marginal:.1f} ms/iteration wall, "
+              f"{marginal_cpu:.1f} ms CPU", flush=True)
     import_rss = run_child([sys.executable, "-c", "import kilo_loop.cli"], child_env())
     loop_mb, hwm_mb, floor_mb = run.maxrss_kb / 1024, run.hwm_kb / 1024, import_rss.maxrss_kb / 1024
     print(f"(c) peak RSS: loop {loop_mb:.1f} MB (VmHWM sampled {hwm_mb:.1f} MB), "
@@ -475,6 +477,9 @@ def bench_loop(tmp: Path, files: int, stages: int, iterations: int) -> list[Row]
             f"{cpu_ms / git_cpu_ms:.2f}x", f"<= {FLOOR_TARGET}x", cpu_ms / git_cpu_ms <= FLOOR_TARGET),
         Row("    marginal / iteration", f"{marginal:.1f} ms" if short else "-", f"{git_ms:.1f} ms git status+diff",
             f"{marginal / git_ms:.2f}x" if short else "", "", None),
+        Row("    marginal CPU / iteration", f"{marginal_cpu:.1f} ms" if short else "-",
+            f"{git_cpu_ms:.1f} ms git status+diff CPU", f"{marginal_cpu / git_cpu_ms:.2f}x" if short else "", "",
+            None),
         Row("    wall of the run", f"{run.seconds:.2f} s", f"{startup * 1000:.0f} ms start-up (imports)", "", "",
             None),
         Row("(c) loop peak RSS", f"{loop_mb:.1f} MB", f"{floor_mb:.1f} MB import kilo_loop.cli",

@@ -14,7 +14,7 @@ the same 5,000-file repository:
 - `python -m kilo_loop --goal PLAN.md -n N --no-confirm --no-dashboard --hitl off --quiet`, with
   KILO_BIN pointing at the stub, once with checkpoints and once with `--no-checkpoint`.
 
-A tool's own cost per iteration = (wall − its start-up) / N − the stub's own cost (the stub run
+A tool's own cost per iteration = (wall - its start-up) / N - the stub's own cost (the stub run
 directly, N times, in the same repository); the same in CPU time (the tool and every process it
 reaped: the stub, git), which is steadier on a shared machine and is what the `ok` column judges.
 Start-up: `ralphy --version`, and for kilo-loop the interpreter importing what a run imports.

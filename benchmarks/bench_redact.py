@@ -22,6 +22,7 @@ MB on dense input).  Targets: typical >= 20x the floor; dense >= 5x and >= 25 MB
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import re
@@ -35,6 +36,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from kilo_loop.commands.redact import burst_workers, filter_stream
+from kilo_loop.safety.redact import Redactor
 from kilo_loop.safety.secret_patterns import REDACTED, combined_pattern
 
 _ALNUM = string.ascii_letters + string.digits
@@ -51,7 +54,7 @@ _IDENTS = ("user", "config", "stage", "report", "result", "handler", "session", 
 
 
 def _rand(rng: random.Random, alphabet: str, n: int) -> str:
-    return "".join(rng.choice(alphabet) for _ in range(n))
+    return "".join(rng.choices(alphabet, k=n))
 
 
 def _id(rng: random.Random, prefix: str) -> str:
@@ -131,23 +134,29 @@ def _lock(rng: random.Random) -> str:
     return f'    "node_modules/{name}": {{"version": "1.{rng.randint(0, 20)}.{rng.randint(0, 9)}",'
 
 
+SecretLine = Callable[[random.Random], str]
+
+# Credential-bearing lines, built from parts so no literal token sits in the source.
+_FAKE_SECRETS: tuple[SecretLine, ...] = (
+    lambda rng: "export GITHUB_TOKEN=" + "gh" + "p_" + _rand(rng, _ALNUM, 36),
+    lambda rng: '{"headers":{"Authorization":"Bear' + 'er ' + _rand(rng, _ALNUM, 40) + '"}}',
+    lambda rng: "OPENAI_API_KEY=" + "sk" + "-proj-" + _rand(rng, _ALNUM, 48),
+    lambda rng: "aws_access_key_id = " + "AK" + "IA" + _rand(rng, string.ascii_uppercase + string.digits, 16),
+    lambda rng: "DATABASE_URL=postgres://app:" + _rand(rng, _ALNUM, 16) + "@db.internal:5432/app",
+    lambda rng: "curl -H 'x-api-key: " + "sk" + "-ant-api03-" + _rand(rng, _ALNUM, 80) + "' https://api.example",
+    lambda rng: '{"type":"text","part":{"text":"token ' + "ey" + "JhbGciOiJIUzI1NiJ9." + "ey"
+    + "JzdWIiOiIxIn0." + _rand(rng, _ALNUM, 43) + '"}}',
+    lambda rng: "SLACK_WEBHOOK=https://hooks." + "slack.com/services/T0" + _rand(rng, _ALNUM, 30),
+    lambda rng: "  password: " + _rand(rng, _ALNUM, 14),
+    lambda rng: "stripe.api_key = '" + "sk" + "_live_" + _rand(rng, _ALNUM, 24) + "'",
+    lambda rng: "-----BEGIN " + "RSA PRIVATE KEY-----\n"
+    + "\n".join(_rand(rng, _ALNUM + "+/", 64) for _ in range(4)) + "\n-----END " + "RSA PRIVATE KEY-----",
+)
+
+
 def fake_secrets(rng: random.Random) -> list[str]:
-    """Credential-bearing lines, built from parts so no literal token sits in the source."""
-    return [
-        "export GITHUB_TOKEN=" + "gh" + "p_" + _rand(rng, _ALNUM, 36),
-        '{"headers":{"Authorization":"Bear' + 'er ' + _rand(rng, _ALNUM, 40) + '"}}',
-        "OPENAI_API_KEY=" + "sk" + "-proj-" + _rand(rng, _ALNUM, 48),
-        "aws_access_key_id = " + "AK" + "IA" + _rand(rng, string.ascii_uppercase + string.digits, 16),
-        "DATABASE_URL=postgres://app:" + _rand(rng, _ALNUM, 16) + "@db.internal:5432/app",
-        "curl -H 'x-api-key: " + "sk" + "-ant-api03-" + _rand(rng, _ALNUM, 80) + "' https://api.example",
-        '{"type":"text","part":{"text":"token ' + "ey" + "JhbGciOiJIUzI1NiJ9." + "ey" + "JzdWIiOiIxIn0."
-        + _rand(rng, _ALNUM, 43) + '"}}',
-        "SLACK_WEBHOOK=https://hooks." + "slack.com/services/T0" + _rand(rng, _ALNUM, 30),
-        "  password: " + _rand(rng, _ALNUM, 14),
-        "stripe.api_key = '" + "sk" + "_live_" + _rand(rng, _ALNUM, 24) + "'",
-        "-----BEGIN " + "RSA PRIVATE KEY-----\n" + "\n".join(_rand(rng, _ALNUM + "+/", 64) for _ in range(4))
-        + "\n-----END " + "RSA PRIVATE KEY-----",
-    ]
+    """One credential-bearing line of each kind in ``_FAKE_SECRETS``."""
+    return [kind(rng) for kind in _FAKE_SECRETS]
 
 
 def generate(size: int, seed: int) -> str:
@@ -185,39 +194,50 @@ def _dense_filler(rng: random.Random) -> str:
 
 
 def generate_dense(size: int, seed: int) -> str:
-    """Half the lines hold a fake credential, drawn from ``dense_secrets``."""
+    """Half the lines hold a fake credential of a kind in ``_DENSE_SECRETS``, each with a secret
+    of its own: no secret repeats, so no cache of verdicts can shortcut them."""
     rng = random.Random(seed)
-    secrets = [line for line in dense_secrets(rng) if "\n" not in line]
+    kinds = [kind for kind in _DENSE_SECRETS if "\n" not in kind(rng)]
     lines: list[str] = []
     total = 0
     while total < size:
-        line = rng.choice(secrets) if rng.random() < 0.5 else _dense_filler(rng)
+        line = rng.choice(kinds)(rng) if rng.random() < 0.5 else _dense_filler(rng)
         lines.append(line)
         total += len(line) + 1
     return "\n".join(lines) + "\n"
 
 
+def _alnum(rng: random.Random, n: int) -> str:
+    return _rand(rng, _ALNUM, n)
+
+
+def _hex(rng: random.Random, n: int) -> str:
+    return _rand(rng, "0123456789abcdef", n)
+
+
+# Every kind of credential the redactor knows, plus the typical corpus' ones.
+_DENSE_SECRETS: tuple[SecretLine, ...] = (
+    *_FAKE_SECRETS,
+    lambda rng: "mysql -u root -p" + _alnum(rng, 12) + " app",
+    lambda rng: "sshpass -p " + _alnum(rng, 14) + " ssh deploy@host",
+    lambda rng: "docker login -u ci -p " + _alnum(rng, 20) + " registry.example",
+    lambda rng: "machine api.example.com login ci password " + _alnum(rng, 18),
+    lambda rng: "db.internal:5432:app:app:" + _alnum(rng, 16),
+    lambda rng: "https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig=" + _alnum(rng, 43) + "%3D",
+    lambda rng: "VAULT_ADDR=https://vault:8200 token " + "hv" + "s." + _alnum(rng, 90),
+    lambda rng: "DD-API-KEY: " + _hex(rng, 32),
+    lambda rng: "aws_secret_access_key = " + _alnum(rng, 40),
+    lambda rng: "X-Amz-Credential=" + "AK" + "IA" + _rand(rng, string.ascii_uppercase + string.digits, 16)
+    + "%2F20250101&X-Amz-Signature=" + _hex(rng, 64),
+    lambda rng: "api-1  | password: " + _alnum(rng, 16),
+    lambda rng: "gh" + "p_" + _alnum(rng, 36) + " pushed",
+    lambda rng: "  password: " + _alnum(rng, 12) + "=",
+)
+
+
 def dense_secrets(rng: random.Random) -> list[str]:
-    """One line per kind of credential the redactor knows, plus the typical corpus' ones."""
-    alnum = lambda n: _rand(rng, _ALNUM, n)
-    upper = lambda n: _rand(rng, string.ascii_uppercase + string.digits, n)
-    hexa = lambda n: _rand(rng, "0123456789abcdef", n)
-    return [
-        *fake_secrets(rng),
-        "mysql -u root -p" + alnum(12) + " app",
-        "sshpass -p " + alnum(14) + " ssh deploy@host",
-        "docker login -u ci -p " + alnum(20) + " registry.example",
-        "machine api.example.com login ci password " + alnum(18),
-        "db.internal:5432:app:app:" + alnum(16),
-        "https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig=" + alnum(43) + "%3D",
-        "VAULT_ADDR=https://vault:8200 token " + "hv" + "s." + alnum(90),
-        "DD-API-KEY: " + hexa(32),
-        "aws_secret_access_key = " + alnum(40),
-        "X-Amz-Credential=" + "AK" + "IA" + upper(16) + "%2F20250101&X-Amz-Signature=" + hexa(64),
-        "api-1  | password: " + alnum(16),
-        "gh" + "p_" + alnum(36) + " pushed",
-        "  password: " + alnum(12) + "=",
-    ]
+    """One line of each kind in ``_DENSE_SECRETS``."""
+    return [kind(rng) for kind in _DENSE_SECRETS]
 
 
 class Timing(NamedTuple):
@@ -260,12 +280,40 @@ def _rates(megabytes: float, timing: Timing) -> tuple[float, float]:
     return megabytes / timing.wall, megabytes / timing.cpu
 
 
+def _single_process(path: Path, out: Path) -> Timing:
+    """``kilo-loop redact``'s filter in this process, without worker processes or start-up."""
+    redactor = Redactor()
+    with path.open("rb") as source, out.open("wb") as sink:
+        return _time(lambda: filter_stream(source, sink, redactor, workers=0))
+
+
+def _in_process_paths(typical: Path) -> None:
+    """The paths the loop itself uses: ``redact()`` on a whole text; ``redact_lines`` (one agent
+    event line at a time; distinct lines only, so no kept result for a repeated line counts);
+    ``redact_value`` on each parsed event (what the runner's event bus does)."""
+    text = typical.read_text(encoding="utf-8")
+    redactor = Redactor()
+    whole = _time(lambda: redactor.redact(text))
+    lines = list(dict.fromkeys(text.splitlines(keepends=True)))[:50_000]
+    per_line = _time(lambda: list(Redactor().redact_lines(lines)))
+    events = [json.loads(line) for line in lines if line.startswith('{"type"')]
+    per_event = _time(lambda: [redactor.redact_value(event) for event in events])
+    megabytes = len(text.encode()) / 1_000_000
+    print(f"  in-process redact() on the whole text: {megabytes / whole.cpu:.1f} MB/s CPU;"
+          f" per-line path (redact_lines, distinct lines): {per_line.cpu / len(lines) * 1e6:.2f} us CPU a line;"
+          f" redact_value of a parsed event: {per_event.cpu / len(events) * 1e6:.1f} us CPU")
+
+
 def _measure(name: str, path: Path, floor_mb: float, startup: Timing) -> None:
     raw = path.read_bytes()
     megabytes = len(raw) / 1_000_000
     out = path.with_suffix(".redacted")
+    workers = _cores()
     cli = _run_cli(path, out)
     redactions = out.read_bytes().count(REDACTED.encode())
+    alone = _single_process(path, path.with_suffix(".alone"))
+    if path.with_suffix(".alone").read_bytes() != out.read_bytes():
+        raise SystemExit("the CLI's workers and the single-process filter disagree")
     sample = raw[: int(floor_mb * 1_000_000)].decode("utf-8", "ignore")
     sample_mb = len(sample.encode()) / 1_000_000
     same = re.compile(combined_pattern())
@@ -278,12 +326,21 @@ def _measure(name: str, path: Path, floor_mb: float, startup: Timing) -> None:
     print(f"{name}: {megabytes:.1f} MB, {lines} lines, {redactions} redactions")
     wall, cpu = _rates(megabytes, cli)
     work = Timing(cli.wall - startup.wall, cli.cpu - startup.cpu)
-    print(f"  kilo-loop redact (CLI, end to end): {wall:8.1f} MB/s wall, {cpu:8.1f} MB/s CPU"
+    print(f"  kilo-loop redact (CLI, end to end, workers: {workers}): {wall:8.1f} MB/s wall,"
+          f" {cpu:8.1f} MB/s CPU of all its processes"
           f"  (without start-up: {megabytes / work.wall:.1f} wall, {megabytes / work.cpu:.1f} CPU)")
+    alone_wall, alone_cpu = _rates(megabytes, alone)
+    print(f"  the same filter in one process, no start-up: {alone_wall:8.1f} MB/s wall, {alone_cpu:8.1f} MB/s CPU")
     for label, timing in floors.items():
         floor_wall, floor_cpu = _rates(sample_mb, timing)
         print(f"  floor, {label}: {floor_wall:8.2f} MB/s wall, {floor_cpu:8.2f} MB/s CPU"
-              f" -> CLI is {wall / floor_wall:6.1f}x wall, {cpu / floor_cpu:6.1f}x CPU")
+              f" -> CLI is {wall / floor_wall:6.1f}x wall, {cpu / floor_cpu:6.1f}x CPU;"
+              f" one process {alone_cpu / floor_cpu:6.1f}x CPU")
+
+
+def _cores() -> str:
+    workers = burst_workers(None)
+    return str(workers) if workers else "none, no idle cores"
 
 
 def _startup() -> Timing:
@@ -309,6 +366,7 @@ def main() -> None:
         typical = Path(tmp) / "typical.log"
         typical.write_text(generate(int(args.mb * 1_000_000), args.seed), encoding="utf-8")
         _measure("typical agent output", typical, args.floor_mb, startup)
+        _in_process_paths(typical)
         typical.unlink()
         dense = Path(tmp) / "dense.log"
         dense.write_text(generate_dense(int(args.dense_mb * 1_000_000), args.seed), encoding="utf-8")

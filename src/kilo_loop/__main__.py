@@ -1,3 +1,3 @@
-from kilo_loop.cli import main
+from kilo_loop.entry import main
 
 main()

@@ -14,8 +14,8 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from kilo_loop.errors import ConfigError
 
@@ -25,8 +25,7 @@ _KEYS = ("guard_deny", "guard_allow", "guard_packs")
 Value = tuple[str, ...] | tuple[tuple[str, bool], ...]
 
 
-@dataclass(frozen=True)
-class GuardPatterns:
+class GuardPatterns(NamedTuple):
     deny: tuple[str, ...] = ()
     allow: tuple[str, ...] = ()
     packs: tuple[tuple[str, bool], ...] = ()  # rule packs switched on or off by name (guardPacks)

@@ -14,12 +14,13 @@ from pathlib import Path
 
 from kilo_loop.agent.protocol import AgentBackend, AgentPolicy, prepare_backend
 from kilo_loop.agent.registry import BackendLoadError, auto_runtime, create_backend, find_binary, load_backend
-from kilo_loop.agent.router import RuntimeRouter
+from kilo_loop.agent.router import RuntimeRouter, runtimes_without_cost
 from kilo_loop.agent.serve import ServeBackend
 from kilo_loop.agent.simulator import DryRunBackend
 from kilo_loop.errors import UsageError
 from kilo_loop.fleet.child import INBOX_ENV
 from kilo_loop.git import NotAGitRepo, git_root
+from kilo_loop.gitstatus import TreeStatus
 from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
 from kilo_loop.goal.sync import mark_stage_done
@@ -124,7 +125,7 @@ def make_backend(settings: Settings, goal: Goal | None = None) -> tuple[AgentBac
 def serve_backend_of(backend: AgentBackend) -> ServeBackend | None:
     """The run's warm server: the backend itself, or a router's own runtime (other runtimes use `run`)."""
     if isinstance(backend, RuntimeRouter):
-        backend = backend.members[backend.name]
+        backend = backend.by_runtime[backend.name]
     return backend if isinstance(backend, ServeBackend) else None
 
 
@@ -297,7 +298,7 @@ def plan_run(settings: Settings, project: Path, check_hitl: bool = True) -> RunP
 
 def cli_targets(backend: AgentBackend, runtime: str) -> list[tuple[str, str]]:
     """(runtime, binary) of every agent CLI the backend drives (a router's stages' too)."""
-    members = backend.members if isinstance(backend, RuntimeRouter) else {runtime: backend}
+    members = backend.by_runtime if isinstance(backend, RuntimeRouter) else {runtime: backend}
     return [(name, binary) for name, member in members.items()
             if isinstance(binary := getattr(member, "binary", None), str)]
 
@@ -319,8 +320,9 @@ class SafetyHooks:
     def __init__(self, redact: Callable[[str], str]) -> None:
         self._redact = redact
 
-    async def checkpoint(self, project: Path, checkpoints_dir: Path, iteration: int) -> str:
-        cp = await asyncio.to_thread(capture_checkpoint, project, checkpoints_dir, iteration)
+    async def checkpoint(self, project: Path, checkpoints_dir: Path, iteration: int,
+                         status: TreeStatus | None = None) -> str:
+        cp = await asyncio.to_thread(capture_checkpoint, project, checkpoints_dir, iteration, status)
         return f"HEAD {str(cp.head or 'none')[:10]}, {len(cp.untracked)} untracked, patch {cp.patch_bytes} bytes"
 
     async def verify(self, command: str, cwd: Path, timeout_s: float) -> VerifyResult:
@@ -328,7 +330,9 @@ class SafetyHooks:
 
     def sync_markdown(self, goal: Goal, stage: Stage) -> bool:
         try:
-            return mark_stage_done(goal, stage, True)
+            # Not fsynced: the loop fsyncs state.json (which records the stage done) right after, which
+            # commits the file system's journal with this rename; a kill -9 cannot tear either.
+            return mark_stage_done(goal, stage, True, durable=False)
         except GoalError:
             return False  # the plan was moved or made read-only mid-run; the caller warns
 
@@ -485,6 +489,9 @@ class RunHandle:
             _all_protect_globs(self.goal)))
         for note in prepared.notes:
             recorder.warn(note)
+        if settings.max_cost is not None:
+            for name in runtimes_without_cost(self._backend):
+                recorder.warn(f"{name} reports no cost: --max-cost cannot stop its sessions, --max-tokens can")
         # Events reach the notifier redacted already (the bus did it), so it passes text on as it is.
         notifier = Notifier(settings.notify, lambda text: text, recorder.warn) if settings.notify else None
         if notifier is not None:

@@ -82,3 +82,17 @@ def assert_nothing_destructive_ran(run: LoopRun, canary: Canary) -> None:
     assert commit_count(run.project) == canary.commits
     assert not (run.project / "staged.txt").exists()  # refused before any of it ran
     assert (run.project / "fine.txt").is_file()  # the session went on after the refusals
+
+
+TWO_FILE_PLAN = "# Two files\n\n- [ ] Create a.txt :: verify: test -f a.txt\n- [ ] Create b.txt :: verify: test -f b.txt\n"
+
+
+def write_two_file_plan(project: Path) -> None:
+    (project / "plan.md").write_text(TWO_FILE_PLAN, encoding="utf-8")
+
+
+def progress_report(iteration: int, stage_id: str, status: str = "done") -> str:
+    """The progress.json a scripted agent writes at the end of an iteration."""
+    return json.dumps({"iteration": iteration, "topic": f"iteration {iteration}", "stageId": stage_id,
+                       "stageStatus": status, "summary": f"scripted iteration {iteration}",
+                       "needsInput": False, "questions": []})

@@ -5,10 +5,8 @@ calls before they run, provider failures are retried and budgets stop the run.""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,6 +16,8 @@ from .agent_loop import (
     AgentLoop,
     assert_nothing_destructive_ran,
     plant_canary,
+    progress_report,
+    write_two_file_plan,
 )
 from .conftest import LOOP_DIR, find_cli, iteration_marker
 from .fake_anthropic import FakeAnthropic, all_text, claude_env, prompt_text
@@ -48,23 +48,14 @@ def write(path: Path, content: str) -> Calls:
 
 
 def progress(project: Path, iteration: int, stage_id: str, status: str = "done") -> Calls:
-    report: dict[str, Any] = {"iteration": iteration, "topic": f"iteration {iteration}", "stageId": stage_id,
-                              "stageStatus": status, "summary": f"scripted iteration {iteration}",
-                              "needsInput": False, "questions": []}
-    return write(project / LOOP_DIR / "progress.json", json.dumps(report))
-
-
-def two_stage_plan(project: Path) -> None:
-    (project / "plan.md").write_text(
-        "# Two files\n\n- [ ] Create a.txt :: verify: test -f a.txt\n- [ ] Create b.txt :: verify: test -f b.txt\n",
-        encoding="utf-8")
+    return write(project / LOOP_DIR / "progress.json", progress_report(iteration, stage_id, status))
 
 
 def test_two_stage_goal_completes_with_tool_headings_and_tokens(
     claude: AgentLoop, anthropic: FakeAnthropic, git_project: Path
 ) -> None:
     project = git_project
-    two_stage_plan(project)
+    write_two_file_plan(project)
     for i, (stage, name) in enumerate((("stage-1", "a.txt"), ("stage-2", "b.txt")), start=1):
         anthropic.add_turns(bash(f"echo {name} > {name}"), progress(project, i, stage), say(f"{name} made"),
                             marker=iteration_marker(i))
@@ -90,7 +81,7 @@ def test_shared_context_resumes_the_claude_session(
     claude: AgentLoop, anthropic: FakeAnthropic, git_project: Path
 ) -> None:
     project = git_project
-    two_stage_plan(project)
+    write_two_file_plan(project)
     for i, (stage, name) in enumerate((("stage-1", "a.txt"), ("stage-2", "b.txt")), start=1):
         anthropic.add_turns(bash(f"echo {name} > {name}"), progress(project, i, stage), say(f"{name} made"),
                             marker=iteration_marker(i))

@@ -6,11 +6,9 @@ provider failures are retried and a token budget stops the run."""
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,6 +18,8 @@ from .agent_loop import (
     AgentLoop,
     assert_nothing_destructive_ran,
     plant_canary,
+    progress_report,
+    write_two_file_plan,
 )
 from .conftest import LOOP_DIR, find_cli, iteration_marker
 from .fake_provider import Calls, call, fail, say
@@ -44,17 +44,8 @@ def shell(command: str) -> Calls:
 
 
 def progress(project: Path, iteration: int, stage_id: str, status: str = "done") -> Calls:
-    report: dict[str, Any] = {"iteration": iteration, "topic": f"iteration {iteration}", "stageId": stage_id,
-                              "stageStatus": status, "summary": f"scripted iteration {iteration}",
-                              "needsInput": False, "questions": []}
     target = project / LOOP_DIR / "progress.json"
-    return shell(f"printf '%s' {shlex.quote(json.dumps(report))} > {shlex.quote(str(target))}")
-
-
-def two_stage_plan(project: Path) -> None:
-    (project / "plan.md").write_text(
-        "# Two files\n\n- [ ] Create a.txt :: verify: test -f a.txt\n- [ ] Create b.txt :: verify: test -f b.txt\n",
-        encoding="utf-8")
+    return shell(f"printf '%s' {shlex.quote(progress_report(iteration, stage_id, status))} > {shlex.quote(str(target))}")
 
 
 def script_two_stages(responses: FakeResponses, project: Path) -> None:
@@ -67,7 +58,7 @@ def test_two_stage_goal_completes_with_tool_headings_and_tokens(
     codex: AgentLoop, responses: FakeResponses, git_project: Path
 ) -> None:
     project = git_project
-    two_stage_plan(project)
+    write_two_file_plan(project)
     script_two_stages(responses, project)
 
     run = codex.run(project, "--goal", "plan.md", "-n", "3")
@@ -86,7 +77,7 @@ def test_shared_context_resumes_the_codex_thread(
     codex: AgentLoop, responses: FakeResponses, git_project: Path
 ) -> None:
     project = git_project
-    two_stage_plan(project)
+    write_two_file_plan(project)
     script_two_stages(responses, project)
 
     run = codex.run(project, "--goal", "plan.md", "-n", "3", "--shared-context")

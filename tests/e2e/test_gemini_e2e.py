@@ -11,13 +11,11 @@ The Gemini CLI ignores a system settings file below a directory others can write
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -29,6 +27,8 @@ from .agent_loop import (
     AgentLoop,
     assert_nothing_destructive_ran,
     plant_canary,
+    progress_report,
+    write_two_file_plan,
 )
 from .conftest import LOOP_DIR, REPO_ROOT, find_cli, iteration_marker
 from .fake_gemini import FakeGemini, all_text, gemini_env
@@ -84,16 +84,11 @@ def shell(command: str) -> Calls:
 
 
 def progress(project: Path, iteration: int, stage_id: str, status: str = "done") -> Calls:
-    report: dict[str, Any] = {"iteration": iteration, "topic": f"iteration {iteration}", "stageId": stage_id,
-                              "stageStatus": status, "summary": f"scripted iteration {iteration}",
-                              "needsInput": False, "questions": []}
-    return call("write_file", {"file_path": str(project / LOOP_DIR / "progress.json"), "content": json.dumps(report)})
+    return call("write_file", {"file_path": str(project / LOOP_DIR / "progress.json"), "content": progress_report(iteration, stage_id, status)})
 
 
 def two_stages(server: FakeGemini, project: Path) -> None:
-    (project / "plan.md").write_text(
-        "# Two files\n\n- [ ] Create a.txt :: verify: test -f a.txt\n- [ ] Create b.txt :: verify: test -f b.txt\n",
-        encoding="utf-8")
+    write_two_file_plan(project)
     for i, (stage, name) in enumerate((("stage-1", "a.txt"), ("stage-2", "b.txt")), start=1):
         server.add_turns(shell(f"echo {name} > {name}"), progress(project, i, stage), say(f"{name} made"),
                          marker=iteration_marker(i))

@@ -115,6 +115,15 @@ def test_a_transient_failure_is_retried(cursor: FakeCursor, project: Path) -> No
     assert len(cursor.calls) == 2 and result.state()["iterations"][0]["retries"] == 1
 
 
+def test_a_cost_budget_says_it_cannot_stop_a_runtime_that_reports_no_cost(cursor: FakeCursor, project: Path) -> None:
+    result = run(cursor, project, [RECORDED_DONE], "--runtime", "cursor", "--goal-text", "Do it", "-n", "1",
+                 "--max-cost", "0.5")
+
+    assert result.proc.returncode == 0, result.proc.stdout + result.proc.stderr
+    warnings = [e.get("message", "") for e in result.events() if e["type"] == "warning"]
+    assert any("cursor reports no cost: --max-cost cannot stop" in w for w in warnings), warnings
+
+
 def test_stages_may_name_their_own_runtime(cursor: FakeCursor, project: Path, tmp_path: Path) -> None:
     (project / "plan.md").write_text("# Mixed\n\n- [ ] On kilo\n- [ ] On cursor :: runtime: cursor\n",
                                      encoding="utf-8")

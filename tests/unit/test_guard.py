@@ -381,6 +381,19 @@ def test_deep_nesting_is_denied_not_followed(guard: Guard) -> None:
     assert (decision.decision, decision.rule) == ("deny", "unanalysable")
 
 
+@pytest.mark.parametrize("wrappers", [16, 17, 40])
+def test_deeply_wrapped_commands_are_denied_not_judged_as_the_wrapper(guard: Guard, wrappers: int) -> None:
+    # 17 nested `sudo` once left `sudo rm -rf ~` to be judged as a plain `sudo` and allowed.
+    decision = guard.check_command("sudo " * wrappers + "rm -rf ~", "/repo")
+    assert decision.denied, decision
+    assert guard.check_command("sudo " * wrappers, None).rule != "guard-error"
+
+
+def test_wrappers_up_to_the_bound_are_followed(guard: Guard) -> None:
+    assert guard.check_command("sudo " * 15 + "ls", "/repo").decision == "allow"
+    assert guard.check_command("sudo " * 15 + "git push", "/repo").rule == "git-push"
+
+
 # ----------------------------------------------------------------------------- the parser layer
 def test_nested_loops_stay_linear(guard: Guard) -> None:
     command = "for a in 1; do " * 25 + "git push; " + "done; " * 25

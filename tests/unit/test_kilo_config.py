@@ -118,6 +118,15 @@ def test_loads_jsonc_keeps_comment_markers_inside_strings() -> None:
         loads_jsonc("{")
 
 
+def test_loads_jsonc_reads_plain_json_without_the_slow_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    import json5
+
+    text = json.dumps({"permission": {"bash": {"rm -rf *": "deny", "*": "allow"}}, "n": [1.5, None, True]})
+    expected = json5.loads(text)
+    monkeypatch.setattr(json5, "loads", lambda _text: pytest.fail("json5 used for plain JSON"))
+    assert loads_jsonc(text) == expected
+
+
 def test_kilo_snapshots_are_turned_off_unless_the_user_chose() -> None:
     merged = snapshots_off("kilo", {"KILO_CONFIG_CONTENT": '{"permission": {"bash": {"*": "allow"}}}'}, {})
     assert json.loads(merged["KILO_CONFIG_CONTENT"]) == {"permission": {"bash": {"*": "allow"}}, "snapshot": False}

@@ -501,3 +501,40 @@ def test_property_blocks_of_lines_equal_whole_text(text: str, sizes: list[int]) 
             at += size
     out = b"".join(default_redactor().redact_blocks(blocks)).decode("utf-8", "surrogatepass")
     assert out == default_redactor().redact(text)
+
+
+# --- the engine's shortcuts decide what the full judgement decides ---------------------------
+
+_VALUE_CHARS = string.ascii_letters + string.digits + "_+/=-.$<>%[]{}*xX ,;:'\"" + "\u2022"
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    value=st.one_of(
+        st.text(alphabet=_VALUE_CHARS, max_size=40),
+        st.text(alphabet=string.ascii_letters + string.digits + "_+/=-", min_size=1, max_size=60),
+    ),
+    key=st.sampled_from(["password", "GITHUB_TOKEN", "api_key", "CACHE_KEY", "token", "x1y2", "Abc123"]),
+)
+def test_the_plain_token_shortcut_judges_a_value_as_every_question_does(value: str, key: str) -> None:
+    from kilo_loop.safety.redact_values import _judged_edit, _value_edit
+
+    data = b"k=" + value.encode() + b"\n"
+    end = len(data) - 1
+    assert _value_edit(data, 2, end, key) == _judged_edit(data, 2, end, key)
+
+
+def test_short_strings_redact_the_same_every_time_and_their_results_stay_bounded() -> None:
+    from kilo_loop.safety import redact as engine
+
+    redactor = Redactor()
+    token = "gh" + "p_" + "aB3" * 12
+    for _ in range(3):
+        assert redactor.redact(f"token={token}") == "token=[REDACTED]"
+        assert redactor.redact("completed") == "completed"
+    assert Redactor(extra_patterns=[r"complete\w*"]).redact("completed") == REDACTED
+    assert Redactor(enabled=False).redact(f"token={token}") == f"token={token}"
+    for n in range(engine._SHORT_ENTRIES + 10):
+        redactor.redact(f"item {n}")
+    assert len(redactor._short) <= engine._SHORT_ENTRIES
+    assert redactor.redact(f"token={token}") == "token=[REDACTED]"

@@ -1,29 +1,35 @@
 """The guard as a pre-tool hook for the CLIs that have one (Claude Code PreToolUse, Codex
-PreToolUse, Gemini CLI BeforeTool): `python -m kilo_loop.agent.hook --rules <file>`.
+PreToolUse, Gemini CLI BeforeTool): `python -P -m kilo_loop.agent.hook --rules <file>`.
 
 The CLI runs this before every matching tool call with the call as JSON on stdin
 (`tool_name`, `tool_input`, `cwd`). A destructive call is refused by exiting 2 with
 the reason on stderr — the blocking answer all three CLIs understand — and a JSON
 deny decision on stdout for the CLIs that read one. Anything else exits 0 silently.
 Malformed input is let through: the hook must not block every tool on a protocol hiccup,
-and the loop's own guard still scans the stream.
+and the loop's own guard still scans the stream. A call the guard fails on is refused: the
+CLIs take any other exit code as "run it", so an input that crashes the analysis must not
+become a way past it.
 
-It runs on every tool call, so it imports only the guard: the loop writes the run's
-guardDeny/guardAllow patterns into the rules file once, so no settings are loaded here.
+It runs on every tool call, so it imports only the guard (not even pathlib): the loop writes the
+run's guardDeny/guardAllow patterns into the rules file once, so no settings are loaded here.
+The interpreter runs with `-P`: the CLI starts the hook in the agent's working directory, and
+without it a `typing.py` or `json.py` there would be imported in place of the standard library's
+(failing the hook, which lets the call run, or replacing the guard).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kilo_loop.agent.protect_check import hook_denial
 from kilo_loop.safety.guard import Guard
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 BLOCK_EXIT = 2
 RULES_FILE = "guard-rules.json"
@@ -31,7 +37,9 @@ RULES_FILE = "guard-rules.json"
 
 def hook_command(rules: Path, python: str | None = None) -> str:
     """The shell command a CLI runs: this interpreter, this module, no CLI parsing on the way."""
-    return shlex.join([python or sys.executable, "-m", "kilo_loop.agent.hook", "--rules", str(rules)])
+    import shlex  # here, not at the top: the hook itself never needs it
+
+    return shlex.join([python or sys.executable, "-P", "-m", "kilo_loop.agent.hook", "--rules", str(rules)])
 
 
 def write_rules(path: Path, deny: Sequence[str], allow: Sequence[str], packs: Mapping[str, bool] | None = None) -> Path:
@@ -49,11 +57,12 @@ def install_hook(directory: Path, deny: Sequence[str], allow: Sequence[str],
     return hook_command(write_rules(directory / RULES_FILE, deny, allow, packs))
 
 
-def load_guard(rules: Path | None) -> Guard:
+def load_guard(rules: str | os.PathLike[str] | None) -> Guard:
     if rules is None:
         return Guard()
     try:
-        data = json.loads(rules.read_text(encoding="utf-8"))
+        with open(rules, encoding="utf-8") as file:
+            data = json.load(file)
         return Guard(list(data.get("deny", [])), list(data.get("allow", [])), packs=dict(data.get("packs", {})))
     except (OSError, ValueError, AttributeError, TypeError) as exc:
         print(f"kilo-loop hook: ignoring the guard patterns in {rules}: {exc}", file=sys.stderr)
@@ -84,9 +93,13 @@ def deny_json(reason: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    rules = Path(args[args.index("--rules") + 1]) if "--rules" in args[:-1] else None
-    raw = sys.stdin.read()
-    reason = hook_denial(raw, os.environ) or denial(raw, load_guard(rules))
+    rules = args[args.index("--rules") + 1] if "--rules" in args[:-1] else None
+    try:
+        raw = sys.stdin.read()
+        reason = hook_denial(raw, os.environ) or denial(raw, load_guard(rules))
+    except Exception as exc:  # noqa: BLE001 - fail closed: exit 1 would let the call run
+        reason = (f"the loop's guard could not judge this call ({type(exc).__name__}: {exc}); "
+                  "write the command out more plainly")
     if reason is None:
         return 0
     print(deny_json(reason))

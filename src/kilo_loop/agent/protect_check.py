@@ -13,8 +13,7 @@ import json
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kilo_loop.review.globs import matching_glob
 
@@ -27,8 +26,7 @@ _PATH_KEYS = ("filePath", "file_path", "path", "notebook_path")
 _PATCH_FILE = re.compile(r"^(?:\*\*\* (?:Add|Update|Delete) File: |\+\+\+ (?:b/)?)(.+)$", re.MULTILINE)
 
 
-@dataclass(frozen=True)
-class Refusal:
+class Refusal(NamedTuple):  # not a dataclass: the hook process must not import dataclasses
     path: str  # relative to the project
     glob: str
 

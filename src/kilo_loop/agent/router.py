@@ -31,7 +31,11 @@ class RuntimeRouter:
         return list(self._backends)
 
     @property
-    def members(self) -> dict[str, AgentBackend]:
+    def members(self) -> list[AgentBackend]:
+        return list(self._backends.values())
+
+    @property
+    def by_runtime(self) -> dict[str, AgentBackend]:
         """Each runtime's backend, the run's own first."""
         return dict(self._backends)
 
@@ -57,3 +61,10 @@ class RuntimeRouter:
         run = backend.start(request)
         self._last = (backend.name, run)
         return run
+
+
+def runtimes_without_cost(backend: AgentBackend) -> list[str]:
+    """The runtimes of a run whose CLI reports no cost, so that a cost budget cannot stop them
+    (a backend says so with `reports_cost = False`; one that does not say is taken to report it)."""
+    members = backend.members if isinstance(backend, RuntimeRouter) else [backend]
+    return [member.name for member in members if not getattr(member, "reports_cost", True)]

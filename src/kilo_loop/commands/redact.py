@@ -1,25 +1,35 @@
 """`kilo-loop redact`: filter stdin to stdout through the secret redactor.
 
-Streaming without per-line cost: each read takes whatever the pipe holds (up to ``_READ_SIZE``
-bytes), the whole lines in it are redacted in one scan, written and flushed at once.  A live pipe
-(``kilo run --format json | kilo-loop redact | tee log``) still gets every complete line as soon
-as it arrives, because a read returns as soon as some bytes are there; a file or a fast producer
-is handled a megabyte at a time.  A partial last line waits for its newline (or the end of the
-input).  Bytes that are not UTF-8 pass through unchanged.
+Streaming without per-line cost: each read takes whatever the pipe holds, and while more input is
+already waiting (a file, a fast producer) the reads gather up to ``_READ_SIZE`` bytes; the whole
+lines are redacted in one scan and written, and the output is flushed whenever no more input is
+waiting.  A live pipe (``kilo run --format json | kilo-loop redact | tee log``) still gets every
+complete line as soon as it arrives; a partial last line waits for its newline (or the end of the
+input).  A big burst (a file, a saved log) is spread over worker processes when cores are idle,
+one block of lines each, and written back in order (``safety.redact_pool``).  Bytes that are not
+UTF-8 pass through unchanged.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import sys
-from collections.abc import Iterator
-from typing import BinaryIO
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, BinaryIO
 
 import click
 
 from kilo_loop.safety.redact import Redactor
 
+if TYPE_CHECKING:
+    from kilo_loop.safety.redact_pool import InOrder
+
 _READ_SIZE = 1 << 20
+# A block this big with more input waiting is a burst worth worker processes (their start-up,
+# ~20 ms, is paid once): the blocks after it go to them.  Anything smaller is redacted here at once.
+_POOL_BLOCK = 256 << 10
+_MAX_WORKERS = 4
 
 
 def _read_some(stream: BinaryIO, size: int) -> bytes:
@@ -28,33 +38,106 @@ def _read_some(stream: BinaryIO, size: int) -> bytes:
     return bytes(read1(size)) if read1 is not None else stream.read(size)
 
 
-def whole_line_blocks(stream: BinaryIO, size: int = _READ_SIZE) -> Iterator[bytes]:
-    """Blocks of whole lines in input order; the bytes after the last newline are kept for the
-    next block (a line longer than a read keeps growing until its newline or the end)."""
+def _waiting_probe(stream: BinaryIO) -> Callable[[], bool]:
+    """Whether more input can be read at once without blocking.  A stream without a file
+    descriptor (in memory) never blocks."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return lambda: True
+
+    def waiting() -> bool:
+        try:
+            return bool(select.select([fd], [], [], 0)[0])
+        except (OSError, ValueError):  # pragma: no cover - a descriptor select cannot watch
+            return False
+
+    return waiting
+
+
+def line_blocks(stream: BinaryIO, size: int = _READ_SIZE) -> Iterator[tuple[bytes, bool]]:
+    """Blocks of whole lines in input order, each with whether more input was already waiting
+    when it was cut.  A block gathers reads while input is waiting, up to ``size`` bytes; the bytes
+    after its last newline are kept for the next block (a line longer than ``size`` keeps growing
+    until its newline or the end)."""
+    waiting = _waiting_probe(stream)
     pending = b""
-    while chunk := _read_some(stream, size):
-        data = pending + chunk
+    ended = False
+    while not ended:
+        parts, fresh, more = [pending], 0, True
+        while more and fresh < size:
+            chunk = _read_some(stream, size - fresh)
+            if not chunk:
+                ended, more = True, False
+                break
+            parts.append(chunk)
+            fresh += len(chunk)
+            more = waiting()
+        data = b"".join(parts)
         cut = data.rfind(b"\n") + 1
         if cut:
-            yield data[:cut]
+            yield data[:cut], more
         pending = data[cut:]
     if pending:
-        yield pending
+        yield pending, False
 
 
-def filter_stream(source: BinaryIO, sink: BinaryIO, redactor: Redactor) -> int:
-    """Copy ``source`` to ``sink`` redacted, flushing after each block; returns the line count."""
+def whole_line_blocks(stream: BinaryIO, size: int = _READ_SIZE) -> Iterator[bytes]:
+    """``line_blocks`` without the waiting flags."""
+    for block, _ in line_blocks(stream, size):
+        yield block
+
+
+def burst_workers(allowed: int | None) -> int:
+    """Worker processes for a burst: ``allowed`` when given, else one per idle core (as the load
+    average counts them, the way ``make -l`` does), up to four; 0 when fewer than two would run.
+    On a busy machine workers only add the cost of shipping blocks to them."""
+    from kilo_loop.safety.redact_pool import can_fork, usable_cores
+
+    if not can_fork():  # pragma: no cover - platforms without fork
+        return 0
+    if allowed is None:
+        cores = usable_cores()
+        try:
+            idle = cores - os.getloadavg()[0]
+        except OSError:  # pragma: no cover - no load average on this platform
+            idle = 0.0
+        allowed = min(cores, _MAX_WORKERS, int(idle + 0.5))
+    return allowed if allowed >= 2 else 0
+
+
+def filter_stream(source: BinaryIO, sink: BinaryIO, redactor: Redactor, workers: int | None = None) -> int:
+    """Copy ``source`` to ``sink`` redacted; returns the line count.  ``workers``: processes for a
+    burst of input (None: one per idle core, up to four; 0 or 1: none)."""
     lines = 0
-
-    def counted() -> Iterator[bytes]:
-        nonlocal lines
-        for block in whole_line_blocks(source):
+    header = b""  # what the last block redacted here left open, until a pool takes over
+    order: InOrder | None = None
+    warm = finished = False
+    try:
+        for block, more in line_blocks(source, _READ_SIZE):
             lines += block.count(b"\n") + (not block.endswith(b"\n"))
-            yield block
+            if order is None and warm and more and (count := burst_workers(workers)):
+                from kilo_loop.safety.redact_pool import InOrder
 
-    for redacted in redactor.redact_blocks(counted()):
-        sink.write(redacted)
-        sink.flush()
+                order = InOrder(redactor, count, header)
+            if order is None:
+                redacted, header = redactor.redact_block(block, header)
+                sink.write(redacted)
+                # the workers are forked after one big block: they inherit the DFA states it built
+                warm = more and len(block) >= _POOL_BLOCK
+            elif more or order.pending:
+                order.submit(block)
+                while order.pending and (order.pending >= order.window or not more):
+                    sink.write(order.next_done())
+            else:
+                sink.write(order.here(block))
+            if not more:
+                sink.flush()
+        finished = True
+    finally:
+        if order is not None:
+            order.close(finished)
+    sink.flush()
     return lines
 
 

@@ -38,9 +38,9 @@ _BOM = "\ufeff"
 # ---------------------------------------------------------------- file I/O
 
 
-def _save(path: Path, data: bytes) -> None:
+def _save(path: Path, data: bytes, durable: bool = True) -> None:
     try:
-        write_bytes_atomic(path, data)
+        write_bytes_atomic(path, data, durable)
     except OSError as exc:
         raise GoalError(f"cannot write the goal file ({exc.strerror or exc}): check its permissions",
                         path) from None
@@ -62,8 +62,8 @@ class _MarkdownDoc:
         mark = "x" if done else " "
         self.segments[item.line - 1] = segment[: item.mark_column] + mark + segment[item.mark_column + 1 :]
 
-    def save(self) -> None:
-        _save(self.path, (self.bom + "\n".join(self.segments)).encode("utf-8"))
+    def save(self, durable: bool = True) -> None:
+        _save(self.path, (self.bom + "\n".join(self.segments)).encode("utf-8"), durable)
 
 
 def _kind(path: Path) -> str:
@@ -109,7 +109,7 @@ def _locate(items: list[ChecklistItem], stage: Stage) -> ChecklistItem | None:
     return min(same_title, key=lambda item: (abs(item.line - origin), item.line))
 
 
-def mark_markdown_stage_done(path: Path, stage: Stage, done: bool = True) -> bool:
+def mark_markdown_stage_done(path: Path, stage: Stage, done: bool = True, durable: bool = True) -> bool:
     """Tick (or untick) the stage's checkbox in place.
 
     Returns False, writing nothing, when no item with the stage's title is left in the file;
@@ -122,7 +122,7 @@ def mark_markdown_stage_done(path: Path, stage: Stage, done: bool = True) -> boo
         return False
     if item.done != done:
         doc.set_mark(item, done)
-        doc.save()
+        doc.save(durable)
     return True
 
 
@@ -130,7 +130,7 @@ def _json_stage_index(goal: Goal, stage: Stage) -> int | None:
     return next((index for index, candidate in enumerate(goal.stages) if candidate.id == stage.id), None)
 
 
-def mark_json_stage_done(path: Path, stage: Stage, done: bool = True) -> bool:
+def mark_json_stage_done(path: Path, stage: Stage, done: bool = True, durable: bool = True) -> bool:
     """Set `"done"` on the stage with this id in the JSON goal, editing only that value.
 
     Returns False, writing nothing, when no stage with the id is left in the file; True when
@@ -144,17 +144,18 @@ def mark_json_stage_done(path: Path, stage: Stage, done: bool = True) -> bool:
         return False
     edited = with_stage_done(text, index, done)
     if edited != text:
-        _save(path, edited.encode("utf-8"))
+        _save(path, edited.encode("utf-8"), durable)
     return True
 
 
-def mark_stage_done(goal: Goal, stage: Stage, done: bool = True) -> bool:
-    """Record a passed stage in its goal file, markdown or JSON (False: no file, or the stage is gone)."""
+def mark_stage_done(goal: Goal, stage: Stage, done: bool = True, durable: bool = True) -> bool:
+    """Record a passed stage in its goal file, markdown or JSON (False: no file, or the stage is gone).
+    `durable=False` skips the fsyncs (the write is still atomic, so a kill -9 cannot tear it)."""
     if goal.source is None or goal.kind == "text":
         return False
     if goal.kind == "json":
-        return mark_json_stage_done(goal.source, stage, done)
-    return mark_markdown_stage_done(goal.source, stage, done)
+        return mark_json_stage_done(goal.source, stage, done, durable)
+    return mark_markdown_stage_done(goal.source, stage, done, durable)
 
 
 def set_all_done(path: Path, done: bool) -> int:

@@ -23,6 +23,7 @@ from typing import Protocol
 from kilo_loop.agent.protocol import AgentBackend, AgentQuestion, AgentRequest, StepFinished
 from kilo_loop.agent.usage_db import DbUsage, mismatch, usage_from_db
 from kilo_loop.durations import format_duration
+from kilo_loop.gitstatus import TreeStatus
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.loop import stop_policy
 from kilo_loop.loop.control import RunControl
@@ -33,7 +34,7 @@ from kilo_loop.loop.prompt import PromptInput, build_prompt
 from kilo_loop.loop.retry import QuotaLimit, backoff_delay_ms, quota_limit, transient_reason
 from kilo_loop.loop.session import GuardLike, SessionOutcome, SessionRunner
 from kilo_loop.loop.stages import StageBook
-from kilo_loop.loop.workspace import Snapshot, changed_between, snapshot_worktree
+from kilo_loop.loop.workspace import Snapshot, WorkTree, changed_between
 from kilo_loop.review.controller import ReviewOptions, role_costs
 from kilo_loop.review.events import ProtectedChanged, ReviewBlocked
 from kilo_loop.review.protect import protected_between
@@ -72,7 +73,8 @@ _DONE_OUTCOMES = ("ok", "failed", "timeout", "stopped")
 class Hooks(Protocol):
     """I/O the orchestrator needs from safety modules; injected so tests can replace them."""
 
-    async def checkpoint(self, project: Path, checkpoints_dir: Path, iteration: int) -> str: ...
+    async def checkpoint(self, project: Path, checkpoints_dir: Path, iteration: int,
+                         status: TreeStatus | None = None) -> str: ...
 
     async def verify(self, command: str, cwd: Path, timeout_s: float) -> VerifyResult: ...
 
@@ -107,7 +109,7 @@ class Orchestrator:
                                      lambda text: str(ctx.recorder.redact(text)))
         state = self.state
         self._run_files: dict[str, None] = dict.fromkeys(f for item in state.iterations for f in item.files_changed)
-        self._last_snapshot: Snapshot | None = None
+        self._tree = WorkTree(ctx.project)
         self._budget_stop: str | None = None
         self._quota_stop: str | None = None
         self._first_iteration = state.iteration + 1
@@ -162,7 +164,7 @@ class Orchestrator:
     async def _between_iterations(self) -> Stop | None:
         control = self.ctx.control
         if control.paused and not control.stop_requested:
-            self._last_snapshot = None  # the operator may edit files while paused
+            self._tree.forget()  # the operator may edit files while paused
             self.ctx.recorder.set_status("paused")
             await control.wait_until_resumed()
         if control.stop_requested:
@@ -185,7 +187,7 @@ class Orchestrator:
         if self.review is not None:
             command = None if self.ctx.settings.dry_run else self._verify_command(stage)
             if await self.review.begin_iteration(stage, i, command):
-                self._last_snapshot = None  # the baseline verify may have written files
+                self._tree.forget()  # the baseline verify may have written files
         before = await self._checkpoint_and_snapshot(i)
         self._stage_start.setdefault(stage.id, before)
         request = self._request(stage, i)
@@ -193,19 +195,17 @@ class Orchestrator:
         return await self._after_session(stage, summary, outcome, before)
 
     async def _checkpoint_and_snapshot(self, iteration: int) -> Snapshot:
-        """Both read the work tree (nothing changes it between iterations), so they run side by side;
-        the previous iteration's after-snapshot is reused as this one's before."""
-        snapshot = self._last_snapshot
-        checkpoint = self._checkpoint(iteration) if self.ctx.settings.checkpoint else asyncio.sleep(0)
-        if snapshot is not None:
-            await checkpoint
-            return snapshot
-        fresh, _ = await asyncio.gather(asyncio.to_thread(snapshot_worktree, self.ctx.project), checkpoint)
-        return fresh
+        """The work tree before the iteration: the previous iteration's read when nothing but the loop's
+        own files changed since, else one fresh `git status`; the checkpoint is taken from the same read."""
+        status = await asyncio.to_thread(self._tree.current)
+        if self.ctx.settings.checkpoint:
+            await self._checkpoint(iteration, status)
+        return self._tree.snapshot(status)
 
-    async def _checkpoint(self, iteration: int) -> None:
+    async def _checkpoint(self, iteration: int, status: TreeStatus) -> None:
         try:
-            note = await self.ctx.hooks.checkpoint(self.ctx.project, self.ctx.recorder.layout.checkpoints, iteration)
+            note = await self.ctx.hooks.checkpoint(self.ctx.project, self.ctx.recorder.layout.checkpoints, iteration,
+                                                   status)
             self.ctx.recorder.emit(CheckpointTaken(message=f"checkpoint before iteration {iteration}: {note}"))
         except Exception as exc:  # noqa: BLE001 — a failed checkpoint is reported, not fatal
             self.ctx.recorder.warn(f"checkpoint before iteration {iteration} failed: {exc}")
@@ -360,8 +360,7 @@ class Orchestrator:
         progress = read_progress(self.layout.progress, result.text)
         for warning in progress.warnings:
             rec.warn(warning)
-        after = await asyncio.to_thread(snapshot_worktree, ctx.project)
-        self._last_snapshot = after
+        after = self._tree.snapshot(await asyncio.to_thread(self._tree.read))
         tree_changes = changed_between(before, after)
         changed = sorted(set(tree_changes) | set(progress.files_changed))
         self._run_files.update(dict.fromkeys(changed))
@@ -383,13 +382,19 @@ class Orchestrator:
             return "aborted", "stopped by the operator"
         rec.record_iteration(summary, session_id, stale)
         rec.emit(IterationFinished(message=iteration_line(summary), outcome=summary.outcome, percent=percent))
-        if summary.verify is not None or advanced:
-            self._last_snapshot = None  # verify output and the ticked goal are not the agent's changes
+        self._after_loop_writes(summary)
         if summary.guard_hits:
             why = stop_policy.guard_reason(self.limits, self.state.consecutive_guard_blocks, summary.guard_reason)
             if why:
                 return "stopped-guard", why
         return await self._after_report(summary)
+
+    def _after_loop_writes(self, summary: IterationSummary) -> None:
+        """Keep the read of the work tree for the next iteration true to what the loop itself wrote:
+        verify output and reviewers' sessions are unknown (read it all again). (The ticked goal file is
+        accounted for where it is written, in `_mark_done`.)"""
+        if summary.verify is not None or self.review is not None:
+            self._tree.forget()
 
     def _next_session_id(self, outcome: SessionOutcome) -> str | None:
         """The shared session the next iteration continues ("" = start a fresh one; None = unchanged)."""
@@ -502,7 +507,12 @@ class Orchestrator:
         # A dry run changes no file but the loop's own, so the goal file is left as it is.
         s = self.ctx.settings
         syncs = s.sync_goal and self.ctx.goal.kind != "text" and not s.dry_run
-        if syncs and not self.ctx.hooks.sync_markdown(self.ctx.goal, stage):
+        if not syncs or self.ctx.goal.source is None:
+            return
+        before = _read_bytes(self.ctx.goal.source)
+        ticked = self.ctx.hooks.sync_markdown(self.ctx.goal, stage)
+        self._tree.wrote(self.ctx.goal.source, before)
+        if not ticked:
             self.ctx.recorder.warn(f"could not tick '{stage.title}' in {self.ctx.goal.source}")
 
     def _update_percent(self, summary: IterationSummary, progress: Progress) -> int:
@@ -530,7 +540,7 @@ class Orchestrator:
         )
 
     def _guard_hit(self, stage: Stage, summary: IterationSummary, outcome: SessionOutcome) -> Stop | None:
-        self._last_snapshot = None  # the aborted session's changes were never snapshotted
+        self._tree.forget()  # the aborted session's changes were never read
         summary.outcome, summary.guard_hits, summary.guard_reason = "guard", 1, outcome.guard_reason
         summary.duration_ms = _elapsed_ms(summary.started_at)
         session_id: str | None = None
@@ -585,7 +595,7 @@ class Orchestrator:
                      "continuing without an answer")
             self._unanswered(questions, "no answer channel is open")
             return None
-        self._last_snapshot = None  # the operator may edit files while deciding
+        self._tree.forget()  # the operator may edit files while deciding
         answers = await self._put_questions(questions, summary.iteration)
         if answers is None:
             return "aborted", "stopped while waiting for an answer"
@@ -663,6 +673,13 @@ def _previous(state: RunState) -> dict[str, str]:
     if item is None:
         return {}
     return {"topic": item.topic, "summary": item.summary, "percent": f"{item.percent}%", "nextStage": item.next_stage}
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def resume_command(settings: Settings, run_id: str) -> str:

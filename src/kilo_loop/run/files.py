@@ -15,7 +15,8 @@ def write_bytes_atomic(path: Path, data: bytes, durable: bool = True) -> None:
 
     A symlink is written through (its target is replaced), the file's mode is kept,
     and the directory is fsynced so the rename itself survives a crash."""
-    path = path.resolve()
+    if path.is_symlink():  # one lstat; a full resolve() costs one per path component, on every write
+        path = path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -1,10 +1,14 @@
-"""Where everything lives under `<project>/.kilocode-loop/` (the seed's layout)."""
+"""Where everything lives under `<project>/.kilocode-loop/` (the seed's layout).
+
+The layouts are NamedTuples, not dataclasses: `kilo_loop.git` imports this module, and the guard's
+pre-tool hook imports `kilo_loop.git` on every agent tool call (dataclasses costs ~8 ms to import).
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 LOOP_DIR = ".kilocode-loop"
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -17,8 +21,7 @@ def valid_run_id(run_id: str) -> bool:
     return bool(RUN_ID_PATTERN.fullmatch(run_id)) and run_id not in {".", ".."}
 
 
-@dataclass(frozen=True)
-class ProjectLayout:
+class ProjectLayout(NamedTuple):
     project: Path
 
     @property
@@ -63,8 +66,7 @@ class ProjectLayout:
             ignore.write_text("\n".join([*lines, *missing]) + "\n", encoding="utf-8")
 
 
-@dataclass(frozen=True)
-class RunLayout:
+class RunLayout(NamedTuple):
     dir: Path
 
     @property

@@ -50,8 +50,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from kilo_loop import gitstatus
 from kilo_loop.errors import KiloLoopError
 from kilo_loop.git import GitError, git_output, run_git
+from kilo_loop.gitstatus import TreeStatus
 from kilo_loop.run.files import write_bytes_atomic
 from kilo_loop.run.layout import LOOP_DIR
 
@@ -69,9 +71,6 @@ _DIFF_ARGS = ("diff", "--binary", "--no-renames", "--no-ext-diff", "--no-textcon
               "--ignore-submodules=all", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/")
 _NAMES_ARGS = ("diff", "--name-only", "--no-renames", "--no-ext-diff", "--ignore-submodules=all",
                "--no-relative")
-# --branch puts HEAD's commit in the same call ("# branch.oid …"), one git process less.
-_STATUS_ARGS = ("status", "--porcelain=v2", "--branch", "--no-ahead-behind", "-z", "--no-renames",
-                "--untracked-files=all", "--ignore-submodules=all")
 
 
 class CheckpointError(KiloLoopError):
@@ -171,34 +170,19 @@ class StatusLists:
     untracked: frozenset[str]
     staged: bool  # the index differs from HEAD
     unmerged: bool = False  # a merge conflict is in the index: it cannot be written as a tree
+    ignored: frozenset[str] = frozenset()  # ignored files, and ignored directories with a trailing slash
+
+    @classmethod
+    def of(cls, status: TreeStatus) -> StatusLists:
+        """The lists a checkpoint keeps (submodules are left to their own repositories)."""
+        return cls(status.changed(), status.untracked, status.staged, status.unmerged, status.ignored)
 
 
 def parse_status(data: bytes) -> tuple[str | None, StatusLists]:
     """HEAD's commit (None before the first commit) and the lists, from `git status --porcelain=v2
-    --branch -z --no-renames --untracked-files=all`; paths are relative to the top level."""
-    head: str | None = None
-    changed: set[str] = set()
-    untracked: set[str] = set()
-    staged = unmerged = False
-    entries = iter(data.split(b"\0"))
-    for entry in entries:
-        kind = entry[:2]
-        if entry.startswith(b"# branch.oid "):
-            oid = entry.removeprefix(b"# branch.oid ").decode("ascii", "replace")
-            head = oid if _OID_RE.fullmatch(oid) else None  # "(initial)": no commit yet
-        elif kind == b"? ":
-            untracked.add(os.fsdecode(entry[2:]))
-        elif kind in (b"1 ", b"2 ", b"u "):
-            # "1 XY sub mH mI mW hH hI path"; "2 … Xscore path" is followed by its source path;
-            # "u XY sub m1 m2 m3 mW h1 h2 h3 path".
-            fields = {b"1 ": 8, b"2 ": 9, b"u ": 10}[kind]
-            parts = entry.split(b" ", fields)
-            changed.add(os.fsdecode(parts[-1]))
-            staged = staged or parts[1][:1] != b"."
-            unmerged = unmerged or kind == b"u "
-            if kind == b"2 ":
-                next(entries, None)
-    return head, StatusLists(frozenset(changed), frozenset(untracked), staged, unmerged)
+    --branch -z` (see `gitstatus.ARGS`); paths are relative to the top level."""
+    status = gitstatus.parse(data)
+    return status.head, StatusLists.of(status)
 
 
 def ref_component(run_id: str) -> str:
@@ -474,28 +458,44 @@ def _run_git(cwd: Path, *args: str, stdin: bytes | None = None, env: Mapping[str
 # ---------------------------------------------------------------- capture
 
 
-def capture_checkpoint(project: Path, checkpoints_dir: Path, iteration: int) -> Checkpoint:
+def capture_checkpoint(project: Path, checkpoints_dir: Path, iteration: int,
+                       status: TreeStatus | None = None) -> Checkpoint:
     """Record the working tree's state before `iteration` as trees in git's object store (format 2);
-    overwrites an older capture of it. The run id for the refs is the run directory's name."""
+    overwrites an older capture of it. The run id for the refs is the run directory's name.
+
+    `status` is a `gitstatus.read_status` of the project taken since the work tree last changed (the
+    loop's own read after the previous iteration); without it, or for a project below the top level,
+    the status is read here."""
     repo = _Repo.open(project)
-    # One status call gives HEAD, the changed and untracked lists and whether anything is staged.
-    head, status = parse_status(repo.git(*_STATUS_ARGS, *repo.scope))
-    if status.unmerged:  # a conflicted index cannot be written as a tree; patches can hold it
+    # One status call gives HEAD, the changed, untracked and ignored lists and whether anything is staged.
+    if status is None or repo.prefix:
+        status = _read_status(repo)
+    head, lists = status.head, StatusLists.of(status)
+    if lists.unmerged:  # a conflicted index cannot be written as a tree; patches can hold it
         return capture_patch_checkpoint(project, checkpoints_dir, iteration)
-    tree, index_tree = _write_trees(repo, head, status)
+    tree, index_tree = _write_trees(repo, head, lists)
     _keep_reachable(repo, checkpoints_dir.parent.name, iteration, tree, index_tree)
     stem = checkpoint_stem(iteration)
     checkpoint = Checkpoint(
-        iteration=iteration, head=head, created_at=_now(), untracked=tuple(sorted(status.untracked)),
-        patch_file="", patch_bytes=_changed_bytes(repo, status.changed),
-        dirty=bool(status.changed or status.untracked), path=checkpoints_dir / f"{stem}.json",
-        changed=tuple(sorted(status.changed)), ignored=tuple(sorted(_ignored(repo))), prefix=repo.prefix,
+        iteration=iteration, head=head, created_at=_now(), untracked=tuple(sorted(lists.untracked)),
+        patch_file="", patch_bytes=_changed_bytes(repo, lists.changed),
+        dirty=bool(lists.changed or lists.untracked), path=checkpoints_dir / f"{stem}.json",
+        changed=tuple(sorted(lists.changed)), ignored=tuple(sorted(lists.ignored)), prefix=repo.prefix,
         version=FORMAT_VERSION, tree=tree, index_tree=index_tree,
     )
     for stale in (f"{stem}.patch", f"{stem}.staged.patch"):  # from an older capture of this iteration
         (checkpoints_dir / stale).unlink(missing_ok=True)
-    _write_json(checkpoint)
+    # Not fsynced: a kill -9 cannot tear a renamed file, and the run's state.json, fsynced once per
+    # iteration, commits the file system's journal (and this rename with it) soon after.
+    _write_json(checkpoint, durable=False)
     return checkpoint
+
+
+def _read_status(repo: _Repo) -> TreeStatus:
+    try:
+        return gitstatus.read_status(repo.root, repo.prefix)
+    except GitError as exc:
+        raise CheckpointError(str(exc)) from exc
 
 
 def _write_trees(repo: _Repo, head: str | None, status: StatusLists) -> tuple[str | None, str | None]:
@@ -535,10 +535,6 @@ def _changed_bytes(repo: _Repo, changed: Iterable[str]) -> int:
     return total
 
 
-def _ignored(repo: _Repo) -> list[str]:
-    return repo.names("ls-files", "--others", "--ignored", "--exclude-standard", "--directory")
-
-
 def _oid(out: bytes) -> str:
     return out.decode("ascii").strip()
 
@@ -547,20 +543,21 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def _write_json(checkpoint: Checkpoint) -> None:
+def _write_json(checkpoint: Checkpoint, durable: bool = True) -> None:
     # The JSON goes last: its presence marks a complete checkpoint. The stdlib
     # encoder (ASCII-escaped) keeps undecodable file names (lone surrogates) intact.
-    write_bytes_atomic(checkpoint.path, json.dumps(checkpoint.to_json(), indent=2).encode() + b"\n")
+    write_bytes_atomic(checkpoint.path, json.dumps(checkpoint.to_json(), indent=2).encode() + b"\n", durable)
 
 
 def capture_patch_checkpoint(project: Path, checkpoints_dir: Path, iteration: int) -> Checkpoint:
     """Format 1: the working tree's state before `iteration` as patches beside the JSON."""
     stem = checkpoint_stem(iteration)
     repo = _Repo.open(project)
-    head, status = parse_status(repo.git(*_STATUS_ARGS, *repo.scope))
+    status = _read_status(repo)
+    head, lists = status.head, StatusLists.of(status)
     base = head or repo.empty_tree()
     patch = repo.git(*_DIFF_ARGS, base, *repo.scope)
-    staged = repo.git(*_DIFF_ARGS, "--cached", base, *repo.scope) if status.staged or head is None else b""
+    staged = repo.git(*_DIFF_ARGS, "--cached", base, *repo.scope) if lists.staged or head is None else b""
     checkpoints_dir.mkdir(parents=True, exist_ok=True)
     write_bytes_atomic(checkpoints_dir / f"{stem}.patch", patch)
     staged_name = f"{stem}.staged.patch" if staged else None
@@ -569,10 +566,10 @@ def capture_patch_checkpoint(project: Path, checkpoints_dir: Path, iteration: in
     else:
         (checkpoints_dir / f"{stem}.staged.patch").unlink(missing_ok=True)
     checkpoint = Checkpoint(
-        iteration=iteration, head=head, created_at=_now(), untracked=tuple(sorted(status.untracked)),
-        patch_file=f"{stem}.patch", patch_bytes=len(patch), dirty=bool(patch or staged or status.untracked),
-        path=checkpoints_dir / f"{stem}.json", changed=tuple(sorted(status.changed)),
-        ignored=tuple(sorted(_ignored(repo))), staged_patch_file=staged_name, prefix=repo.prefix,
+        iteration=iteration, head=head, created_at=_now(), untracked=tuple(sorted(lists.untracked)),
+        patch_file=f"{stem}.patch", patch_bytes=len(patch), dirty=bool(patch or staged or lists.untracked),
+        path=checkpoints_dir / f"{stem}.json", changed=tuple(sorted(lists.changed)),
+        ignored=tuple(sorted(lists.ignored)), staged_patch_file=staged_name, prefix=repo.prefix,
     )
     _write_json(checkpoint)
     return checkpoint

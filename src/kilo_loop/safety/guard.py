@@ -28,11 +28,9 @@ import os
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
-import re2
-
+from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.packs import PACKS, Pack, enabled_packs
 from kilo_loop.safety.packs.paths import PathPolicy, in_git_dir, is_block_device, sensitive_file
 from kilo_loop.safety.packs.rules import Rule, match
@@ -51,8 +49,7 @@ from kilo_loop.safety.shell.model import LITERALLY
 __all__ = ["Guard", "GuardDecision", "brace_alternatives"]
 
 
-@dataclass(frozen=True)
-class GuardDecision:
+class GuardDecision(NamedTuple):
     decision: Literal["allow", "deny"]
     rule: str | None
     reason: str
@@ -77,6 +74,10 @@ def _deny(rule: str, reason: str, pack: str | None = None) -> GuardDecision:
 
 
 def _compile(patterns: Sequence[str], key: str) -> tuple[tuple[str, Any], ...]:
+    if not patterns:
+        return ()
+    import re2  # here, not at the top: only projects with guardDeny/guardAllow patterns need it
+
     options = re2.Options()
     options.log_errors = False
     compiled: list[tuple[str, Any]] = []
@@ -90,23 +91,23 @@ def _compile(patterns: Sequence[str], key: str) -> tuple[tuple[str, Any], ...]:
     return tuple(compiled)
 
 
-_RECURSIVE_DELETE_CODE = re.compile(
+_RECURSIVE_DELETE_CODE = LazyRegex(
     r"\b(rmtree|remove_tree|rm_rf|rm_r|remove_dir_all|remove_entry(_secure)?|rimraf|rmRF|deleteRecursively)\b"
     r"|\b(rmSync|rmdirSync|rm|rmdir|remove|promises\s*\.\s*rm)\s*\((?=[\s\S]*recursive)"
 )
-_FILE_DELETE_CODE = re.compile(
+_FILE_DELETE_CODE = LazyRegex(
     r"\b(os\s*\.\s*(remove|unlink|removedirs|rmdir)|unlinkSync|unlink|File\s*\.\s*delete|FileUtils\s*\.\s*(rm|remove)"
     r"|Path\s*\([^)]*\)\s*\.\s*unlink)\b")
-_HOME_CODE = re.compile(r"homedir\s*\(|expanduser\s*\(|Path\s*\.\s*home\s*\(|os\s*\.\s*environ|process\s*\.\s*env"
+_HOME_CODE = LazyRegex(r"homedir\s*\(|expanduser\s*\(|Path\s*\.\s*home\s*\(|os\s*\.\s*environ|process\s*\.\s*env"
                         r"|ENV\s*\[|getenv")
-_CODE_PATH = re.compile(r"""['"](~[^'"\n]*|/[^'"\n]*)['"]""")
+_CODE_PATH = LazyRegex(r"""['"](~[^'"\n]*|/[^'"\n]*)['"]""")
 
 _BASH_TOOLS = frozenset({"bash", "shell", "sh", "run_shell_command", "execute_command", "exec_command"})
 _WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "patch", "apply_patch", "notebookedit", "write_file",
                           "replace", "str_replace_based_edit_tool"})
 _PATH_KEYS = ("filePath", "file_path", "path", "notebook_path", "filename", "absolute_path")
 _PATCH_KEYS = ("patchText", "patch_text", "patch", "input")
-_PATCH_PATH = re.compile(r"^(?:\*\*\* (?:Add|Update|Delete) File: |\*\*\* Move to: |\+\+\+ (?:b/)?|--- (?:a/)?)(.+)$",
+_PATCH_PATH = LazyRegex(r"^(?:\*\*\* (?:Add|Update|Delete) File: |\*\*\* Move to: |\+\+\+ (?:b/)?|--- (?:a/)?)(.+)$",
                          re.MULTILINE)
 
 
@@ -127,7 +128,7 @@ class Guard:
         self._enabled = frozenset(pack.name for pack in self._packs)
         self._index: dict[str, list[tuple[Pack, Rule]]] = {}
         for pack in self._packs:
-            for name, rules in pack.index().items():
+            for name, rules in pack.rules_by_name().items():
                 self._index.setdefault(name, []).extend((pack, rule) for rule in rules)
 
     @property
@@ -147,7 +148,7 @@ class Guard:
                 if text_rule.pattern.search(command):
                     return _deny(text_rule.id, text_rule.reason, pack.name)
         try:
-            analysis = analyze(command, cwd, self._paths.temp_root)
+            analysis = analyze(command, cwd, lambda: self._paths.temp_root)
         except Exception as exc:  # noqa: BLE001 - a bug in the analysis must not let a command through
             return _deny("guard-error", f"the command could not be analysed ({type(exc).__name__}: {exc})")
         for item in analysis.executed:

@@ -46,10 +46,12 @@ string.  Redaction is idempotent, never raises (an internal failure yields ``[RE
 whole input: fail closed), and ``redact_lines`` yields exactly what ``redact`` gives for the joined
 text, one output per input line, lazily.
 
-Speed: RE2 DFAs (one per lane of rules) run loosened alternations over the UTF-8 bytes to find
-candidate positions; Python's ``re`` confirms the exact rule at the nearest candidate and the
-judgements of ``secret_patterns`` decide.  Without ``re2`` the exact alternation runs on Python's
-``re`` alone.  The rule handlers live in ``redact_values`` (single values, assignments) and
+Speed: two RE2 DFAs (all the rules but one, and the long base64 run) run loosened alternations
+over the UTF-8 bytes to find candidate positions; Python's ``re`` confirms the exact rule at the
+nearest candidate and the judgements of ``secret_patterns`` decide, reading only the spans of that
+rule's groups.  Without ``re2`` the exact alternation runs on Python's ``re`` alone.
+``redact_block`` redacts a block of lines given what the block before left open, so blocks can be
+redacted in other processes (``redact_pool``) and joined.  The rule handlers live in ``redact_values`` (single values, assignments) and
 ``redact_blocks`` (PEM blocks, command arguments, base64 runs, CSV tables); this module is the
 engine and the public API.
 """
@@ -71,7 +73,7 @@ from kilo_loop.safety.redact_values import (
     _PEM_START,
     Edit,
     Outcome,
-    Spans,
+    Span,
     _basic,
     _bearer,
     _content_end,
@@ -93,9 +95,11 @@ except ImportError:  # pragma: no cover
 __all__ = ["REDACTED", "Engine", "Redactor", "default_redactor", "redact_stream"]
 
 _MAX_DEPTH = 64
+_SHORT_TEXT = 64
+_SHORT_ENTRIES = 4096
 
 # floor: where the previous edit ended; what lies before it is about to change, so look no further back.
-Handler = Callable[[bytes, Spans, int, Rule, int], Outcome]
+Handler = Callable[[bytes, Span, int, Rule, int], Outcome]
 _HANDLERS: dict[Kind, Handler] = {
     Kind.PEM: _pem,
     Kind.USERINFO: _userinfo,
@@ -115,13 +119,11 @@ _HANDLERS: dict[Kind, Handler] = {
 
 # --- the scanning engine ----------------------------------------------------------------------
 
-Found = tuple[Spans, int]  # the match's spans and the index of the rule's own (outermost) group
-Search = Callable[[int], "Found | None"]
-Searcher = Callable[[bytes], Search]
+Finder = Callable[[bytes, int], int]  # start of the next candidate at or after a position (-1: none)
 
 
-def _re2_candidates(source: bytes) -> Callable[[bytes, int], int]:
-    """Start of the leftmost match of the loose scan pattern at or after ``pos`` (-1: none)."""
+def _re2_candidates(source: bytes) -> Finder:
+    """Start of the leftmost match of a loose scan pattern at or after ``pos`` (-1: none)."""
     options = re2.Options()
     options.max_mem = 64 << 20
     options.never_capture = True
@@ -148,13 +150,14 @@ def _re2_candidates(source: bytes) -> Callable[[bytes, int], int]:
 _BASE64_RUN = re.compile(rb"[A-Za-z0-9+/]*")
 
 
-def _mixed_case_runs(find: Callable[[bytes, int], int]) -> Callable[[bytes, int], int]:
+def _mixed_case_runs(find: Finder) -> Finder:
     """Candidates of the base64-run lane, minus runs without an upper-case letter (hex SHAs),
     which the rule would turn away anyway: skipped here, they cost no exact match or handler."""
+    run = _BASE64_RUN.match
 
     def first(data: bytes, pos: int) -> int:
         while (start := find(data, pos)) >= 0:
-            end = _BASE64_RUN.match(data, start).end()  # type: ignore[union-attr]
+            end = run(data, start).end()  # type: ignore[union-attr]
             if has_upper(data[start:end]):
                 return start
             pos = end
@@ -163,63 +166,20 @@ def _mixed_case_runs(find: Callable[[bytes, int], int]) -> Callable[[bytes, int]
     return first
 
 
+def _finders(lanes: Sequence[tuple[str, bytes]]) -> list[Finder]:
+    """With RE2, a DFA per lane (a group of rules whose loose patterns run well together) finds
+    candidate positions and Python's ``re`` only confirms the exact rule at the nearest one.  One
+    DFA for every rule multiplies states: the counted base64 run beside the others made it ten
+    times slower than the two lanes together.  [] without RE2."""
+    if re2 is None:
+        return []
+    return [_LANE_FILTERS.get(name, _identity)(_re2_candidates(source)) for name, source in lanes]
+
+
 _LANE_FILTERS = {"b64": _mixed_case_runs}
 
 
-def _searcher(precise: re.Pattern[bytes], lanes: Sequence[tuple[str, bytes]]) -> Searcher:
-    """Leftmost-first search of the exact alternation.  With RE2, a DFA per lane (a group of
-    rules whose loose patterns run well together) finds candidate positions and Python's ``re``
-    only confirms the exact rule at the nearest one.  One DFA for every rule multiplies states:
-    a counted run such as ``[A-Za-z0-9+/]{40}`` beside the others made it ten times slower than
-    the lanes together."""
-    if not lanes or re2 is None:
-
-        def start_re(data: bytes) -> Search:
-            def search_re(pos: int) -> Found | None:
-                match = precise.search(data, pos)
-                return None if match is None else (match.regs, match.lastindex or 0)
-
-            return search_re
-
-        return start_re
-    finders = [_LANE_FILTERS.get(name, _identity)(_re2_candidates(lane)) for name, lane in lanes]
-
-    def start(data: bytes) -> Search:
-        size = len(data)
-        # per lane: where it was last searched from and what it found there (-1: nothing); the
-        # answer holds for any later position up to the candidate found
-        since = [size + 1] * len(finders)
-        found = [-1] * len(finders)
-        lanes = range(len(finders))
-
-        def nearest(pos: int) -> int:
-            best = -1
-            for lane in lanes:
-                candidate = found[lane]
-                if since[lane] > pos or (0 <= candidate < pos):
-                    candidate = found[lane] = finders[lane](data, pos)
-                    since[lane] = pos
-                if candidate >= 0 and (best < 0 or candidate < best):
-                    best = candidate
-            return best
-
-        def search(pos: int) -> Found | None:
-            while pos < size:
-                candidate = nearest(pos)
-                if candidate < 0:
-                    return None
-                match = precise.match(data, candidate)
-                if match is not None:
-                    return match.regs, match.lastindex or 0
-                pos = candidate + 1
-            return None
-
-        return search
-
-    return start
-
-
-def _identity(find: Callable[[bytes, int], int]) -> Callable[[bytes, int], int]:
+def _identity(find: Finder) -> Finder:
     return find
 
 
@@ -300,9 +260,9 @@ class Engine:
     """Scans UTF-8 bytes with one alternation and applies the matched rules' edits."""
 
     def __init__(self, rules: tuple[Rule, ...] = sp.RULES, use_re2: bool = True) -> None:
-        precise = re.compile(sp.combined_pattern(rules).encode())
+        self._precise = re.compile(sp.combined_pattern(rules).encode())
         lanes = [(name, lane.encode()) for name, lane in sp.scan_lanes(rules)] if use_re2 else []
-        self._searcher = _searcher(precise, lanes)
+        self._finders = _finders(lanes)
         # Each rule is wrapped in its own group, which closes after any group inside it: the
         # match's ``lastindex`` is the group of the rule that matched.
         self._dispatch: dict[int, tuple[Handler, Rule]] = {}
@@ -328,21 +288,62 @@ class Engine:
         last = pos = 0
         open_block: bytes | None = None
         size = len(data)
-        search = self._searcher(data)
+        next_match = self._matcher(data)
+        if next_match is None:
+            return edits, None
+        dispatch = self._dispatch
         while pos < size:
-            found = search(pos)
-            if found is None:
+            match = next_match(pos)
+            if match is None:
                 break
-            spans, group = found
-            handler, rule = self._dispatch[group]
-            outcome = _settle(data, spans[0][0], handler(data, spans, group, rule, last))
+            start, group = match.start(), match.lastindex or 0
+            handler, rule = dispatch[group]
+            # ``match.span``, never ``match.regs``: the alternation has over a hundred groups and
+            # building all their spans costs more than the rule's whole judgement
+            outcome = _settle(data, start, handler(data, match.span, group, rule, last))
             for edit in outcome.edits:
                 if edit[0] >= last:
                     edits.append(edit)
                     last = edit[1]
             open_block = outcome.open_block
-            pos = max(outcome.resume, last, spans[0][0] + 1)
+            pos = max(outcome.resume, last, start + 1)
         return edits, open_block
+
+    def _matcher(self, data: bytes) -> Callable[[int], re.Match[bytes] | None] | None:
+        """The leftmost exact match at or after a position (leftmost-first among the rules);
+        None when no lane has a candidate anywhere in ``data``."""
+        precise = self._precise
+        finders = self._finders
+        if not finders:
+            return functools.partial(precise.search, data)
+        # per lane: what it found searching from ``since`` (-1: nothing); the answer holds for
+        # any later position up to the candidate found
+        found = [find(data, 0) for find in finders]
+        if max(found) < 0:
+            return None  # most lines of agent output: no candidate at all
+        size = len(data)
+        lanes = range(len(finders))
+        since = [0] * len(finders)
+
+        def next_match(pos: int) -> re.Match[bytes] | None:
+            while pos < size:
+                best = -1
+                for lane in lanes:
+                    candidate = found[lane]
+                    if since[lane] > pos or (0 <= candidate < pos):
+                        candidate = found[lane] = finders[lane](data, pos)
+                        since[lane] = pos
+                    if candidate >= 0 and (best < 0 or candidate < best):
+                        best = candidate
+                if best < 0:
+                    return None
+                match = precise.match(data, best)
+                if match is not None:
+                    return match
+                pos = best + 1
+            return None
+
+        return next_match
 
     def redact(self, text: str, header: bytes = b"") -> tuple[str, bytes | None]:
         data = header + text.encode("utf-8", "surrogatepass")
@@ -387,10 +388,24 @@ class Redactor:
         self.enabled = enabled
         self._extra = _compile_extra(extra_patterns)
         self._engine = _engine(True)
+        self._short: dict[str, str] = {}  # results for short strings (kept in memory only)
 
     def redact(self, text: str) -> str:
         if not self.enabled:
             return text
+        if type(text) is not str or len(text) > _SHORT_TEXT:
+            return self._redact(text)
+        # The leaves of event dicts (types, statuses, tool names, paths, ids) repeat all the time
+        # and each costs two DFA calls; their results are kept, a bounded number of them.
+        redacted = self._short.get(text)
+        if redacted is None:
+            redacted = self._redact(text)
+            if len(self._short) >= _SHORT_ENTRIES:
+                self._short.clear()
+            self._short[text] = redacted
+        return redacted
+
+    def _redact(self, text: str) -> str:
         try:
             redacted, _ = self._engine.redact(_as_text(text))
             return self._redact_extra(redacted)
@@ -420,19 +435,23 @@ class Redactor:
         One scan per block instead of one per line: the fast path for ``kilo-loop redact``."""
         header = b""
         for block in blocks:
-            if not self.enabled or not block:
-                yield block
-                continue
-            try:
-                out, opened = self._engine.scan(header + block)
-                if out is not None and not out.startswith(header):  # pragma: no cover - see redact()
-                    raise ValueError("a re-opening header was changed")  # noqa: TRY301 - caught below: fail closed
-                redacted = block if out is None else out[len(header):]
-                header = opened or b""
-                yield self._redact_extra_bytes(redacted)
-            except Exception:  # noqa: BLE001 - fail closed, never raise
-                header = b""
-                yield (_MARK + b"\n") * block.count(b"\n") + (b"" if block.endswith(b"\n") else _MARK)
+            redacted, header = self.redact_block(block, header)
+            yield redacted
+
+    def redact_block(self, block: bytes, header: bytes = b"") -> tuple[bytes, bytes]:
+        """One block of whole lines, after a block that left ``header`` open (b"": none): its
+        redaction, and the header that re-opens what it leaves unfinished (b"": nothing).  The
+        result depends on nothing else, so blocks can be redacted apart and joined in order."""
+        if not self.enabled or not block:
+            return block, header if self.enabled else b""
+        try:
+            out, opened = self._engine.scan(header + block)
+            if out is not None and not out.startswith(header):  # pragma: no cover - see redact()
+                raise ValueError("a re-opening header was changed")  # noqa: TRY301 - caught below: fail closed
+            redacted = block if out is None else out[len(header):]
+            return self._redact_extra_bytes(redacted), opened or b""
+        except Exception:  # noqa: BLE001 - fail closed, never raise
+            return (_MARK + b"\n") * block.count(b"\n") + (b"" if block.endswith(b"\n") else _MARK), b""
 
     def redact_value(self, value: Any) -> Any:
         """Redact strings inside dicts/lists/tuples; keys stay as they are, and a string under a

@@ -18,7 +18,7 @@ from kilo_loop.safety.redact_values import (
     _SKIP,
     Edit,
     Outcome,
-    Spans,
+    Span,
     _content_end,
     _indent,
     _line_end,
@@ -31,11 +31,11 @@ from kilo_loop.safety.redact_values import (
 from kilo_loop.safety.secret_patterns import Rule
 
 
-def _pem(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
+def _pem(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
     """Keep the BEGIN/END lines; the rest of the BEGIN line and each body line become [REDACTED].
     The body ends at the END marker or at the first line that cannot belong to a key.  A log
     prefix before the BEGIN marker (``api-1  | ``) is looked for, and kept, on the body lines."""
-    marker_start, marker_end = spans[g]
+    marker_start, marker_end = span(g)
     eol = _line_end(data, marker_end)
     same_line = _PEM_END.search(data, marker_end, eol)
     if same_line:
@@ -86,25 +86,25 @@ def _blank_or_mark(data: bytes, start: int, end: int) -> tuple[Edit, ...]:
     return _mark(start, end)
 
 
-def _arg(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
+def _arg(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
     """A password given as a command argument (``mysql -pX``, ``sshpass -p X``, ``password X``)."""
-    start, end = spans[g + 1]
-    if rule.check and not sp.CHECKS[rule.check](_text(data[spans[g][0]:end])):
-        return Outcome(_SKIP, spans[g][0] + 1)
+    start, end = span(g + 1)
+    if rule.check and not sp.CHECKS[rule.check](_text(data[span(g)[0]:end])):
+        return Outcome(_SKIP, span(g)[0] + 1)
     if data[start:start + 1] in (b"'", b'"'):
         start, end = start + 1, end - 1
-    return Outcome(_value_edit(data, start, end, "password"), spans[g + 1][1])
+    return Outcome(_value_edit(data, start, end, "password"), span(g + 1)[1])
 
 
-def _line_arg(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
+def _line_arg(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
     """Like ``_arg``, when the match is all its line holds (a .netrc or .pgpass entry)."""
-    match_start, value_end = spans[g]
+    match_start, value_end = span(g)
     line_start = _line_start(data, match_start)
     eol = _line_end(data, value_end)
     alone = line_start >= 0 and not data[line_start:match_start].strip() and not data[value_end:eol].strip()
     if not alone or (rule.name == "pgpass" and _ipv6_like(data[match_start:value_end])):
         return Outcome(_SKIP, match_start + 1)
-    return _arg(data, spans, g, rule, floor)
+    return _arg(data, span, g, rule, floor)
 
 
 _IPV6_HEAD = re.compile(rb"(?:[0-9A-Fa-f]{1,4}:){4}")
@@ -120,11 +120,11 @@ _KEY_VALUE = re.compile(rb"[A-Za-z_][A-Za-z0-9_.-]*[\"']?[ \t]*[=:]")
 _WRAP_WIDTHS = range(60, 80)  # ``base64`` wraps at 76, ``openssl base64`` at 64
 
 
-def _b64_run(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
+def _b64_run(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
     """A run of 40+ base64 characters: an AWS secret access key (exactly 40, random-looking,
     alone on its line or on a line about AWS), or base64 that decodes to text holding a secret
     (an encoded env file).  A wrapped blob's following lines go with it."""
-    start = spans[g][0]
+    start = span(g)[0]
     end = _B64_CHARS.match(data, start).end()  # type: ignore[union-attr]
     if end - start < 40 or (start > 0 and data[start - 1] in _B64_SET) or not has_upper(data[start:end]):
         return Outcome(_SKIP, end)  # too short, the middle of a longer word, or a hex SHA
@@ -175,10 +175,10 @@ def _decoded_text(run: bytes) -> bytes | None:
     return decoded if text.replace("\n", "").replace("\r", "").replace("\t", "").isprintable() else None
 
 
-def _csv_header(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
+def _csv_header(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
     """A CSV header naming secret columns (``user,password,host``): in the rows below it with
     as many cells, those cells are redacted (the rest of each row is scanned as usual)."""
-    match_start = spans[g][0]
+    match_start = span(g)[0]
     line_start = _line_start(data, match_start)
     eol = _line_end(data, match_start)
     content = _content_end(data, line_start, eol)

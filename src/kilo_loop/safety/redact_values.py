@@ -10,7 +10,7 @@ with an ``Outcome``: the edits to make and where scanning goes on (see ``redact.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import NamedTuple
 
 from kilo_loop.safety import secret_patterns as sp
@@ -18,7 +18,7 @@ from kilo_loop.safety.secret_patterns import REDACTED, Rule
 
 _MARK = REDACTED.encode()
 
-Spans = Sequence[tuple[int, int]]
+Span = Callable[[int], tuple[int, int]]  # a match's span of a group: ``re.Match.span``
 Edit = tuple[int, int, bytes]
 
 
@@ -54,12 +54,10 @@ _PEM_BODY = re.compile(
     rb"|\+?[ \t]*[\"'](?:[A-Za-z0-9+/=]+|\[REDACTED\])(?:\\n)?[\"'][ \t]*[+,]?)?[ \t]*\r?"
 )
 _NESTED_KEY = re.compile(rb"[ \t]*(?:-[ \t]+)?(?:\"[^\"\r\n]*\"|'[^'\r\n]*'|[A-Za-z0-9_.-]+)[ \t]*[:=][ \t]*")
-# An unquoted value that is code, not data: ``token = await fetch_token()``, ``key = os.environ[…]``.
-# Literals inside it are still seen by the token rules (the scan resumes at the value).
-_CODE_EXPR = re.compile(
-    rb"(?:await|new|yield|lambda|function|async|typeof|not)[ \t]"
-    rb"|[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*[(\[]"
-)
+# An unquoted value that is code, not data: ``token = await fetch_token()``, ``key = os.environ[…]``
+# (a call or subscript on a name chain, or one of these words and a blank).  Literals inside it are
+# still seen by the token rules (the scan resumes at the value).
+_CODE_WORDS = frozenset({b"await", b"new", b"yield", b"lambda", b"function", b"async", b"typeof", b"not"})
 _IDENT_CHAIN = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _AFTER_WORD = frozenset({b"", b",", b")", b";", b" ", b"\t", b"\r", b"\n", b"}", b"]"})
 _EMPTY_OPENERS = frozenset({b"", b"|", b"|-", b"|+", b">", b">-", b">+", b"(", b"[", b"\\"})
@@ -143,8 +141,24 @@ def _scheme_split(value: bytes) -> int:
     return 0
 
 
+# A value of token characters with a letter and a digit, and no blank, "$", "<", "%", "." or "[":
+# no placeholder, number, auth scheme, version, plain name or earlier redaction can look like
+# that, so of all the judgements below only "the value is the key's own name" is left to ask.
+_PLAIN_TOKEN = re.compile(rb"[A-Za-z0-9_+/=-]+")
+_DIGIT = re.compile(rb"[0-9]")
+_LETTER = re.compile(rb"[A-Za-z]")
+
+
 def _value_edit(data: bytes, start: int, end: int, key: str) -> tuple[Edit, ...]:
     """Redact ``data[start:end]`` unless it is a placeholder; keep a leading auth scheme."""
+    plain = _PLAIN_TOKEN.fullmatch(data, start, end)
+    if plain and _DIGIT.search(data, start, end) and _LETTER.search(data, start, end):
+        return _SKIP if sp.names_itself(key, data[start:end].decode("ascii")) else ((start, end, _MARK),)
+    return _judged_edit(data, start, end, key)
+
+
+def _judged_edit(data: bytes, start: int, end: int, key: str) -> tuple[Edit, ...]:
+    """``_value_edit`` asking every question."""
     value = data[start:end]
     if data.find(_MARK[:-1], start, end) >= 0:  # already redacted (a token may stop before its "]")
         return _SKIP
@@ -161,34 +175,34 @@ def _value_edit(data: bytes, start: int, end: int, key: str) -> tuple[Edit, ...]
 # --- rule handlers ----------------------------------------------------------------------------
 
 
-def _keep_prefix(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
-    start, end = spans[g]
-    keep_end = spans[g + 1][1]
+def _keep_prefix(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
+    start, end = span(g)
+    keep_end = span(g + 1)[1]
     if rule.check and not sp.CHECKS[rule.check](_text(data[keep_end:end])):
         return Outcome(_SKIP, start + 1)
     return Outcome(((keep_end, end, _MARK),), end)
 
 
-def _userinfo(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
-    start, end = spans[g + 2]
+def _userinfo(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
+    start, end = span(g + 2)
     if sp.is_placeholder(_text(data[start:end])):
         return Outcome(_SKIP, start)
-    return Outcome(_mark(start, end), spans[g][1])
+    return Outcome(_mark(start, end), span(g)[1])
 
 
-def _curl_user(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
-    return _userinfo(data, spans, g, rule, floor)
+def _curl_user(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
+    return _userinfo(data, span, g, rule, floor)
 
 
-def _bearer(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
-    start, end = spans[g + 2]
+def _bearer(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
+    start, end = span(g + 2)
     if not sp.bearer_token_like(_text(data[start:end])):
         return Outcome(_SKIP, start)
     return Outcome(_mark(start, end), end)
 
 
-def _basic(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
-    start, end = spans[g + 2]
+def _basic(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
+    start, end = span(g + 2)
     if not sp.basic_credentials_like(_text(data[start:end])):
         return Outcome(_SKIP, start)
     return Outcome(_mark(start, end), end)
@@ -197,9 +211,9 @@ def _basic(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome
 _HASH_LABELS = (b"h1:", b"sha1:", b"sha256:", b"sha384:", b"sha512:", b"md5:")
 
 
-def _generic(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
-    start, end = spans[g + 1]
-    if data.endswith(_HASH_LABELS, max(0, spans[g][0] - 6), spans[g][0] + 1):
+def _generic(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
+    start, end = span(g + 1)
+    if data.endswith(_HASH_LABELS, max(0, span(g)[0] - 6), span(g)[0] + 1):
         return Outcome(_SKIP, start)  # go.sum's ``h1:…=``, ``sha256:…``: a content hash
     value = _text(data[start:end].rstrip(b"="))
     # Whatever follows may be redacted later; the verdict must not change when it is (idempotence).
@@ -224,9 +238,9 @@ def _key_start(data: bytes, kw_start: int, floor: int) -> int:
 _HEX2 = re.compile(rb"[0-9A-Fa-f]{2}")
 
 
-def _keyword(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
-    kw_start, kw_end = spans[g + 1]
-    sep_start, sep_end = spans[g + 2]
+def _keyword(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
+    kw_start, kw_end = span(g + 1)
+    sep_start, sep_end = span(g + 2)
     key_start = _key_start(data, kw_start, floor)
     key = _text(data[key_start:kw_end])
     if not sp.is_secret_key(key) or data.startswith((b":", b"//"), sep_end) or _closes_string(
@@ -303,10 +317,16 @@ def _encoded_value(data: bytes, pos: int, eol: int, key: str) -> Outcome:
 def _is_code(data: bytes, pos: int, eol: int, key: str) -> bool:
     """Code rather than data: calls/subscripts, ``await …``, variable references.  Literals inside
     are still seen by the token rules."""
-    if _CODE_EXPR.match(data, pos, eol):
-        return True
     word = _IDENT_CHAIN.match(data, pos, eol)
-    if word is None or data[word.end():word.end() + 1] not in _AFTER_WORD:
+    if word is None:
+        return False
+    # One greedy match of the chain decides both forms: a shorter prefix of it is always followed
+    # by a name character or a dot, never by "(", "[" or a blank.
+    after = word.end()
+    within = data[after:after + 1] if after < eol else b""
+    if within in (b"(", b"[") or (within in (b" ", b"\t") and word.group() in _CODE_WORDS):
+        return True
+    if data[after:after + 1] not in _AFTER_WORD:
         return False
     return sp.is_code_reference(key, _text(word.group()))
 
@@ -388,9 +408,9 @@ def _continuation_line(data: bytes, start: int, end: int) -> tuple[Edit, ...]:
     return _value_edit(data, start, _content_end(data, start, end), "password")
 
 
-def _flag(data: bytes, spans: Spans, g: int, rule: Rule, floor: int) -> Outcome:
-    name_start, name_end = spans[g + 1]
-    pos = spans[g][1]
+def _flag(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
+    name_start, name_end = span(g + 1)
+    pos = span(g)[1]
     name = _text(data[name_start:name_end]).lstrip("-")
     if not (sp.is_secret_key(name) or name.lower() == "pass") or data.startswith(b"-", pos):
         return Outcome(_SKIP, pos)

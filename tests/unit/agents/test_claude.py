@@ -106,7 +106,7 @@ def test_prepare_writes_a_settings_file_with_the_guard_hook(tmp_path: Path) -> N
     entry = settings["hooks"]["PreToolUse"][0]
     assert "Bash" in entry["matcher"].split("|") and "Write" in entry["matcher"].split("|")
     argv = shlex.split(entry["hooks"][0]["command"])
-    assert argv[1:3] == ["-m", "kilo_loop.agent.hook"]
+    assert argv[1:4] == ["-P", "-m", "kilo_loop.agent.hook"]
     rules = Path(argv[argv.index("--rules") + 1])
     assert json.loads(rules.read_text())["deny"] == ["^make deploy"]
     assert rules.stat().st_mode & 0o777 == 0o600

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from kilo_loop.agent.hook import BLOCK_EXIT, denial, load_guard, main, write_rules
+from kilo_loop.agent.hook import BLOCK_EXIT, denial, hook_command, load_guard, main, write_rules
 from kilo_loop.safety.guard import Guard
 
 # Destructive commands are data here: they reach the guard in-process, never a shell.
@@ -54,6 +55,19 @@ def test_main_blocks_with_exit_2_and_a_json_decision(monkeypatch: pytest.MonkeyP
     assert main([]) == 0
 
 
+def test_a_call_the_guard_fails_on_is_refused_not_let_through(monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    def crash(*_args: object, **_kwargs: object) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(Guard, "check_tool_use", crash)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(payload("Bash", "ls")))
+    assert main([]) == BLOCK_EXIT
+    out, err = capsys.readouterr()
+    assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "could not judge this call (RecursionError" in err
+
+
 def test_the_hook_module_imports_only_the_guard() -> None:
     """It runs on every tool call: no CLI, settings, dashboard or notification stack."""
     code = ("import sys, runpy; sys.argv=['hook']; import kilo_loop.agent.hook; "
@@ -69,3 +83,34 @@ def test_the_rules_file_carries_the_runs_guard_packs(tmp_path: Path) -> None:
     assert denial(command, load_guard(write_rules(tmp_path / "on.json", [], []))) is not None
     off = write_rules(tmp_path / "off.json", [], [], {"kubernetes": False})
     assert denial(command, load_guard(off)) is None
+
+
+@pytest.mark.parametrize("shadow", ["typing.py", "json.py", "re.py"])
+def test_the_installed_hook_ignores_modules_in_the_agents_directory(tmp_path: Path, shadow: str) -> None:
+    """The CLI starts the hook in the agent's working directory; a module file there that shadows the
+    standard library must not fail the hook (which would let the call run) or replace the guard."""
+    (tmp_path / shadow).write_text("raise SystemExit('the shadowing module was imported')\n", encoding="utf-8")
+    rules = write_rules(tmp_path / "run" / "guard-rules.json", [], [])
+    argv = shlex.split(hook_command(rules))
+    assert argv[1:4] == ["-P", "-m", "kilo_loop.agent.hook"]
+    refused = subprocess.run(argv, input=payload("Bash", FORCE_PUSH, str(tmp_path)), cwd=tmp_path,
+                             capture_output=True, text=True, check=False, timeout=60)
+    assert refused.returncode == BLOCK_EXIT, refused.stderr
+    assert json.loads(refused.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    allowed = subprocess.run(argv, input=payload("Bash", "ls", str(tmp_path)), cwd=tmp_path,
+                             capture_output=True, text=True, check=False, timeout=60)
+    assert (allowed.returncode, allowed.stdout) == (0, "")
+
+
+def test_the_hook_process_imports_no_pathlib_dataclasses_or_click(tmp_path: Path) -> None:
+    rules = write_rules(tmp_path / "guard-rules.json", [], [])
+    probe = ("import atexit, sys, runpy; atexit.register(lambda: sys.__stderr__.write("
+             "'MODULES ' + ' '.join(sorted(sys.modules)) + '\\n')); "
+             f"sys.argv = ['hook', '--rules', {str(rules)!r}]; runpy.run_module('kilo_loop.agent.hook', "
+             "run_name='__main__')")
+    done = subprocess.run([sys.executable, "-P", "-c", probe], input=payload("Bash", "ls"), cwd=tmp_path,
+                          capture_output=True, text=True, check=False, timeout=60)
+    modules = next(line for line in done.stderr.splitlines() if line.startswith("MODULES ")).split()[1:]
+    assert "kilo_loop.safety.guard" in modules
+    for heavy in ("click", "pathlib", "dataclasses", "tree_sitter_bash", "re2", "tempfile"):
+        assert heavy not in modules, heavy

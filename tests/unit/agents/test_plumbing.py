@@ -94,6 +94,17 @@ def test_router_sends_each_stage_to_its_runtime_and_drops_a_foreign_session() ->
     assert len(kilo.requests) == 1 and router.runtimes == ["kilo", "claude"]
 
 
+def test_runtimes_without_cost_are_named_alone_or_behind_a_router() -> None:
+    from kilo_loop.agent.codex.backend import CodexBackend
+    from kilo_loop.agent.cursor.backend import CursorBackend
+    from kilo_loop.agent.router import runtimes_without_cost
+
+    kilo = Recording("kilo", "ses_k")
+    assert runtimes_without_cost(kilo) == []  # a backend that does not say is taken to report cost
+    assert runtimes_without_cost(CodexBackend("codex")) == ["codex"]
+    assert runtimes_without_cost(RuntimeRouter(kilo, {"cursor": CursorBackend("cursor-agent")})) == ["cursor"]
+
+
 def test_prepare_backend_tolerates_backends_without_prepare() -> None:
     class Bare:
         name = "bare"

@@ -70,6 +70,7 @@ def _finisher(parser: CodexStreamParser, agent: str | None) -> Callable[[AgentRe
 
 class CodexBackend:
     name = "codex"
+    reports_cost = False  # its stream carries tokens only: --max-cost cannot stop it
 
     def __init__(self, binary: str) -> None:
         self.binary = binary

@@ -32,6 +32,7 @@ def _agent_note(agent: str | None) -> list[str]:
 
 class CursorBackend:
     name = "cursor"
+    reports_cost = False  # its stream carries tokens only: --max-cost cannot stop it
 
     def __init__(self, binary: str) -> None:
         self.binary = binary

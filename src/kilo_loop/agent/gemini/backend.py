@@ -75,6 +75,7 @@ def build_command(binary: str, request: AgentRequest) -> list[str]:
 
 class GeminiBackend:
     name = "gemini"
+    reports_cost = False  # its stream carries tokens only: --max-cost cannot stop it
 
     def __init__(self, binary: str) -> None:
         self.binary = binary

@@ -34,8 +34,13 @@ from kilo_loop.safety.guard_config import bash_rules
 def loads_jsonc(text: str) -> Any:
     """Parse JSON with `//` and `/* */` comments and trailing commas (the CLIs accept both).
 
-    json5 is a superset of that; a syntax error is a ValueError like json's."""
-    return json5.loads(text)
+    json5 is a superset of that; a syntax error is a ValueError like json's. Plain JSON (what the
+    loop itself writes into the inline config, read again before every serve session) takes the C
+    parser first: json5's pure-Python one costs milliseconds on the guard's deny rules."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return json5.loads(text)
 
 
 def _bash_setting(config: Mapping[str, Any]) -> tuple[str, Any]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 
+from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.packs.paths import PathPolicy
 from kilo_loop.safety.packs.rules import Pack, Rule
 from kilo_loop.safety.shell.model import SimpleCommand, parse_options
 
-_DESTRUCTIVE_SQL = re.compile(
+_DESTRUCTIVE_SQL = LazyRegex(
     r"\b(drop\s+(table|database|schema|index|view|user|role|collection)|truncate\b|delete\s+from\s+[\w.\"`\[\]]+"
     r"\s*(;|$)|alter\s+table\s+\S+\s+drop\b|dropDatabase\s*\(|\.drop\s*\(|deleteMany\s*\(\s*\{\s*\}\s*\)"
     r"|flushall|flushdb)", re.IGNORECASE)

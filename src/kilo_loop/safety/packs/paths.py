@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
-import tempfile
 from collections.abc import Sequence
+from functools import cached_property
 
+from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.shell.model import HOME, UNKNOWN, display, normalize_path
 from kilo_loop.safety.shell.words import brace_alternatives
 
-_GLOB = re.compile(r"[*?\[]")
-_BLOCK_DEVICE = re.compile(
+_GLOB = LazyRegex(r"[*?\[]")
+_BLOCK_DEVICE = LazyRegex(
     r"/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|rdisk\d|md\d|dm-\d|mapper/|loop\d|sr\d"
     r"|nbd\d|zd\d|bcache\d|disk/|block/|zvol/|[a-z0-9_-]+vg/|vg[a-z0-9_-]*/|ubuntu-vg/|rbd\d|cciss/)"
 )
@@ -33,6 +33,8 @@ _RC_FILES = frozenset({".bashrc", ".bash_profile", ".bash_login", ".bash_logout"
 
 
 def default_temp_dirs() -> list[str]:
+    import tempfile  # here, not at the top: most decisions never need the temp dirs
+
     dirs = [tempfile.gettempdir(), "/tmp", "/var/tmp"]
     tmpdir = os.environ.get("TMPDIR")
     return [*dirs, tmpdir] if tmpdir else dirs
@@ -100,11 +102,20 @@ def absolute(target: str, cwds: frozenset[str | None]) -> list[str] | None:
 
 
 class PathPolicy:
-    """Where recursive deletes may go: strictly inside a temp directory."""
+    """Where recursive deletes may go: strictly inside a temp directory.
+
+    The temp directories are looked up when a decision first needs them (most never do)."""
 
     def __init__(self, temp_dirs: Sequence[str] | None = None) -> None:
-        self.roots = temp_roots(default_temp_dirs() if temp_dirs is None else temp_dirs)
-        self.temp_root = self.roots[0] if self.roots else UNKNOWN
+        self._temp_dirs = None if temp_dirs is None else tuple(temp_dirs)
+
+    @cached_property
+    def roots(self) -> tuple[str, ...]:
+        return temp_roots(default_temp_dirs() if self._temp_dirs is None else self._temp_dirs)
+
+    @property
+    def temp_root(self) -> str:
+        return self.roots[0] if self.roots else UNKNOWN
 
     def in_temp(self, path: str) -> bool:
         return any(path.startswith(root + "/") for root in self.roots)

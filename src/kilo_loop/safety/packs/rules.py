@@ -8,11 +8,11 @@ options match the way getopt_long and git read them: exactly or by a unique pref
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+from types import MappingProxyType
+from typing import NamedTuple, Protocol
 
+from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.packs.paths import PathPolicy
 from kilo_loop.safety.shell.model import SimpleCommand, has_option
 
@@ -21,8 +21,7 @@ class Check(Protocol):
     def __call__(self, cmd: SimpleCommand, paths: PathPolicy) -> str | None: ...
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     id: str
     reason: str
     names: tuple[str, ...]
@@ -33,25 +32,23 @@ class Rule:
     """Returns a detail when the command is destructive (the rule denies), None when it is not."""
 
 
-@dataclass(frozen=True)
-class TextRule:
+class TextRule(NamedTuple):
     """A pattern searched in the whole command text (for shapes with no command name, e.g. fork bombs)."""
 
     id: str
     reason: str
-    pattern: re.Pattern[str]
+    pattern: LazyRegex
 
 
-@dataclass(frozen=True)
-class Pack:
+class Pack(NamedTuple):
     name: str
     title: str
     rules: tuple[Rule, ...]
-    value_options: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    value_options: Mapping[str, tuple[str, ...]] = MappingProxyType({})
     """Per command, the options whose value is the next word (so it is not taken for an operand)."""
     text_rules: tuple[TextRule, ...] = ()
 
-    def index(self) -> dict[str, list[Rule]]:
+    def rules_by_name(self) -> dict[str, list[Rule]]:
         by_name: dict[str, list[Rule]] = {}
         for rule in self.rules:
             for name in rule.names:

@@ -3,8 +3,7 @@ fork bombs."""
 
 from __future__ import annotations
 
-import re
-
+from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.packs.paths import PathPolicy, is_block_device
 from kilo_loop.safety.packs.rules import Pack, Rule, TextRule, operands
 from kilo_loop.safety.shell.model import SimpleCommand, has_option
@@ -72,6 +71,6 @@ PACK = Pack(
     text_rules=(
         TextRule("fork-bomb", "a fork bomb exhausts the machine's processes",
                  # bounded name and body, anchored at a name boundary: linear on long input
-                 re.compile(r"(?<![\w:.])([\w:.]{1,64})\s*\(\s*\)\s*\{[^}]{0,256}?\1\s*\|\s*\1\s*&")),
+                 LazyRegex(r"(?<![\w:.])([\w:.]{1,64})\s*\(\s*\)\s*\{[^}]{0,256}?\1\s*\|\s*\1\s*&")),
     ),
 )

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
+from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.shell import git as git_argv
 from kilo_loop.safety.shell.flow import State, chdir
 from kilo_loop.safety.shell.interpreters import (
@@ -50,14 +51,18 @@ from kilo_loop.safety.shell.words import echo_escapes, printf_text
 from kilo_loop.safety.shell.wrappers import unwrap
 
 MAX_DEPTH = 12
+MAX_WRAPPERS = 16
+"""Wrappers peeled off one simple command (`sudo env nice … CMD`); more are denied."""
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "rbash", "fish", "csh",
                     "tcsh"})
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME = LazyRegex(r"[A-Za-z_][A-Za-z0-9_]*")
 _STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-"})
 _COPY_WRITERS = frozenset({"cp", "mv", "install", "ln", "rsync"})
 
 Outcome = tuple[State, State, str | None]
 """A command's flow, plus what it prints when that is plain data (for `echo … | sh`)."""
+TempRoot = str | Callable[[], str]
+"""What `$TMPDIR` and `mktemp -d` stand for, or how to find it out when a command uses them."""
 
 
 def _unknown_code(what: str) -> Unanalysable:
@@ -66,14 +71,18 @@ def _unknown_code(what: str) -> Unanalysable:
 
 
 class Analyzer:
-    def __init__(self, temp_root: str, max_depth: int) -> None:
-        self.temp_root = temp_root
+    def __init__(self, temp_root: TempRoot, max_depth: int) -> None:
+        self._temp_root = temp_root
         self.max_depth = max_depth
         self.out: list[Executed] = []
         self.remote: str | None = None
         self.written: dict[str, str | None] = {}
         self.links: dict[str, str] = {}
         """Symlinks this command makes (`ln -s TARGET LINK`): absolute link path → target."""
+
+    @property
+    def temp_root(self) -> str:
+        return self._temp_root if isinstance(self._temp_root, str) else self._temp_root()
 
     # -- scripts
     def script(self, text: str, state: State, depth: int) -> tuple[State, State]:
@@ -184,7 +193,8 @@ class Analyzer:
         """Follow one simple command: peel wrappers, then run it (or what it runs) through its semantics."""
         cwds = state.cwds
         env = dict(env)
-        for _ in range(16):
+        peeled = 0
+        while True:
             if not argv:
                 return state, state, None
             if UNKNOWN in argv[0].replace(HOME, ""):
@@ -195,6 +205,12 @@ class Analyzer:
             step = unwrap(command_name(argv[0]), list(argv[1:]))
             if step is None:
                 break
+            if peeled == MAX_WRAPPERS:
+                # Past the bound the rest would be judged as the wrapper itself and what it runs unseen.
+                self.out.append(Unanalysable(f"more than {MAX_WRAPPERS} command wrappers (sudo, env, nice, …) "
+                                             "are nested; run the command with fewer"))
+                return state, state, None
+            peeled += 1
             self.out.append(SimpleCommand((command_name(argv[0]), *argv[1:]), cwds, self.remote))
             env.update(step.env)
             if step.chdir is not None:
@@ -455,11 +471,11 @@ def printed_text(name: str, args: Sequence[str], stdin: str | None) -> str | Non
     return None
 
 
-def analyze(command: str, cwd: str | None, temp_root: str, max_depth: int = MAX_DEPTH) -> Analysis:
+def analyze(command: str, cwd: str | None, temp_root: TempRoot, max_depth: int = MAX_DEPTH) -> Analysis:
     """Every simple command, inline program and output redirection `command` would execute.
 
     `cwd` is the directory the command starts in (None when unknown); `temp_root` is
-    what `$TMPDIR` and `mktemp -d` stand for.
+    what `$TMPDIR` and `mktemp -d` stand for (or a function giving it, called only when needed).
     """
     start = normalize_path(cwd) if cwd and cwd.startswith("/") else None
     analyzer = Analyzer(temp_root, max_depth)

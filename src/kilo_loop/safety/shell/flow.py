@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import NamedTuple
 
 from kilo_loop.safety.shell.model import UNKNOWN, normalize_path
 
@@ -23,8 +24,7 @@ def chdir(cwd: str | None, target: str, cdpath: bool = False) -> str | None:
     return normalize_path(posixpath.join(cwd, target))
 
 
-@dataclass(frozen=True, eq=False)
-class State:
+class State(NamedTuple):
     """What the shell knows at one point: possible working directories and assigned variables.
 
     A variable mapped to None was assigned a value that cannot be known; an absent
@@ -32,7 +32,7 @@ class State:
     """
 
     cwds: frozenset[str | None]
-    vars: Mapping[str, str | None] = field(default_factory=dict)
+    vars: Mapping[str, str | None] = MappingProxyType({})
 
     def join(self, other: State) -> State:
         if other is self:

@@ -4,8 +4,8 @@ commands git itself would run (`!aliases`, `core.sshCommand`, `rebase --exec`, â
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from kilo_loop.safety.shell.model import parse_options, split_words
 
@@ -42,8 +42,7 @@ def exec_config_key(key: str) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class GitCall:
+class GitCall(NamedTuple):
     """A git invocation with its global options resolved."""
 
     subcommand: str | None

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
+from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.shell.model import parse_options
 
 
-@dataclass(frozen=True)
-class Interpreter:
+class Interpreter(NamedTuple):
     language: str
     code_short: str
     code_long: frozenset[str] = frozenset()
@@ -26,54 +26,54 @@ _NODE = Interpreter("node", "ep", frozenset({"eval", "print"}), arg_short="r")
 _RUBY = Interpreter("ruby", "e", arg_short="rICEF")
 _PERL = Interpreter("perl", "eE", arg_short="ICDFMmx")
 _PHP = Interpreter("php", "r", arg_short="cdz")
-_INTERPRETERS: list[tuple[re.Pattern[str], Interpreter]] = [
-    (re.compile(r"(python|pypy)[0-9.]*"), _PYTHON),
-    (re.compile(r"node(js)?|bun|deno"), _NODE),
-    (re.compile(r"ruby[0-9.]*|jruby"), _RUBY),
-    (re.compile(r"perl[0-9.]*"), _PERL),
-    (re.compile(r"php[0-9.]*"), _PHP),
+_INTERPRETERS: list[tuple[LazyRegex, Interpreter]] = [
+    (LazyRegex(r"(python|pypy)[0-9.]*"), _PYTHON),
+    (LazyRegex(r"node(js)?|bun|deno"), _NODE),
+    (LazyRegex(r"ruby[0-9.]*|jruby"), _RUBY),
+    (LazyRegex(r"perl[0-9.]*"), _PERL),
+    (LazyRegex(r"php[0-9.]*"), _PHP),
 ]
 AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 SEDS = frozenset({"sed", "gsed"})
 
-_EXEC_HINT = re.compile(
+_EXEC_HINT = LazyRegex(
     r"\b(system|exec|execSync|execFile|execFileSync|spawn|spawnSync|popen|Popen|call|check_call|check_output|"
     r"run|getoutput|getstatusoutput|shell_exec|passthru|proc_open|Open3|capture2e?|capture3|qx|\$)\s*[({'\"\[]"
     # a runner reached under another name: every string in the program may be a command
     r"|\bfrom\s+(?:os|subprocess|pty|commands|posix)\s+import\b|\bimport\s+(?:os|subprocess|pty)\s+as\b"
     r"|child_process|\bKernel\b|\bIPC::"
 )
-_STRING_LITERAL = re.compile(r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"")
-_LIST_LITERAL = re.compile(r"\[([^\[\]]*)\]")
-_NAME_THEN_LIST = re.compile(r"(['\"])([^'\"\n]*)\1\s*,\s*\[([^\[\]]*)\]")
-_BACKTICKS = re.compile(r"`([^`]*)`|%x\{([^}]*)\}|%x\(([^)]*)\)|qx\{([^}]*)\}|qx\(([^)]*)\)|qx/([^/]*)/|qx!([^!]*)!"
+_STRING_LITERAL = LazyRegex(r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"")
+_LIST_LITERAL = LazyRegex(r"\[([^\[\]]*)\]")
+_NAME_THEN_LIST = LazyRegex(r"(['\"])([^'\"\n]*)\1\s*,\s*\[([^\[\]]*)\]")
+_BACKTICKS = LazyRegex(r"`([^`]*)`|%x\{([^}]*)\}|%x\(([^)]*)\)|qx\{([^}]*)\}|qx\(([^)]*)\)|qx/([^/]*)/|qx!([^!]*)!"
                         r"|qx\|([^|]*)\|")
 
 # Program text that computes what it runs, decodes it, or reaches a function by a computed name.
 _RUNS_SOMETHING = r"(?:system|popen|Popen|run|call|check_output|check_call|getoutput|exec[lv]?p?e?|spawn[lv]?p?e?" \
                   r"|execSync|execFileSync|spawnSync|execFile|shell_exec|passthru|proc_open)"
 _NOT_A_LITERAL = r"\s*\(\s*(?![\s'\"\[\])]|f?r?b?['\"])"
-_DYNAMIC: dict[str, re.Pattern[str]] = {
-    "python": re.compile(
+_DYNAMIC: dict[str, LazyRegex] = {
+    "python": LazyRegex(
         r"\b(?:exec|eval|compile|__import__|breakpoint)\s*\(|\bimportlib\b|\bgetattr\s*\(\s*(?:os|subprocess|shutil"
         r"|posix|pty|builtins|__builtins__|sys|importlib|pathlib|ctypes)\b|\bgetattr\s*\([^,()]+,\s*(?![\s]*['\"][A-Za-z_]+['\"]\s*[,)])"
         r"|\bfromhex\b|\b(?:b64|b32|b16|a85|b85|urlsafe_b64)decode\b|\bunhexlify\b|\bcodecs\s*\.\s*decode\b"
         r"|\bmarshal\b|\bpickle\s*\.\s*loads?\b|\bctypes\b|\bvars\s*\(\s*(?:os|subprocess|shutil)\b|__dict__"
         r"|\bglobals\s*\(\s*\)\s*\[|\bos\s*\.\s*exec|\bpty\s*\.\s*spawn"
         rf"|\b(?:os|subprocess|commands)\s*\.\s*{_RUNS_SOMETHING}{_NOT_A_LITERAL}"),
-    "node": re.compile(
+    "node": LazyRegex(
         r"\beval\s*\(|\bFunction\s*\(|\bBuffer\s*\.\s*from\s*\([^)]*,\s*['\"](?:base64|hex|base64url)['\"]"
         r"|\batob\s*\(|\brequire\s*\(\s*(?!['\"`][\w@/.:-]+['\"`]\s*\))|\bimport\s*\(\s*(?!['\"][\w@/.:-]+['\"]\s*\))"
         r"|\bprocess\s*\.\s*binding\b|\bvm\s*\.\s*run|\[\s*['\"`][^'\"`]*['\"`]\s*\+"
         rf"|\b(?:exec|execSync|spawn|spawnSync|execFile|execFileSync|fork){_NOT_A_LITERAL}(?!`[^`$]*`)"),
-    "ruby": re.compile(r"\b(?:eval|instance_eval|class_eval|send|public_send|const_get)\b|\bBase64\b|\.unpack1?\b"
+    "ruby": LazyRegex(r"\b(?:eval|instance_eval|class_eval|send|public_send|const_get)\b|\bBase64\b|\.unpack1?\b"
                        r"|#\{|\b(?:system|exec|spawn)\s*\(?\s*(?!['\"])[A-Za-z_$@]"),
-    "perl": re.compile(r"\beval\b|\bpack\s*\(|\bMIME::Base64\b|\bdecode_base64\b"
+    "perl": LazyRegex(r"\beval\b|\bpack\s*\(|\bMIME::Base64\b|\bdecode_base64\b"
                        r"|\b(?:system|exec)\s*\(?\s*[$@]|`[^`]*\$|qx[{(][^)}]*\$"),
-    "php": re.compile(r"\beval\s*\(|\bbase64_decode\b|\bhex2bin\b|\bcreate_function\b|\$\w+\s*\("
+    "php": LazyRegex(r"\beval\s*\(|\bbase64_decode\b|\bhex2bin\b|\bcreate_function\b|\$\w+\s*\("
                       r"|\b(?:system|exec|shell_exec|passthru|popen|proc_open)\s*\(\s*\$"),
-    "awk": re.compile(r"\bsystem\s*\(|\|\s*&|\bprintf?\b[^;{}]*\|\s*[\"A-Za-z_$]|\|\s*getline"),
-    "sed": re.compile(
+    "awk": LazyRegex(r"\bsystem\s*\(|\|\s*&|\bprintf?\b[^;{}]*\|\s*[\"A-Za-z_$]|\|\s*getline"),
+    "sed": LazyRegex(
         r"(?:^|[;\n{}])\s*(?:\d+|\$|/(?:[^/\\\n]|\\.)*/)?\s*(?:,\s*(?:\d+|\$|/(?:[^/\\\n]|\\.)*/))?\s*!?\s*e(?:\s|;|$)"
         r"|(?:^|[;\n{}])\s*(?:\d+|\$|/(?:[^/\\\n]|\\.)*/)?\s*!?\s*s(.)(?:(?!\1)[^\\\n]|\\.)*\1(?:(?!\1)[^\\\n]|\\.)*\1"
         r"[gpiImM0-9]*e"),

@@ -1,12 +1,15 @@
-"""What the shell analysis reports, and the small text helpers every part of it shares."""
+"""What the shell analysis reports, and the small text helpers every part of it shares.
+
+The guard is imported afresh by a pre-tool hook before every agent tool call, so its records
+are NamedTuples (a frozen dataclass costs far more to define at import) and its regular
+expressions compile on first use (`safety.lazy_regex`).
+"""
 
 from __future__ import annotations
 
 import posixpath
-import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 UNKNOWN = "\x00"
 """Marks text that cannot be known before the command runs."""
@@ -18,8 +21,7 @@ KEEP = UNKNOWN + "keep"
 LITERALLY = "write the command out literally, with no variables, substitutions or decoding in its name or code"
 
 
-@dataclass(frozen=True)
-class SimpleCommand:
+class SimpleCommand(NamedTuple):
     """One executed command: `argv[0]` is the normalized command name (`/usr/bin/git` → `git`).
 
     `remote` names the host the command runs on (`ssh host …`), None when it runs here.
@@ -45,8 +47,7 @@ class SimpleCommand:
         return display(" ".join(self.argv))
 
 
-@dataclass(frozen=True)
-class InlineCode:
+class InlineCode(NamedTuple):
     """Program text handed to an interpreter (`python -c CODE`, `node -e CODE`, a heredoc to ruby…)."""
 
     language: str
@@ -55,8 +56,7 @@ class InlineCode:
     remote: str | None = None
 
 
-@dataclass(frozen=True)
-class OutputRedirect:
+class OutputRedirect(NamedTuple):
     """A file the shell opens for writing (`> target`, `>> target`, `&> target`)."""
 
     target: str
@@ -64,8 +64,7 @@ class OutputRedirect:
     remote: str | None = None
 
 
-@dataclass(frozen=True)
-class Unanalysable:
+class Unanalysable(NamedTuple):
     """Something whose effect cannot be known statically: it is denied with `reason`."""
 
     reason: str
@@ -75,8 +74,7 @@ class Unanalysable:
 Executed = SimpleCommand | InlineCode | OutputRedirect | Unanalysable
 
 
-@dataclass(frozen=True)
-class Analysis:
+class Analysis(NamedTuple):
     executed: tuple[Executed, ...]
     parser: Literal["tree-sitter"] = "tree-sitter"
 
@@ -104,6 +102,8 @@ def normalize_path(path: str) -> str:
 
 def split_words(text: str) -> list[str]:
     """Shell-like word splitting that never raises (unbalanced quotes fall back to whitespace)."""
+    import shlex  # here, not at the top: few commands need it, and the hook imports this module
+
     try:
         return shlex.split(text)
     except ValueError:

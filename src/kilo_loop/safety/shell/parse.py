@@ -12,10 +12,10 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
 from kilo_loop.safety.shell.flow import Flow, State, Step, fold
+from kilo_loop.safety.shell.grammar import bash_language
 from kilo_loop.safety.shell.model import HOME, KEEP, UNKNOWN, Unanalysable
 from kilo_loop.safety.shell.words import ansi_c, brace_alternatives
 
@@ -26,7 +26,7 @@ MAX_SOURCE_BYTES = 200_000
 MAX_NESTING = 150
 """Syntax nested deeper than this is denied rather than followed: the walk is recursive, and a
 bound of its own keeps it off the C stack whatever the interpreter's recursion limit is."""
-_LANGUAGE = Language(tree_sitter_bash.language())
+_LANGUAGE = Language(bash_language())
 _LOCAL = threading.local()
 
 _STATEMENTS = frozenset({

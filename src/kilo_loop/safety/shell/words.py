@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import re
 
+from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.shell.model import UNKNOWN
 
-_BRACE = re.compile(r"\{([^{}]*)\}")
+_BRACE = LazyRegex(r"\{([^{}]*)\}")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b",
             "f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
 _NUMERIC = (("x", 16, r"[0-9a-fA-F]{1,2}"), ("u", 16, r"[0-9a-fA-F]{1,4}"), ("U", 16, r"[0-9a-fA-F]{1,8}"))
-_OCTAL = re.compile(r"[0-7]{1,3}")
+_OCTAL = LazyRegex(r"[0-7]{1,3}")
 
 
 def _escape(text: str, i: int, octal_needs_zero: bool) -> tuple[str, int]:

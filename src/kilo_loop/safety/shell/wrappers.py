@@ -8,21 +8,21 @@ this use: `poetry install` runs nothing, `poetry run x` runs `x`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import NamedTuple
 
+from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.shell.model import UNKNOWN, command_name, parse_options, split_words
 
-_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
+_ASSIGNMENT = LazyRegex(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 
 
-@dataclass(frozen=True)
-class Unwrapped:
+class Unwrapped(NamedTuple):
     argv: list[str]
     chdir: str | None = None
     script: str | None = None
-    env: Mapping[str, str | None] = field(default_factory=dict)
+    env: Mapping[str, str | None] = MappingProxyType({})
     xargs_replace: str | None = None
     noexec: bool = False
     reads_stdin: bool = False
@@ -269,7 +269,7 @@ def _ssh_options(args: list[str]) -> list[tuple[str, str]]:
     return found
 
 
-_TCL_RUNS = re.compile(r"\b(?:spawn|exec)\s+([^;\n\]\}]+)")
+_TCL_RUNS = LazyRegex(r"\b(?:spawn|exec)\s+([^;\n\]\}]+)")
 
 
 def _expect(args: list[str]) -> Unwrapped:
@@ -281,7 +281,7 @@ def _expect(args: list[str]) -> Unwrapped:
     return Unwrapped([], script="\n".join(runs)) if runs else NOEXEC
 
 
-_APPLESCRIPT_SHELL = re.compile(r"do\s+shell\s+script\s+(\"(?:[^\"\\\\]|\\\\.)*\"|\S+)")
+_APPLESCRIPT_SHELL = LazyRegex(r"do\s+shell\s+script\s+(\"(?:[^\"\\\\]|\\\\.)*\"|\S+)")
 
 
 def _osascript(args: list[str]) -> Unwrapped:
