@@ -37,7 +37,8 @@ from kilo_loop.loop.control import RunControl
 from kilo_loop.loop.hitl import AnswerBook, effective_answer_timeout, hitl_refusal
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
 from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
-from kilo_loop.review.options import review_options
+from kilo_loop.review.options import review_options, review_runtimes
+from kilo_loop.review.readonly import ReadOnlyGuard
 from kilo_loop.run.bus import EventBus
 from kilo_loop.run.events import AgentServerStarted, RunEvent, RunStarted, StatusChanged, now_iso
 from kilo_loop.run.layout import ProjectLayout, RunLayout
@@ -112,12 +113,20 @@ def make_backend(settings: Settings, goal: Goal | None = None) -> tuple[AgentBac
         return custom, custom.name
     runtime = run_runtime(settings)
     backend = _with_transport(_cli_backend(runtime, settings, explicit=True), runtime, settings)
-    stage_runtimes = sorted({s.runtime for s in (goal.stages if goal else []) if s.runtime and s.runtime != runtime})
+    wanted = [*(s.runtime for s in (goal.stages if goal else [])), *review_runtimes(settings)]
+    stage_runtimes = sorted({name for name in wanted if name and name != runtime})
     if not stage_runtimes:
         return backend, runtime
     others = {name: _with_transport(_cli_backend(name, settings, explicit=False), name, settings)
               for name in stage_runtimes}
     return RuntimeRouter(backend, others), runtime
+
+
+def serve_backend_of(backend: AgentBackend) -> ServeBackend | None:
+    """The run's warm server: the backend itself, or a router's own runtime (other runtimes use `run`)."""
+    if isinstance(backend, RuntimeRouter):
+        backend = backend.by_runtime[backend.name]
+    return backend if isinstance(backend, ServeBackend) else None
 
 
 def _with_transport(backend: AgentBackend, runtime: str, settings: Settings) -> AgentBackend:
@@ -282,8 +291,28 @@ def plan_run(settings: Settings, project: Path, check_hitl: bool = True) -> RunP
             raise AllStagesDone(goal)
         goal = reopen_all(goal)
     backend, runtime = make_backend(settings, goal)
+    preflight(settings, backend, runtime)
     prepared = prepare_run(settings, goal, project, runtime)
     return RunPlan(settings, project, goal, backend, runtime, prepared)
+
+
+def cli_targets(backend: AgentBackend, runtime: str) -> list[tuple[str, str]]:
+    """(runtime, binary) of every agent CLI the backend drives (a router's stages' too)."""
+    members = backend.by_runtime if isinstance(backend, RuntimeRouter) else {runtime: backend}
+    return [(name, binary) for name, member in members.items()
+            if isinstance(binary := getattr(member, "binary", None), str)]
+
+
+def preflight(settings: Settings, backend: AgentBackend, runtime: str) -> None:
+    """Before a real run: each CLI must accept the flags the loop passes (a clear SetupError, exit 2)."""
+    if settings.dry_run or settings.backend or not settings.preflight:
+        return
+    from kilo_loop.doctor.preflight import failure_message
+    from kilo_loop.doctor.probe import preflight as probe_preflight
+
+    failed = probe_preflight(cli_targets(backend, runtime))
+    if failed:
+        raise SetupError(failure_message(failed))
 
 
 # ------------------------------------------------------------------ safety hooks
@@ -310,14 +339,19 @@ class SafetyHooks:
 
 
 # ------------------------------------------------------------------ execution
-def agent_policy(settings: Settings, project: Path, run_dir: Path, models: tuple[str, ...] = ()) -> AgentPolicy:
+def agent_policy(settings: Settings, project: Path, run_dir: Path, models: tuple[str, ...] = (),
+                 protect: tuple[str, ...] = ()) -> AgentPolicy:
     """What the loop decided, for the backend to turn into its CLI's flags, env and config."""
     return AgentPolicy(project=project, guard=settings.guard, guard_deny=tuple(settings.guard_deny),
                        guard_allow=tuple(settings.guard_allow), guard_packs=dict(settings.guard_packs),
                        run_dir=run_dir,
                        isolate_home=settings.isolate_home, environ=dict(os.environ),
                        provider_config_mode=settings.provider_config_mode,
-                       models=tuple(m for m in (settings.model, *models) if m))
+                       models=tuple(m for m in (settings.model, *models) if m), protect=protect)
+
+
+def _all_protect_globs(goal: Goal) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(g for stage in goal.stages for g in goal.protected_for(stage)))
 
 
 def _force_exit(before_exit: Callable[[], None]) -> Callable[..., None]:
@@ -451,7 +485,8 @@ class RunHandle:
             recorder.warn(warning)
         guard = Guard(settings.guard_deny, settings.guard_allow, packs=settings.guard_packs) if settings.guard else None
         prepared = prepare_backend(self._backend, agent_policy(
-            settings, self.project, self.layout.dir, tuple(s.model for s in self.goal.stages if s.model)))
+            settings, self.project, self.layout.dir, tuple(s.model for s in self.goal.stages if s.model),
+            _all_protect_globs(self.goal)))
         for note in prepared.notes:
             recorder.warn(note)
         if settings.max_cost is not None:
@@ -463,14 +498,16 @@ class RunHandle:
             self.bus.subscribe(notice_subscriber(lambda: self.recorder.state, notifier.notify))
         recorder.emit(RunStarted(message=f"run {self.run_id} {'resumed' if self.resumed else 'started'}: "
                       f"{self.goal.title} ({len(self.goal.stages)} stage(s), runtime {self.runtime})"))
-        if isinstance(self._backend, ServeBackend):
-            await self._open_server(self._backend, guard, prepared.env)
+        review = review_options(settings)
+        server = serve_backend_of(self._backend)
+        if server is not None:
+            await self._open_server(server, guard, prepared.env, review is not None)
         ctx = LoopContext(
             settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
             recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
             answer_channel_open=self.answer_channel_open,
             answer_timeout=effective_answer_timeout(settings.answer_timeout, settings.dry_run, _stdin_is_tty()),
-            review=review_options(settings),
+            review=review,
         )
         self.control.prompt_extra = self.prompt_extra
         handler = CommandHandler(self.control, recorder, self._revert, self._checkpoints_of)
@@ -481,8 +518,8 @@ class RunHandle:
             await Orchestrator(ctx).run()
         finally:
             self._over = True
-            if isinstance(self._backend, ServeBackend):
-                await self._backend.aclose()
+            if server is not None:
+                await server.aclose()
             await stop_serving(serving)
             handler.refuse_pending(self.commands, f"run {self.run_id} has ended")
             if notifier is not None:
@@ -490,9 +527,11 @@ class RunHandle:
             self.bus.close()
         return self.state
 
-    async def _open_server(self, backend: ServeBackend, guard: Guard | None, agent_env: dict[str, str]) -> None:
+    async def _open_server(self, backend: ServeBackend, guard: Guard | None, agent_env: dict[str, str],
+                           reviewers: bool) -> None:
+        reviewer_guard = ReadOnlyGuard(guard, self.project) if reviewers else None
         up = await backend.open(project=self.project, env=agent_env, guard=guard, run_dir=self.layout.dir,
-                                warn=self.recorder.warn)
+                                warn=self.recorder.warn, reviewer_guard=reviewer_guard)
         if up:
             self.recorder.emit(AgentServerStarted(
                 message=f"agent server up ({backend.name} serve on 127.0.0.1): every permission is decided by "
@@ -500,8 +539,9 @@ class RunHandle:
 
     def kill_agent_now(self) -> None:
         """A force exit cannot await: no agent server may outlive the loop."""
-        if isinstance(self._backend, ServeBackend):
-            self._backend.kill_now()
+        server = serve_backend_of(self._backend)
+        if server is not None:
+            server.kill_now()
 
 
 def attach_terminal(handle: RunHandle, say: Callable[[str], None]) -> Callable[[], None]:

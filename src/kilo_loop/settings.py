@@ -58,6 +58,7 @@ class Settings(BaseSettings):
     # kilo/opencode: how an OpenAI-compatible endpoint (KILO_LOOP_OPENAI_* / OPENAI_*) reaches the CLI
     provider_config_mode: Literal["auto", "legacy_env", "none"] = "auto"
     usage_db: bool = True  # read each session's usage from the CLI's own database (kilo.db) too
+    preflight: bool = True  # before a real run, check the agent CLIs accept the loop's flags (doctor.preflight)
     # serve: one warm `<cli> serve` per run, the loop answering every permission; run: `<cli> run` each turn
     transport: Transport = "serve"
     backend: str | None = None  # module:attr of a custom AgentBackend (KILO_LOOP_BACKEND)

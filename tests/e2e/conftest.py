@@ -31,7 +31,7 @@ TOOLS_BIN = REPO_ROOT / ".tools" / "node_modules" / ".bin"
 # Where `TOOLS_DIR=.tools-extra scripts/install-agent-clis.sh` puts CLIs next to a shared .tools.
 EXTRA_TOOLS_BIN = REPO_ROOT / ".tools-extra" / "node_modules" / ".bin"
 INSTALL_HINT = "run scripts/install-agent-clis.sh"
-AUTO_FLAGS: dict[Runtime, str] = {"kilo": "--auto", "opencode": "--dangerously-skip-permissions"}
+AUTO_FLAGS: dict[Runtime, str] = {"kilo": "--auto", "opencode": "--auto"}
 RUN_TIMEOUT_S = 180.0
 
 

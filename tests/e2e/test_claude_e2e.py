@@ -178,3 +178,22 @@ def test_prompt_text_skips_reminders_and_tool_results() -> None:
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "out"}]},
     ]}
     assert prompt_text(body) == "Iteration 1 of 2."
+
+
+def test_the_hook_refuses_a_write_to_a_protected_file(claude: AgentLoop, anthropic: FakeAnthropic,
+                                                       git_project: Path) -> None:
+    """The stage's protect globs reach the PreToolUse hook: Claude Code never writes the file."""
+    project = git_project
+    (project / "plan.md").write_text("# Protected\n\n- [ ] Create app.txt :: protect: tests/**\n", encoding="utf-8")
+    anthropic.add_turns(write(project / "tests" / "test_extra.py", "def test_extra():\n    pass\n"),
+                        write(project / "app.txt", "app\n"), progress(project, 1, "stage-1"), say("done"),
+                        marker=iteration_marker(1))
+
+    run = claude.run(project, "--goal", "plan.md", "-n", "1")
+
+    assert run.returncode == 0, run.describe()
+    assert run.state()["status"] == "done", run.describe()
+    assert not (project / "tests" / "test_extra.py").exists() and (project / "app.txt").is_file()
+    errors = [e["data"]["error"] for e in run.events("tool") if e["data"]["status"] == "error"]
+    assert len(errors) == 1 and "(protect)" in errors[0] and "tests/**" in errors[0], run.describe()
+    assert any("is protected for this stage" in all_text(r.body) for r in anthropic.turn_requests)

@@ -137,3 +137,21 @@ def test_a_token_budget_stops_the_run(codex: AgentLoop, responses: FakeResponses
     state = run.state()
     assert state["status"] == "stopped-budget" and "--max-tokens 1000" in state["stopReason"], state
     assert responses.requests_with(iteration_marker(2)) == []
+
+
+def test_the_hook_refuses_a_patch_to_a_protected_file(codex: AgentLoop, responses: FakeResponses,
+                                                      git_project: Path) -> None:
+    """The stage's protect globs reach the PreToolUse hook: a shell `apply_patch` adding a protected
+    file is refused before Codex applies it."""
+    project = git_project
+    (project / "plan.md").write_text("# Protected\n\n- [ ] Create app.txt :: protect: tests/**\n", encoding="utf-8")
+    patch = "*** Begin Patch\n*** Add File: tests/test_extra.py\n+x = 1\n*** End Patch\n"
+    responses.add_turns(shell(f"apply_patch <<'PATCH'\n{patch}PATCH"), shell("echo app > app.txt"),
+                        progress(project, 1, "stage-1"), say("done"), marker=iteration_marker(1))
+
+    run = codex.run(project, "--goal", "plan.md", "-n", "1")
+
+    assert run.returncode == 0, run.describe()
+    assert run.state()["status"] == "done", run.describe()
+    assert not (project / "tests" / "test_extra.py").exists() and (project / "app.txt").is_file()
+    assert any("is protected for this stage" in all_text(r.body) for r in responses.turn_requests), run.describe()

@@ -169,3 +169,19 @@ def test_a_token_budget_stops_the_run(gemini: AgentLoop, server: FakeGemini, pro
     state = run.state()
     assert state["status"] == "stopped-budget" and "--max-tokens 100" in state["stopReason"], state
     assert server.requests_with(iteration_marker(2)) == []
+
+
+def test_the_hook_refuses_a_write_to_a_protected_file(gemini: AgentLoop, server: FakeGemini, project: Path) -> None:
+    """The stage's protect globs reach the BeforeTool hook: Gemini CLI never writes the file."""
+    (project / "plan.md").write_text("# Protected\n\n- [ ] Create app.txt :: protect: tests/**\n", encoding="utf-8")
+    server.add_turns(
+        call("write_file", {"file_path": str(project / "tests" / "test_extra.py"), "content": "x = 1\n"}),
+        call("write_file", {"file_path": str(project / "app.txt"), "content": "app\n"}),
+        progress(project, 1, "stage-1"), say("done"), marker=iteration_marker(1))
+
+    run = gemini.run(project, "--goal", "plan.md", "-n", "1")
+
+    assert run.returncode == 0, run.describe()
+    assert run.state()["status"] == "done", run.describe()
+    assert not (project / "tests" / "test_extra.py").exists() and (project / "app.txt").is_file()
+    assert any("is protected for this stage" in all_text(r.body) for r in server.turn_requests), run.describe()

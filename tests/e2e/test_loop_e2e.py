@@ -158,7 +158,7 @@ def test_opencode_one_stage_goal(loop: Loop, fake_provider: FakeProvider, git_pr
     assert state["status"] == "done" and state["runtime"] == "opencode", run.describe()
     assert state["agent"] is None  # kilo's default agent is not passed to opencode
     assert "runtime opencode" in run.stdout
-    # The bash call ran unattended (--dangerously-skip-permissions).
+    # The bash call ran unattended (--auto).
     assert (project / "ran.txt").read_text() == "ran-by-opencode\n"
     assert [e["data"]["status"] for e in run.events("tool")] == ["completed", "completed"]
     assert state["iterations"][0]["filesChanged"] == ["ran.txt"]

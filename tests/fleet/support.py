@@ -58,6 +58,7 @@ def loop_env(binary: Path, **extra: str) -> dict[str, str]:
     env.update({
         "KILO_BIN": str(binary), "NO_COLOR": "1", "COLUMNS": "200",
         "KILO_LOOP_USAGE_DB": "false",  # the fake kilo keeps no kilo.db (and `kilo db path` would be a session to it)
+        "KILO_LOOP_PREFLIGHT": "false",  # nor a `run --help` (it would be a session too)
         "PYTHONPATH": os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p),
     })
     env.update(extra)

@@ -108,6 +108,7 @@ class FakeKilo:
             "KILO_BIN": str(self.binary),
             "KILO_LOOP_TRANSPORT": "run",  # the fake replays `kilo run --format json`; it has no `serve`
             "KILO_LOOP_USAGE_DB": "false",  # nor a kilo.db of its own
+            "KILO_LOOP_PREFLIGHT": "false",  # nor a `run --help`: every invocation is a scripted session
             "PYTHONPATH": os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p), "NO_COLOR": "1",
             "COLUMNS": "200",
         })

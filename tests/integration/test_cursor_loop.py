@@ -37,7 +37,7 @@ class FakeCursor:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("KILO_LOOP_", "KILO_BIN", "CLAUDE_BIN"))}
         env.update({"FAKE_CURSOR_SCENARIO": str(self.scenario), "FAKE_CURSOR_LOG": str(self.log),
                     "CURSOR_BIN": str(self.binary), "PYTHONPATH": str(REPO / "src"), "NO_COLOR": "1",
-                    "COLUMNS": "200"})
+                    "COLUMNS": "200", "KILO_LOOP_PREFLIGHT": "false"})  # the fake takes `--help` for a session
         return env
 
     @property

@@ -1,6 +1,6 @@
 """The review loop through the real CLI with the scripted fake agent, in real temporary git repos:
 pass; block then fixed; thrash; exhausted; a security-only finding reaching the gate without a
-retry; the gate's one fix pass and scoped recheck; resume mid-review; protected files."""
+retry; the gate's one fix pass and scoped recheck; resume mid-review and mid-fix-pass; protected files."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.integration.loop_harness import FakeKilo, LoopRun, done_iteration, run_loop, step, text
+from tests.integration.loop_harness import FAKE_AGENT, FakeKilo, LoopRun, done_iteration, run_loop, step, text
 from tests.integration.test_operator import Receiver
 
 ONE_STAGE = "# Review me\n\n- [ ] Add the feature :: verify: test -f feature.txt :: acceptance: feature.txt exists\n"
@@ -39,6 +40,24 @@ def wave(sessions: int = 3, **by_role: list[dict[str, Any]]) -> list[Any]:
     """One scenario entry per reviewer session; each session takes its own role's steps."""
     entry = {"by_role": {"code": review("pass"), "test": review("pass"), "security": review("pass"), **by_role}}
     return [entry] * sessions
+
+
+def calls_made(fake: FakeKilo) -> int:
+    return len(fake.log.read_text().splitlines()) if fake.log.exists() else 0
+
+
+def kill_when(command: list[str], env: dict[str, str], ready: Callable[[], bool], stdin: str = "") -> None:
+    """Start the loop, feed it `stdin`, and SIGKILL its process group once `ready()` (within 120 s)."""
+    loop = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+    assert loop.stdin is not None
+    loop.stdin.write(stdin)
+    loop.stdin.close()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not ready():
+        time.sleep(0.2)
+    os.killpg(loop.pid, signal.SIGKILL)
+    loop.wait()
 
 
 def loops_md(project: Path) -> str:
@@ -167,17 +186,8 @@ def test_resume_continues_an_interrupted_review_loop(project: Path, fake: FakeKi
                     implement("fixed\n"), review("pass")])
     command = [sys.executable, "-m", "kilo_loop", "-C", str(project), "--no-confirm", "--no-dashboard",
                "--goal", str(goal), "--review", "--run-id", "rv", "-n", "4"]
-    loop = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    def in_second_iteration() -> bool:  # round 1 judged (ledger written), the fix session running
-        calls = fake.log.read_text().splitlines() if fake.log.exists() else []
-        return len(calls) >= 3 and "## Loop State" in loops_md(project)
-
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not in_second_iteration():
-        time.sleep(0.2)
-    os.killpg(loop.pid, signal.SIGKILL)
-    loop.wait()
+    # round 1 judged (ledger written), the fix session running
+    kill_when(command, env, lambda: calls_made(fake) >= 3 and "## Loop State" in loops_md(project))
     assert "## Loop State" in loops_md(project) and "- run: rv" in loops_md(project)
     resumed = subprocess.run([*command, "--resume", "rv"], env=env, stdin=subprocess.DEVNULL,
                              capture_output=True, text=True, timeout=120, check=False)
@@ -216,3 +226,65 @@ def test_protected_file_changed_blocks_the_stage(project: Path, fake: FakeKilo) 
     first = json.loads((run.run_dir / "iterations" / "01-report.json").read_text())
     assert first["review"]["step"] == "protected"
     assert "[x] Fix it" in goal.read_text()  # put back as it was, the stage passes
+
+
+def test_resume_continues_a_pending_gate_fix_pass(project: Path, fake: FakeKilo) -> None:
+    goal = write_goal(project)
+    leak = {"severity": "medium", "file": "feature.txt", "line": 1, "title": "token printed"}
+    env = fake.env([implement(), *wave(security=review("pass", leak)), [text("slow"), {"sleep": 20}],
+                    implement("no token\n"), *wave(2)])
+    command = [sys.executable, "-m", "kilo_loop", "-C", str(project), "--no-confirm", "--no-dashboard",
+               "--goal", str(goal), "--review-wave", "--run-id", "rf", "-n", "4"]
+    # the gate answered (its fix pass in the ledger), the fix session running
+    kill_when(command, env, lambda: calls_made(fake) >= 5 and "- fix: pending" in loops_md(project),
+              stdin="all ; log less\n")
+    assert "- fix: pending" in loops_md(project) and "token printed" in loops_md(project)
+    resumed = subprocess.run([*command, "--resume", "rf"], env=env, stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=120, check=False)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    run_dir = project / ".kilocode-loop/runs/rf"
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    resumed_at = next(i for i, e in enumerate(events) if e["type"] == "review-resume")
+    assert "fix pass" in events[resumed_at]["message"]
+    assert not [e for e in events[resumed_at:] if e["type"] == "review-round"]  # no review loop started anew
+    last_prompt = sorted((run_dir / "iterations").glob("*-prompt.md"))
+    fix_prompt = [p for p in last_prompt if "review" not in p.name][-1].read_text()
+    assert "one fix pass" in fix_prompt and "token printed" in fix_prompt and "log less" in fix_prompt
+    assert "the recheck found nothing new" in resumed.stdout
+    assert (project / "feature.txt").read_text() == "no token\n"
+    assert "## Loop State" not in loops_md(project)
+    assert "[x] Add the feature" in goal.read_text()
+
+
+def test_a_wave_role_runs_on_the_runtime_its_backend_names(project: Path, fake: FakeKilo, tmp_path: Path) -> None:
+    """`"backend": "opencode"` for the security reviewer: the run (kilo) sets up opencode beside
+    itself and that reviewer's session runs on it; the other reviewers stay on kilo."""
+    goal = write_goal(project)
+    (project / ".kilocode-loop").mkdir(exist_ok=True)
+    (project / ".kilocode-loop" / "config.json").write_text(json.dumps(
+        {"review": {"roles": ["code", {"role": "security", "backend": "opencode"}]}}))
+    other = tmp_path / "opencode-fake"
+    other.mkdir()
+    (other / "scenario.json").write_text(json.dumps([review("pass")]))
+    opencode = other / "opencode"
+    opencode.write_text(f"#!/bin/sh\nFAKE_AGENT_SCENARIO='{other / 'scenario.json'}' "
+                        f"FAKE_AGENT_LOG='{other / 'calls.jsonl'}' exec {sys.executable} {FAKE_AGENT} \"$@\"\n")
+    opencode.chmod(0o755)
+    run = run_loop(fake, project, [implement(), {"by_role": {"code": review("pass")}}], "--goal", str(goal),
+                   "-n", "2", env={"OPENCODE_BIN": str(opencode)})
+    assert run.proc.returncode == 0, run.proc.stdout + run.proc.stderr
+    assert [c["review"] for c in run.calls] == [None, ".kilocode-loop/review-code.json"]
+    on_opencode = [json.loads(line) for line in (other / "calls.jsonl").read_text().splitlines()]
+    assert [c["review"] for c in on_opencode] == [".kilocode-loop/review-security.json"]
+    assert "[x] Add the feature" in goal.read_text()
+
+
+def test_a_wave_role_on_a_runtime_that_is_not_installed_stops_before_the_run(project: Path, fake: FakeKilo) -> None:
+    goal = write_goal(project)
+    (project / ".kilocode-loop").mkdir(exist_ok=True)
+    (project / ".kilocode-loop" / "config.json").write_text(json.dumps(
+        {"review": {"roles": [{"role": "code", "backend": "gemini"}]}}))
+    run = run_loop(fake, project, [implement()], "--goal", str(goal), "-n", "1",
+                   env={"GEMINI_BIN": "/nonexistent/gemini"})
+    assert run.proc.returncode == 2 and "agent CLI not found: /nonexistent/gemini" in run.proc.stderr
+    assert not run.calls and not (project / ".kilocode-loop" / "runs").exists()

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from kilo_loop.cli import main
 from kilo_loop.doctor import checks
 from kilo_loop.doctor.checks import Check, exit_code, line
+from kilo_loop.doctor.preflight import cache_file, failure_message, flag_check
 from kilo_loop.doctor.probe import backend_checks, machine_checks, port_free, preflight
 
 KILO_HELP = "  --format  --auto  --agent  --model  --variant  --thinking  --title  -s, --session  "
@@ -90,10 +91,16 @@ def test_flags_are_matched_as_whole_words() -> None:
     assert checks.flags("kilo", None, None).status == "fail"
 
 
-def test_a_hidden_flag_with_a_documented_new_name_is_a_warning() -> None:
+def test_a_hidden_flag_with_a_documented_new_name_is_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(checks.LOOP_FLAGS, "opencode", ("--format", "--old-auto|--auto"))
+    check = checks.flags("opencode", "--format --auto", "1.18.33")
+    assert check.status == "warn" and "--old-auto" in check.detail and "--auto" in check.detail
+    assert checks.flags("opencode", "--format", "1").status == "fail"
+
+
+def test_opencode_is_asked_for_its_documented_auto_flag() -> None:
     help_text = "--format --auto --agent --model --variant --thinking --title --session"
-    check = checks.flags("opencode", help_text, "1.18.33")
-    assert check.status == "warn" and "--dangerously-skip-permissions" in check.detail and "--auto" in check.detail
+    assert checks.flags("opencode", help_text, "1.18.33").status == "ok"
     assert checks.flags("opencode", help_text.replace("--auto", ""), "1").status == "fail"
 
 
@@ -215,10 +222,32 @@ def test_json_schema_and_exit_codes(tmp_path: Path, kilo_db: Path, busy_port: in
     assert code == 1 and "✗ claude: binary: not found" in output
 
 
-def test_preflight_warns_only_about_flags_the_chosen_cli_lacks(tmp_path: Path) -> None:
+def test_preflight_reports_only_the_chosen_clis_failures(tmp_path: Path) -> None:
     complete = fake_kilo(tmp_path / "complete")
     lacking = fake_kilo(tmp_path / "lacking", help_text=KILO_HELP.replace("--session", ""))
-    assert preflight("kilo", str(complete)) == []
-    warnings = preflight("kilo", str(lacking))
-    assert len(warnings) == 1 and "pre-flight" in warnings[0] and "--session" in warnings[0]
-    assert preflight("dry-run", None) == [] and preflight("kilo", None) == []
+    env = environ(tmp_path / "complete", tmp_path)
+    assert preflight([("kilo", str(complete))], env) == []
+    failed = preflight([("kilo", str(complete)), ("kilo", str(lacking)), ("dry-run", "x")], env)
+    assert len(failed) == 1 and failed[0].status == "fail" and "--session" in failed[0].detail
+
+
+def test_preflight_caches_per_binary_and_never_caches_a_failed_help(tmp_path: Path) -> None:
+    binary = fake_kilo(tmp_path / "bin")
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    asked: list[list[str]] = []
+
+    def read_help(command: list[str]) -> str | None:
+        asked.append(command)
+        return KILO_HELP
+
+    assert flag_check("kilo", str(binary), env, read_help).status == "ok"
+    assert flag_check("kilo", str(binary), env, read_help).status == "ok"
+    assert asked == [[str(binary), "run", "--help"]]
+    cached = json.loads(cache_file(env).read_text())["help"]
+    assert KILO_HELP not in json.dumps(cached)  # only the loop's flags are kept, not the help text
+    os.utime(binary, ns=(1, 1))  # another install of the CLI
+    assert flag_check("kilo", str(binary), env, lambda _command: None).status == "fail"
+    assert flag_check("kilo", str(binary), env, read_help).status == "ok" and len(asked) == 2
+    cache_file(env).write_text("{not json", encoding="utf-8")
+    assert flag_check("kilo", str(binary), env, read_help).status == "ok" and len(asked) == 3
+    assert failure_message([checks.flags("kilo", "--format", None)]).startswith("pre-flight failed")

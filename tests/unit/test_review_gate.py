@@ -22,7 +22,9 @@ from kilo_loop.review.gate import (
 from kilo_loop.review.ledger import (
     history_entry,
     loop_from_record,
+    read_fix,
     read_state,
+    render_fix,
     render_state,
     resume_action,
     with_history,
@@ -168,3 +170,22 @@ def test_protected_changes_between_snapshots() -> None:
 def test_bad_protect_patterns_are_refused(pattern: str) -> None:
     with pytest.raises(ProtectError):
         compile_glob(pattern)
+
+
+def test_a_pending_fix_pass_round_trips_through_the_ledger() -> None:
+    rows = [Finding("security", "token printed", "medium", "feature.txt", 1, detail="a | b\nc", pre_existing=True),
+            Finding("code", "naming", "low", "other.txt", None, kind="acceptance-gap")]
+    section = render_fix("rv", "stage-1", "Add it", rows, [rows[0].row_id], 'log "less"')
+    text = with_state("# Review loops\n", section)
+    fix = read_fix(text)
+    assert fix is not None and fix.run_id == "rv" and fix.stage_id == "stage-1"
+    assert fix.rows == tuple(rows) and fix.chosen_rows == [rows[0]] and fix.change_request == 'log "less"'
+    assert read_state(text) is None  # not a retry loop's record
+    assert resume_action(fix, "rv", ["stage-1"]) == "continue" and resume_action(fix, "rv", []) == "interrupted"
+
+
+@pytest.mark.parametrize("broken", ["- rows: [", "- rows: [1]", '- rows: [{"role": "x"}]'])
+def test_an_unreadable_fix_pass_is_none(broken: str) -> None:
+    text = f'## Loop State\n- run: r\n- stage: s\n- fix: pending\n- chosen: []\n{broken}\n'
+    assert read_fix(text) is None
+    assert read_fix("## Loop State\n- run: r\n- stage: s\n- round: 1\n") is None

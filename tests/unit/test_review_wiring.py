@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kilo_loop.goal.parse import parse_markdown_goal
-from kilo_loop.review.options import ReviewConfigError, review_options, role_specs
+from kilo_loop.review.options import ReviewConfigError, review_options, review_runtimes, role_specs
 from kilo_loop.review.preflight import ask_large_budget, needs_large_question, review_row
 from kilo_loop.review.readonly import ReadOnlyGuard
 from kilo_loop.safety.guard import Guard
@@ -83,10 +83,21 @@ def test_review_settings_from_flags_config_and_environment(tmp_path: Path, monke
     ({"roles": [{"role": "code", "colour": "red"}]}, "unknown key 'colour'"),
     ({"roles": [{"role": "code", "model": ""}]}, "non-empty string"),
     ({"reviewers": []}, "unknown key 'reviewers'"),
+    ({"roles": [{"role": "code", "backend": "chatgpt"}]}, "neither a runtime"),
 ])
 def test_bad_review_config_is_refused_with_the_reason(config: dict[str, object], problem: str) -> None:
     with pytest.raises(ReviewConfigError, match=problem):
         role_specs(config, None)
+
+
+def test_a_role_backend_may_be_a_runtime_name_or_a_module_reference() -> None:
+    specs = role_specs({"roles": [{"role": "code", "backend": "claude"}, {"role": "test", "backend": "pkg.mod:make"},
+                                  "security"]}, None)
+    assert [(s.backend, s.runtime) for s in specs] == [("claude", "claude"), ("pkg.mod:make", None), (None, None)]
+    settings = load_settings({"review": {"roles": [{"role": "code", "backend": "codex"},
+                                                   {"role": "security", "backend": "codex"}, "test"]}}, None)
+    assert review_runtimes(settings) == ("codex",)
+    assert review_runtimes(load_settings({"review_wave": True}, None)) == ()
 
 
 def test_bad_review_config_in_config_json_names_the_key(tmp_path: Path) -> None:

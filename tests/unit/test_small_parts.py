@@ -22,7 +22,7 @@ def test_runtime_detection_and_command() -> None:
     assert detect_runtime("/x/kilo") is KILO and detect_runtime("/x/opencode", "kilo") is KILO
     request = AgentRequest(prompt="do it", cwd=Path("/p"), title="t", agent="a", session_id="ses_1")
     assert build_command("opencode", OPENCODE, request) == [
-        "opencode", "run", "--format", "json", "--dangerously-skip-permissions", "--agent", "a", "--title", "t",
+        "opencode", "run", "--format", "json", "--auto", "--agent", "a", "--title", "t",
         "--session", "ses_1", "do it"]
     assert child_environment(request, {"PWD": "/elsewhere"})["PWD"] == "/p"
 

@@ -25,6 +25,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kilo_loop.agent.protect_check import hook_denial
 from kilo_loop.safety.guard import Guard
 
 if TYPE_CHECKING:
@@ -94,7 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     rules = args[args.index("--rules") + 1] if "--rules" in args[:-1] else None
     try:
-        reason = denial(sys.stdin.read(), load_guard(rules))
+        raw = sys.stdin.read()
+        reason = hook_denial(raw, os.environ) or denial(raw, load_guard(rules))
     except Exception as exc:  # noqa: BLE001 - fail closed: exit 1 would let the call run
         reason = (f"the loop's guard could not judge this call ({type(exc).__name__}: {exc}); "
                   "write the command out more plainly")

@@ -32,6 +32,12 @@ class AgentRequest:
     env: dict[str, str] = field(default_factory=dict)
     # The runtime a goal stage asked for (None: the run's own); see agent.router.
     runtime: str | None = None
+    # The stage's `protect` globs: file tools may not write these paths (refused before the write
+    # where the CLI asks first: serve's permission broker, the pre-tool hooks).
+    protect: tuple[str, ...] = ()
+    # A reviewer's session: it only reads (file tools may write only the loop's own folder); the
+    # serve transport refuses its writes before they happen.
+    read_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -212,6 +218,7 @@ class AgentPolicy:
     environ: Mapping[str, str] = field(default_factory=dict)  # the environment the child inherits
     provider_config_mode: str = "auto"  # kilo/opencode provider injection: auto | legacy_env | none
     models: tuple[str, ...] = ()  # every --model the run may use (the run's and its stages')
+    protect: tuple[str, ...] = ()  # every protect glob of the goal (its stages' own included)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,11 @@ class RuntimeRouter:
     def members(self) -> list[AgentBackend]:
         return list(self._backends.values())
 
+    @property
+    def by_runtime(self) -> dict[str, AgentBackend]:
+        """Each runtime's backend, the run's own first."""
+        return dict(self._backends)
+
     def prepare(self, policy: AgentPolicy) -> Preparation:
         env: dict[str, str] = {}
         notes: list[str] = []

@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from kilo_loop.agent.protect_check import protect_env
 from kilo_loop.agent.protocol import AgentEvent, AgentRequest, AgentResult
 from kilo_loop.agent.tally import ResultTally
 from kilo_loop.safety.process_group import terminate_process_group
@@ -49,10 +50,12 @@ class CliInvocation:
 def child_environment(request: AgentRequest, base: Mapping[str, str] | None = None,
                       extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The inherited environment, the backend's entries, the request's, and PWD = the project
-    (kilo and opencode take their working directory from PWD, not from the real cwd)."""
+    (kilo and opencode take their working directory from PWD, not from the real cwd); the stage's
+    protect globs for the pre-tool hook."""
     env = dict(os.environ if base is None else base)
     env.update(extra or {})
     env.update(request.env)
+    env.update(protect_env(str(request.cwd), request.protect))
     env["PWD"] = str(request.cwd)
     return env
 

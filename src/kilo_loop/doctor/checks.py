@@ -18,8 +18,7 @@ MARKS: dict[Status, str] = {"ok": "✓", "warn": "!", "fail": "✗"}
 # `A|B`: the loop passes A; a help text showing only B means A is hidden or renamed (a warning).
 LOOP_FLAGS: dict[str, tuple[str, ...]] = {
     "kilo": ("--format", "--auto", "--agent", "--model", "--variant", "--thinking", "--title", "--session"),
-    # opencode 1.18 hides --dangerously-skip-permissions (still accepted) and documents --auto.
-    "opencode": ("--format", "--dangerously-skip-permissions|--auto", "--agent", "--model", "--variant", "--thinking",
+    "opencode": ("--format", "--auto", "--agent", "--model", "--variant", "--thinking",
                  "--title", "--session"),
     "claude": ("--print", "--output-format", "--verbose", "--settings", "--dangerously-skip-permissions",
                "--model", "--resume"),

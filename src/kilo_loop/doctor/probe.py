@@ -28,6 +28,7 @@ from kilo_loop.agent.kilo.usage import discover_db
 from kilo_loop.agent.registry import RUNTIMES, requested_binary
 from kilo_loop.doctor import checks
 from kilo_loop.doctor.checks import Check
+from kilo_loop.doctor.preflight import failures as preflight_failures
 
 BACKENDS = ("kilo", "opencode", "claude", "codex", "gemini", "cursor")
 DEPENDENCIES = ("click", "rich", "pydantic", "pydantic-settings", "fastapi", "uvicorn", "json5", "tree-sitter-bash")
@@ -116,12 +117,10 @@ def backend_checks(runtime: str, environ: Mapping[str, str], project: Path) -> l
     return found
 
 
-def preflight(runtime: str, binary: object) -> list[str]:
-    """Before a run: the chosen CLI's help must list the flags the loop passes (failures only)."""
-    if not isinstance(binary, str) or runtime not in checks.LOOP_FLAGS:
-        return []
-    check = checks.flags(runtime, _run([binary, *checks.HELP_ARGS[runtime]]), None)
-    return [f"pre-flight: {checks.line(check)}"] if check.status == "fail" else []
+def preflight(targets: list[tuple[str, str]], environ: Mapping[str, str] | None = None) -> list[Check]:
+    """Before a run: the failed flag checks of the CLIs it drives (runtime, binary); cached per binary."""
+    environ = dict(os.environ if environ is None else environ)
+    return preflight_failures(targets, environ, lambda command: _run(command, environ))
 
 
 def port_free(port: int) -> bool:

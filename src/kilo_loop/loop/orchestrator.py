@@ -133,7 +133,8 @@ class Orchestrator:
         try:
             if self.review is not None:
                 done = self.stages.completed(self.state)
-                self.review.resume([s.id for s in self.ctx.goal.stages if s.id not in done])
+                # A pending gate fix pass comes back with its feedback for the next prompt.
+                self._review_feedback = self.review.resume([s.id for s in self.ctx.goal.stages if s.id not in done])
             status, reason = await self._loop()
         except Exception as exc:  # noqa: BLE001 — the run must end with a saved state and report, whatever broke
             rec.emit(Crashed(message=f"internal error: {exc}", traceback=traceback.format_exc()[-4000:]))
@@ -237,6 +238,7 @@ class Orchestrator:
             agent=stage.agent or s.agent, model=stage.model or s.model, variant=stage.variant or s.variant,
             session_id=state.session_id if shared else None, thinking=s.thinking, auto_approve=s.auto,
             timeout_s=s.max_iteration_minutes * 60, env=ctx.agent_env, runtime=stage.runtime,
+            protect=tuple(ctx.goal.protected_for(stage)),
         )
 
     # ---------------------------------------------------------- session

@@ -181,6 +181,7 @@ class ReviewController:
         assert answer is not None
         roles = recheck_roles(rows, answer.change_request, sorted(state.fix_files), self.options.role_names)
         state.fix, state.fix_rows, state.fix_files = None, [], set()
+        self._clear_state()
         before = list(state.reports.values())
         summary = ReviewRoundSummary(step="recheck", verdict="pass", budget=0)
         if not roles:
@@ -230,6 +231,7 @@ class ReviewController:
             return ReviewVerdict(True, summary, questions=questions)
         chosen = chosen_rows(rows, answer)
         state.fix, state.fix_rows, state.fix_files = answer, chosen, set()
+        self._write_fix(stage, rows, answer)
         summary.gate, summary.verdict = "fix", "block"
         self._log.event("review-fix-pass", f"one fix pass: {len(chosen)} finding(s)"
                        + (" and a change request" if answer.change_request else ""), "heading")
@@ -309,6 +311,23 @@ class ReviewController:
         except OSError as exc:
             self._log.warning(f"review: cannot write the loop ledger: {exc}")
 
+    def _write_fix(self, stage: Stage, rows: Sequence[Finding], answer: GateAnswer) -> None:
+        """The fix pass is pending until its recheck: a resumed run continues it."""
+        section = ledger.render_fix(self.host.run_id, stage.id, stage.title, rows, answer.mitigate,
+                                    answer.change_request)
+        try:
+            ledger.write_ledger(self.host.project, ledger.with_state(ledger.read_ledger(self.host.project), section))
+        except OSError as exc:
+            self._log.warning(f"review: cannot write the loop ledger: {exc}")
+
+    def _clear_state(self) -> None:
+        try:
+            text = ledger.read_ledger(self.host.project)
+            if ledger.STATE in text:
+                ledger.write_ledger(self.host.project, ledger.with_state(text, None))
+        except OSError as exc:
+            self._log.warning(f"review: cannot write the loop ledger: {exc}")
+
     def _end_loop(self, stage: Stage, loop: ReviewLoop) -> None:
         try:
             text = ledger.with_state(ledger.read_ledger(self.host.project), None)
@@ -320,27 +339,50 @@ class ReviewController:
         except OSError as exc:
             self._log.warning(f"review: cannot write the loop ledger: {exc}")
 
-    def resume(self, pending_stage_ids: Sequence[str]) -> None:
-        """A resumed run continues its own interrupted loop; any other leftover loop is recorded
-        as interrupted and its state removed."""
+    def resume(self, pending_stage_ids: Sequence[str]) -> str | None:
+        """A resumed run continues its own interrupted loop or pending fix pass (the fix pass's feedback
+        is returned, for the next prompt); any other leftover is recorded as interrupted and removed."""
         text = ledger.read_ledger(self.host.project)
+        fix = ledger.read_fix(text)
+        if fix is not None:
+            return self._resume_fix(fix, text, pending_stage_ids)
         record = ledger.read_state(text)
         if record is None:
-            if "## Loop State" in text:
+            if ledger.STATE in text:
                 ledger.write_ledger(self.host.project, ledger.with_state(text, None))
-            return
+            return None
         if ledger.resume_action(record, self.host.run_id, pending_stage_ids) == "continue":
             state = self._stages.setdefault(record.stage_id, _StageReview())
             state.loop = ledger.loop_from_record(record)
             state.next_roles = self.options.role_names
             self._log.event("review-resume", f"resuming the review loop of {record.stage_id} at round "
                            f"{state.loop.round + 1} ({state.loop.retries} of {state.loop.budget} retries used)")
-            return
-        entry = ledger.history_entry(now_iso(), record.run_id, record.stage_id, record.stage_id, "interrupted",
-                                     record.counts, record.retries, record.budget)
+            return None
+        self._record_interrupted(text, record.run_id, record.stage_id, record.counts, record.retries, record.budget)
+        return None
+
+    def _resume_fix(self, fix: ledger.FixRecord, text: str, pending_stage_ids: Sequence[str]) -> str | None:
+        if ledger.resume_action(fix, self.host.run_id, pending_stage_ids) != "continue":
+            self._record_interrupted(text, fix.run_id, fix.stage_id, (), 0, 0)
+            return None
+        state = self._stages.setdefault(fix.stage_id, _StageReview())
+        chosen = fix.chosen_rows
+        state.fix, state.fix_rows, state.fix_files = GateAnswer(fix.chosen, fix.change_request), chosen, set()
+        by_role: dict[str, list[Finding]] = {}
+        for row in fix.rows:
+            if row.kind != "verdict":
+                by_role.setdefault(row.role, []).append(row)
+        state.reports = {role: ReviewReport(role, "block", tuple(rows)) for role, rows in by_role.items()}
+        self._log.event("review-resume", f"resuming the review gate's fix pass of {fix.stage_id} "
+                        f"({len(chosen)} finding(s){' and a change request' if fix.change_request else ''})")
+        return fix_pass_feedback(chosen, fix.change_request)
+
+    def _record_interrupted(self, text: str, run_id: str, stage_id: str, counts: Sequence[int], retries: int,
+                            budget: int) -> None:
+        entry = ledger.history_entry(now_iso(), run_id, stage_id, stage_id, "interrupted", counts, retries, budget)
         ledger.write_ledger(self.host.project, ledger.with_history(ledger.with_state(text, None), entry))
-        self._log.warning(f"review loop of {record.stage_id} (run {record.run_id}) was interrupted; "
-                       "recorded in the ledger's Loop History")
+        self._log.warning(f"review loop of {stage_id} (run {run_id}) was interrupted; "
+                          "recorded in the ledger's Loop History")
 
 
 def role_costs(summary: ReviewRoundSummary) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kilo_loop.agent.registry import RUNTIMES
 from kilo_loop.review.controller import ReviewOptions
 from kilo_loop.review.count import ROLES, SEED_ROLE
 from kilo_loop.review.wave import RoleSpec
@@ -34,8 +35,12 @@ def _spec(item: Any, default_agent: str | None, default_model: str | None) -> Ro
     for key, value in values.items():
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise ReviewConfigError(f"review role {role!r}: {key!r} must be a non-empty string")
+    backend = values["backend"]
+    if backend is not None and backend not in RUNTIMES and ":" not in backend:
+        raise ReviewConfigError(f"review role {role!r}: backend {backend!r} is neither a runtime "
+                                f"({', '.join(RUNTIMES)}) nor a 'package.module:attribute' reference")
     return RoleSpec(role=role, agent=values["agent"] or default_agent, model=values["model"] or default_model,
-                    variant=values["variant"], backend=values["backend"])
+                    variant=values["variant"], backend=backend)
 
 
 def role_specs(config: dict[str, Any], settings: Settings | None) -> list[RoleSpec]:
@@ -68,3 +73,14 @@ def review_options(settings: Settings) -> ReviewOptions | None:
         specs = [RoleSpec(role=SEED_ROLE, agent=agent, model=settings.model)]
     return ReviewOptions(roles=tuple(specs), gate=settings.review_gate, retries=settings.review_retries,
                          large_budget=settings.review_large_retries)
+
+
+def review_runtimes(settings: Settings) -> tuple[str, ...]:
+    """The runtimes (kilo, claude, …) the review roles name as their backend, for the run to set up
+    beside its own; a configuration that cannot be read names none (the run reports it when it starts)."""
+    try:
+        options = review_options(settings)
+    except ReviewConfigError:
+        return ()
+    roles = options.roles if options is not None else ()
+    return tuple(dict.fromkeys(spec.runtime for spec in roles if spec.runtime))

@@ -9,11 +9,11 @@ run's own destructive-command guard.
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kilo_loop.agent.protect_check import file_paths
 from kilo_loop.loop.session import GuardLike
 from kilo_loop.run.layout import LOOP_DIR
 from kilo_loop.safety.guard import GuardDecision
@@ -23,8 +23,6 @@ from kilo_loop.safety.shell.model import command_name
 RULE = "review-read-only"
 _FILE_TOOLS = frozenset({"write", "edit", "multiedit", "patch", "apply_patch", "notebookedit"})
 _SHELL_TOOLS = frozenset({"bash", "shell", "exec_command"})
-_PATH_KEYS = ("filePath", "file_path", "path", "notebook_path")
-_PATCH_FILE = re.compile(r"^(?:\*\*\* (?:Add|Update|Delete) File: |\+\+\+ (?:b/)?)(.+)$", re.MULTILINE)
 _CHANGING = frozenset({"rm", "rmdir", "mv", "cp", "touch", "mkdir", "ln", "chmod", "chown", "truncate", "dd",
                        "patch", "install", "unlink", "shred", "rsync"})
 _READ_ONLY_GIT = frozenset({"status", "diff", "log", "show", "blame", "grep", "ls-files", "rev-parse", "branch",
@@ -43,6 +41,11 @@ class ReadOnlyGuard:
         self._loop_dir = posixpath.join(str(project), LOOP_DIR)
         self._project = str(project)
 
+    @property
+    def temp_roots(self) -> tuple[str, ...]:
+        roots = getattr(self._base, "temp_roots", ())
+        return tuple(roots) if isinstance(roots, (tuple, list)) else ()
+
     def _inside_loop_dir(self, path: str, cwd: str | None) -> bool:
         absolute = path if path.startswith("/") else posixpath.join(cwd or self._project, path)
         normal = posixpath.normpath(absolute)
@@ -52,8 +55,8 @@ class ReadOnlyGuard:
         name = str(tool).lower()
         if isinstance(tool_input, Mapping):
             if name in _FILE_TOOLS:
-                outside = [p for p in _file_paths(tool_input) if not self._inside_loop_dir(p, cwd)]
-                if outside or not _file_paths(tool_input):
+                outside = [p for p in file_paths(tool_input) if not self._inside_loop_dir(p, cwd)]
+                if outside or not file_paths(tool_input):
                     return _deny(f"{tool} would write {', '.join(outside) or 'a file'} outside {LOOP_DIR}/")
             elif name in _SHELL_TOOLS and isinstance(tool_input.get("command"), str):
                 denied = self._check_command(tool_input["command"], cwd)
@@ -96,11 +99,3 @@ def _changing(argv: tuple[str, ...]) -> str | None:
         return f"`{name}` installs or removes packages"
     return None
 
-
-def _file_paths(tool_input: Mapping[str, Any]) -> list[str]:
-    paths = [v for k in _PATH_KEYS if isinstance(v := tool_input.get(k), str) and v]
-    for key in ("patch", "patchText", "input"):
-        text = tool_input.get(key)
-        if isinstance(text, str):
-            paths += [m.group(1).strip() for m in _PATCH_FILE.finditer(text)]
-    return paths

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kilo_loop.agent.protocol import AgentBackend, AgentRequest, StepFinished
+from kilo_loop.agent.registry import RUNTIMES
 from kilo_loop.loop.control import RunControl
 from kilo_loop.loop.session import GuardLike, SessionRunner
 from kilo_loop.review.count import SEED_ROLE
@@ -35,7 +36,12 @@ class RoleSpec:
     agent: str | None = None
     model: str | None = None
     variant: str | None = None
-    backend: str | None = None
+    backend: str | None = None  # a runtime name (kilo, claude, …) or a `module:attr` backend
+
+    @property
+    def runtime(self) -> str | None:
+        """The backend when it names a runtime: the run's router starts that CLI for this role."""
+        return self.backend if self.backend in RUNTIMES else None
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,8 @@ async def _one(ctx: WaveContext, spec: RoleSpec, prompt: str, title: str, final_
     runner = SessionRunner(ctx.backend_for(spec), ctx.recorder, ctx.control, ReadOnlyGuard(ctx.guard, ctx.project), on_step)
     request = AgentRequest(prompt=prompt, cwd=ctx.project, title=f"{title} · {spec.role} review"[:120],
                            agent=spec.agent, model=spec.model, variant=spec.variant,
-                           auto_approve=ctx.auto_approve, timeout_s=ctx.timeout_s, env=ctx.env)
+                           auto_approve=ctx.auto_approve, timeout_s=ctx.timeout_s, env=ctx.env,
+                           runtime=spec.runtime, read_only=True)
     outcome = await runner.run(request)
     usage.session_id = outcome.result.session_id
     report = _read_report(path, spec.role, outcome.result.text)

@@ -30,7 +30,9 @@ def build_controller(
     backends: dict[str, AgentBackend] = {}
 
     def backend_for(spec: RoleSpec) -> AgentBackend:
-        if spec.backend is None or settings.dry_run:
+        # A runtime name goes to the run's backend: its router (made with the role's runtime at the
+        # run's start, prepared and pre-flighted with the rest) starts that CLI for the request.
+        if spec.backend is None or spec.runtime is not None or settings.dry_run:
             return run_backend
         if spec.backend not in backends:
             backends[spec.backend] = load_backend(spec.backend)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kilo_loop.agent.home import isolated_home_env
 from kilo_loop.agent.kilo.config import child_config_env
+from kilo_loop.agent.kilo.protect import with_protect
 from kilo_loop.agent.kilo.provider import PROVIDER_CONFIG_MODES
 from kilo_loop.agent.kilo.runtime import KILO, OPENCODE, Runtime, build_command, cli_warnings
 from kilo_loop.agent.kilo.stream import NdjsonEventParser
@@ -37,7 +38,7 @@ class KiloBackend:
     def invocation(self, request: AgentRequest) -> CliInvocation:
         return CliInvocation(
             command=build_command(self.binary, self.runtime, request),
-            env=child_environment(request, extra=self._env),
+            env=with_protect(self.runtime.name, child_environment(request, extra=self._env), request.protect),
             parser=NdjsonEventParser(),
             warnings=cli_warnings,
         )

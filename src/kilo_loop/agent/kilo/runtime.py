@@ -23,7 +23,9 @@ class Runtime:
 KILO = Runtime("kilo", "--auto", "KILO_CONFIG_CONTENT", ("kilo.json", ".kilo/kilo.json"), "KILO")
 OPENCODE = Runtime(
     "opencode",
-    "--dangerously-skip-permissions",
+    # 1.18 documents --auto and hides --dangerously-skip-permissions; its run handler reads them as one
+    # (`auto || yolo || dangerously-skip-permissions`).
+    "--auto",
     "OPENCODE_CONFIG_CONTENT",
     ("opencode.json", ".opencode/opencode.json"),
     "OPENCODE",

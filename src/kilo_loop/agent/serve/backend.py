@@ -79,15 +79,21 @@ class ServeBackend:
         self._client: ServerClient | None = None
         self._lock = asyncio.Lock()
         self._warn: Callable[[str], None] = lambda _message: None
+        self._ask_edits = False
+        self._claimed: set[str] = set()  # permission/question requests a turn has taken on
+        self._turn_sessions: set[str] = set()  # sessions with a turn running now
 
     def prepare(self, policy: AgentPolicy) -> Preparation:
-        """The run fallback's child environment (deny globs, snapshots off, isolated home) is the server's too."""
+        """The run fallback's child environment (deny globs, snapshots off, isolated home) is the server's too;
+        a run with protect globs has the server ask before every edit."""
+        self._ask_edits = bool(policy.protect)
         return prepare_backend(self.fallback, policy)
 
     # ----------------------------------------------------------------- lifecycle
     async def open(self, *, project: Path, env: dict[str, str], guard: GuardLike | None, run_dir: Path,
-                   warn: Callable[[str], None]) -> bool:
-        """Start the run's server; False (said once through `warn`) when it cannot, and `run` is used."""
+                   warn: Callable[[str], None], reviewer_guard: GuardLike | None = None) -> bool:
+        """Start the run's server; False (said once through `warn`) when it cannot, and `run` is used.
+        `reviewer_guard` (a run with reviewers) judges their sessions, and makes every edit ask."""
         self._warn = warn
         killed = kill_leftovers(run_dir.parent)
         if killed:
@@ -95,8 +101,11 @@ class ServeBackend:
         child_env = {**os.environ, **env}
         runtime: Runtime = "opencode" if self.name == "opencode" else "kilo"
         # The user's own rules: their inline config (not the loop's injected globs) and project files.
-        self.broker = PermissionBroker(guard, str(project), user_bash_rules(runtime, project, os.environ))
-        self._spec = ServerSpec(self.binary, runtime, project, serve_env(runtime, child_env), self.start_timeout_s)
+        self.broker = PermissionBroker(guard, str(project), user_bash_rules(runtime, project, os.environ),
+                                       reviewer_guard)
+        ask_edits = self._ask_edits or reviewer_guard is not None
+        self._spec = ServerSpec(self.binary, runtime, project, serve_env(runtime, child_env, ask_edits),
+                                self.start_timeout_s)
         self._pidfile = run_dir / PIDFILE
         try:
             async with self._lock:
@@ -159,6 +168,21 @@ class ServeBackend:
         if self._server is not None:
             self._server.kill_now()
 
+    def claim(self, request_id: str, session: str, mine: str | None) -> bool:
+        """Whether the turn on session `mine` answers this request. Every turn sees every session's
+        requests (a subagent's session asks too): each is answered once, by its own session's turn
+        when one is running, else by the first turn to see it (parallel reviewers share the server)."""
+        if request_id in self._claimed or (session != mine and session in self._turn_sessions):
+            return False
+        self._claimed.add(request_id)
+        return True
+
+    def turn_started(self, session: str) -> None:
+        self._turn_sessions.add(session)
+
+    def turn_ended(self, session: str | None) -> None:
+        self._turn_sessions.discard(session or "")
+
     def start(self, request: AgentRequest) -> AgentRun:
         if self.using_fallback:
             return self.fallback.start(request)
@@ -219,6 +243,7 @@ class ServeAgentRun:
         except ServerError as exc:
             self._result.error = self._result.error or str(exc)
         finally:
+            self._backend.turn_ended(self._session)
             self._finish()
 
     async def _lost(self, exc: ServerGone) -> None:
@@ -246,6 +271,7 @@ class ServeAgentRun:
         self._client = client = await self._backend.client()
         session, known = await self._session_for(client)
         self._session = session
+        self._backend.turn_started(session)
         yield SessionStarted(session)
         if self._ended:
             return  # killed before the prompt went out: nothing to start
@@ -336,9 +362,12 @@ class ServeAgentRun:
 
     async def _act(self, client: ServerClient, mapper: TurnMapper,
                    out: AgentEvent | PermissionAsk | QuestionAsk) -> AsyncIterator[AgentEvent]:
+        if isinstance(out, (PermissionAsk, QuestionAsk)) and not self._backend.claim(out.id, out.session_id,
+                                                                                      self._session):
+            return  # another turn (its own session's) answers it
         if isinstance(out, PermissionAsk):
             tool = mapper.tools.get(out.call_id, "") or out.permission
-            verdict = self._backend.broker.decide(out, tool)
+            verdict = self._backend.broker.decide(out, tool, self._request.protect, self._request.read_only)
             await client.reply_permission(out.id, verdict.reply, verdict.message if verdict.rejected else None)
             if verdict.rejected:
                 yield GuardRejected(tool, verdict.subject, verdict.rule, verdict.reason, out.call_id)

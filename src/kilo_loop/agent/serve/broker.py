@@ -8,7 +8,12 @@ comes from, in order:
    in their inline config) — they still apply first;
 2. the loop's full guard (`Guard.check_tool_use`) on the command;
 3. for paths outside the project: reading is allowed, writing only inside a
-   temp directory (the guard's temp roots).
+   temp directory (the guard's temp roots);
+4. for an edit (asked only when the run has `protect` globs or reviewers): a
+   path the current stage protects is refused, naming the glob.
+
+A reviewer's session (`read_only`) is judged by the reviewers' guard instead
+of the run's: it refuses writes outside the loop's folder before they happen.
 
 A denial is a `reject` with a message the agent reads and can act on; it
 never ends the session.
@@ -23,6 +28,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, Protocol
 
+from kilo_loop.agent.protect_check import RULE as PROTECT_RULE
+from kilo_loop.agent.protect_check import refused_path
 from kilo_loop.agent.serve.mapping import PermissionAsk
 
 _READ_ONLY_TOOLS = frozenset({"read", "glob", "grep", "list", "ls", "view", "lsp", "codesearch", "webfetch"})
@@ -94,24 +101,43 @@ class PermissionBroker:
     guard: GuardLike | None
     project: str
     user_bash_rules: tuple[tuple[str, str], ...] = ()
+    reviewer_guard: GuardLike | None = None  # judges read-only (reviewer) sessions in place of `guard`
 
-    def decide(self, ask: PermissionAsk, tool: str = "") -> Verdict:
+    def decide(self, ask: PermissionAsk, tool: str = "", protect: Sequence[str] = (),
+               read_only: bool = False) -> Verdict:
+        """The reply to one ask; `protect` holds the current stage's protect globs, `read_only`
+        says the session is a reviewer's."""
+        guard = self.reviewer_guard if read_only and self.reviewer_guard is not None else self.guard
+        if ask.permission == "edit" and protect:
+            refused = self._protected(ask, protect)
+            if refused is not None:
+                return refused
         if ask.permission == "bash":
-            return self._bash(ask.command or " ".join(ask.patterns))
+            return self._bash(ask.command or " ".join(ask.patterns), guard)
         if ask.permission == "external_directory":
             return self._outside(ask, tool)
-        return self._other(ask, tool)
+        return self._other(ask, tool, guard)
 
-    def _bash(self, command: str) -> Verdict:
+    def _bash(self, command: str, guard: GuardLike | None) -> Verdict:
         user = user_rule_for(command, self.user_bash_rules)
         if user is not None and user[1] == "deny":
             return Verdict("reject", command, f"your permission rule {user[0]!r}", "the project's config denies it")
-        if self.guard is None:
+        if guard is None:
             return Verdict("once", command)
-        decision = self.guard.check_tool_use("bash", {"command": command}, self.project)
+        decision = guard.check_tool_use("bash", {"command": command}, self.project)
         if getattr(decision, "denied", True):
             return Verdict("reject", command, str(decision.rule or "guard"), str(decision.reason))
         return Verdict("once", command)
+
+    def _protected(self, ask: PermissionAsk, protect: Sequence[str]) -> Verdict | None:
+        files = ask.metadata.get("files")
+        paths = [*ask.patterns, str(ask.metadata.get("filepath") or "")]
+        paths += [str(f.get("filePath") or f.get("path") or "") for f in files if isinstance(f, dict)] \
+            if isinstance(files, list) else []
+        refusal = refused_path([p for p in paths if p], self.project, protect)
+        if refusal is None:
+            return None
+        return Verdict("reject", refusal.path, f"{PROTECT_RULE} {refusal.glob}", refusal.reason)
 
     def _outside(self, ask: PermissionAsk, tool: str) -> Verdict:
         path = str(ask.metadata.get("filepath") or ask.metadata.get("parentDir") or " ".join(ask.patterns))
@@ -125,12 +151,15 @@ class PermissionBroker:
                        f"{tool or 'the tool'} would change {path}, outside the project {self.project}; "
                        f"keep changes inside the project (or a temp directory: {where})")
 
-    def _other(self, ask: PermissionAsk, tool: str) -> Verdict:
+    def _other(self, ask: PermissionAsk, tool: str, guard: GuardLike | None) -> Verdict:
         """Any other permission the server asks about (edit, webfetch, …): the guard sees the tool's input."""
-        if self.guard is None:
+        if guard is None:
             return Verdict("once", ask.permission)
-        tool_input = {"filePath": ask.metadata.get("filepath", "")} if ask.metadata.get("filepath") else {}
-        decision = self.guard.check_tool_use(tool or ask.permission, tool_input, self.project)
+        patterns = " ".join(ask.patterns) if ask.permission == "edit" else ""
+        filepath = ask.metadata.get("filepath") or patterns
+        tool_input = {"filePath": filepath} if filepath else {}
+        decision = guard.check_tool_use(tool or ask.permission, tool_input, self.project)
         if getattr(decision, "denied", True):
-            return Verdict("reject", ask.permission, str(decision.rule or "guard"), str(decision.reason))
+            subject = str(filepath or ask.permission)
+            return Verdict("reject", subject, str(decision.rule or "guard"), str(decision.reason))
         return Verdict("once", ask.permission)

@@ -5,7 +5,8 @@ The server reads the same inline config variable as `run` (`KILO_CONFIG_CONTENT`
 bash call asks (every `allow` becomes `ask`; `"*": "ask"` comes first, since the
 last matching rule wins), the user's and the loop's deny rules stay deny (the
 glob net of the `run` transport, kept as a second net), and a path outside the
-project asks (`external_directory`). Each ask is then decided by the loop
+project asks (`external_directory`). When the run has `protect` globs, every edit asks as well,
+so a protected file is refused before it is written. Each ask is then decided by the loop
 (`broker.PermissionBroker`).
 
 The user's own deny rules — in the project's kilo.json / opencode.json or their
@@ -27,17 +28,23 @@ from kilo_loop.agent.kilo.runtime import RuntimeName as Runtime
 BashRules = tuple[tuple[str, str], ...]
 
 
-def _bash_map(permission: Any) -> dict[str, Any] | str | None:
+def _rule_map(permission: Any, key: str = "bash") -> dict[str, Any] | str | None:
+    """The user's rules for one permission (`bash`, `edit`): a map of pattern → action, or one action."""
     if isinstance(permission, str):
         return permission
     if not isinstance(permission, dict):
         return None
-    bash = permission.get("bash")
-    return bash if isinstance(bash, (dict, str)) else None
+    rules = permission.get(key)
+    return rules if isinstance(rules, (dict, str)) else None
+
+
+def _bash_map(permission: Any) -> dict[str, Any] | str | None:
+    return _rule_map(permission, "bash")
 
 
 def asking_bash_rules(bash: dict[str, Any] | str | None) -> dict[str, str] | str:
-    """`"*": "ask"` first, then the existing rules with allow → ask (deny and ask kept)."""
+    """`"*": "ask"` first, then the existing rules with allow → ask (deny and ask kept).
+    The same rewrite serves `edit` (kilo and opencode take a pattern map there too)."""
     if bash == "deny":
         return "deny"  # the user forbids bash altogether; keep it so
     rules: dict[str, str] = {"*": "ask"}
@@ -49,13 +56,16 @@ def asking_bash_rules(bash: dict[str, Any] | str | None) -> dict[str, str] | str
     return rules
 
 
-def serve_config(inline: Mapping[str, Any]) -> dict[str, Any]:
-    """The inline config (as given to `run`, deny globs included) rewritten for the serve transport."""
+def serve_config(inline: Mapping[str, Any], ask_edits: bool = False) -> dict[str, Any]:
+    """The inline config (as given to `run`, deny globs included) rewritten for the serve transport;
+    with `ask_edits` (the run has protect globs) every edit/write/patch asks too."""
     config = dict(inline)
     permission = config.get("permission")
     merged: dict[str, Any] = dict(permission) if isinstance(permission, dict) else {}
     merged["bash"] = asking_bash_rules(_bash_map(permission))
     merged["external_directory"] = "ask"
+    if ask_edits:
+        merged["edit"] = asking_bash_rules(_rule_map(permission, "edit"))
     config["permission"] = merged
     return config
 
@@ -72,12 +82,12 @@ def read_inline(runtime: Runtime, env: Mapping[str, str]) -> dict[str, Any] | No
     return parsed if isinstance(parsed, dict) else None
 
 
-def serve_env(runtime: Runtime, env: Mapping[str, str]) -> dict[str, str]:
+def serve_env(runtime: Runtime, env: Mapping[str, str], ask_edits: bool = False) -> dict[str, str]:
     """`env` with its inline config made to ask (unchanged when the user's config cannot be read)."""
     inline = read_inline(runtime, env)
     if inline is None:
         return dict(env)
-    return {**env, RUNTIMES[runtime].config_env: json.dumps(serve_config(inline))}
+    return {**env, RUNTIMES[runtime].config_env: json.dumps(serve_config(inline, ask_edits))}
 
 
 def _deny_rules(config: Any) -> list[tuple[str, str]]:
