@@ -65,10 +65,10 @@ def agent_env(tmp: Path) -> dict[str, str]:
     binary.parent.mkdir(parents=True, exist_ok=True)
     binary.write_text(f"#!/bin/sh\nexec {sys.executable} {GOAL_AGENT} \"$@\"\n")
     binary.chmod(0o755)
-    # The stub speaks `kilo run`'s stream only: no `kilo serve` (it would be taken as a session) and
-    # no kilo.db to read usage from — as the test harnesses set for the same stub.
+    # The stub speaks `kilo run`'s stream only: no `kilo serve` (it would be taken as a session), no
+    # kilo.db to read usage from, no pre-flight of its --help — as the test harnesses set for it.
     return {**os.environ, "KILO_BIN": str(binary), "PYTHONPATH": str(ROOT / "src"), "NO_COLOR": "1",
-            "KILO_LOOP_TRANSPORT": "run", "KILO_LOOP_USAGE_DB": "false"}
+            "KILO_LOOP_TRANSPORT": "run", "KILO_LOOP_USAGE_DB": "false", "KILO_LOOP_PREFLIGHT": "0"}
 
 
 def direct_run(tmp: Path, repo: Path, env: dict[str, str], n: int) -> float:

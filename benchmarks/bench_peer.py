@@ -140,7 +140,9 @@ def run_ralphy(ralphy: Path, stub_dir: Path, repo: Path, iterations: int) -> Mea
 
 
 def run_kilo_loop(stub: Path, repo: Path, iterations: int, checkpoint: bool, startup: Cost) -> Measured:
-    env = child_env({"KILO_BIN": str(stub)})
+    # The stub answers `opencode run` only: no server to start (ralphy starts none either), and no
+    # pre-flight of its --help, as the test harnesses set for their stand-in CLIs.
+    env = child_env({"KILO_BIN": str(stub), "KILO_LOOP_TRANSPORT": "run", "KILO_LOOP_PREFLIGHT": "0"})
     argv = [sys.executable, "-m", "kilo_loop", "-C", str(repo), "--goal", "PLAN.md", "-n", str(iterations),
             "--no-confirm", "--no-dashboard", "--hitl", "off", "--quiet", *([] if checkpoint else ["--no-checkpoint"])]
     run = run_child(argv, env, cwd=repo)
