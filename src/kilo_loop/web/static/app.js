@@ -1062,6 +1062,13 @@
       S.dismissedQuestions = "";
       return;
     }
+    // While the review gate's own panel is open it is the answer to the pending gate question
+    // (review.js): the generic dialog would cover it, whichever of the two the state showed first.
+    const gate = $("review-gate-modal");
+    if (gate && gate.open) {
+      if (modal.open) modal.close("gate");
+      return;
+    }
     if (modal.open || S.dismissedQuestions === key) return;
     openQuestions(questions);
   }
