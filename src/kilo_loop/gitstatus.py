@@ -37,6 +37,7 @@ class Entry:
     staged: bool = False  # the index differs from HEAD for this path
     unmerged: bool = False
     index_oid: str = ""  # the index's blob for the path, when git said (ordinary "1" entries)
+    mode_changed: bool = False  # the file's mode differs from the index's (chmod +x)
 
 
 @dataclass(frozen=True)
@@ -87,21 +88,40 @@ def after_write(status: TreeStatus, path: str, before: bytes, after: bytes) -> T
     (neither through git): worked out without git, or None when only git can tell (a conflict, a
     submodule, a path below an ignored directory, a file git may convert on the way in)."""
     entry = status.entries.get(path)
-    if b"\r" in before + after or any(
+    if entry is None and b"\r" not in before:  # tracked and clean: the index holds `before`
+        entry = Entry("  ", index_oid=blob_oid(before, status.head or ""))
+    return after_edit(status, path, after, entry)
+
+
+def after_edit(status: TreeStatus, path: str, after: bytes, entry: Entry | None = None) -> TreeStatus | None:
+    """The status once the file `path` (as `status` lists it, or as `entry` says) was rewritten in
+    place to hold `after`, not through git; None when only git can tell (see `after_write`)."""
+    entry = entry or status.entries.get(path)
+    if entry is None or b"\r" in after or any(
             (other.endswith("/") or item.submodule) and path.startswith(other.rstrip("/") + "/")
             for other, item in status.entries.items()):
         return None
-    if entry is None:  # tracked and clean: the index holds `before`
-        entry = Entry("  ", index_oid=blob_oid(before, status.head or ""))
-    elif entry.code in ("??", "!!"):
+    if entry.code in ("??", "!!"):
         return status  # still untracked, or ignored
-    elif entry.unmerged or entry.submodule or not entry.index_oid or entry.code[1] not in " M":
+    if entry.unmerged or entry.submodule or not entry.index_oid or entry.code[1] not in " M":
         return None
-    y = " " if blob_oid(after, entry.index_oid) == entry.index_oid else "M"
+    y = " " if blob_oid(after, entry.index_oid) == entry.index_oid and not entry.mode_changed else "M"
     entries = {name: item for name, item in status.entries.items() if name != path}
     if entry.code[0] != " " or y != " ":
         entries[path] = replace(entry, code=entry.code[0] + y)
     return replace(status, entries=entries)
+
+
+def after_untracked_change(status: TreeStatus, path: str, exists: bool) -> TreeStatus | None:
+    """The status once the untracked or ignored file `path` was rewritten, replaced or removed (not
+    through git; the ignore rules and the index as they were): it is still what it was while a file
+    is there, and gone from the status when none is. None when `status` lists `path` otherwise."""
+    entry = status.entries.get(path)
+    if entry is None or entry.code not in ("??", "!!"):
+        return None
+    if exists:
+        return status
+    return replace(status, entries={name: item for name, item in status.entries.items() if name != path})
 
 
 def _below_any(path: str, roots: set[str]) -> bool:
@@ -124,9 +144,11 @@ def parse(data: bytes) -> TreeStatus:
             # (not with --no-renames, but read it safely); "u XY sub m1 m2 m3 mW h1 h2 h3 path".
             parts = item.split(b" ", _FIELDS[kind])
             xy = parts[1].decode("ascii", "replace").replace(".", " ")
-            index_oid = parts[7].decode("ascii", "replace") if kind == b"1 " else ""
-            entries[os.fsdecode(parts[-1])] = Entry(xy, submodule=parts[2].startswith(b"S"),
-                                                    staged=xy[:1] != " ", unmerged=kind == b"u ", index_oid=index_oid)
+            ordinary = kind == b"1 "
+            entries[os.fsdecode(parts[-1])] = Entry(
+                xy, submodule=parts[2].startswith(b"S"), staged=xy[:1] != " ", unmerged=kind == b"u ",
+                index_oid=parts[7].decode("ascii", "replace") if ordinary else "",
+                mode_changed=ordinary and parts[4] != parts[5])
             if kind == b"2 ":
                 next(items, None)
     return TreeStatus(head, entries)
