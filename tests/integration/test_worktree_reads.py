@@ -1,7 +1,8 @@
-"""One full `git status` per iteration, and what it still gets right: the read after a session
+"""How few `git status` reads the loop makes, and what it still gets right: the read after a session
 serves the next iteration's "before" and its checkpoint; the ticked goal file is accounted for
-from its bytes (the same answer git gives, checked against git); verify output makes the loop
-read the whole tree again."""
+from its bytes (the same answer git gives, checked against git). Watched (inotify), the loop asks
+git about the new files alone; unwatched (`KILO_LOOP_WATCH=0`, or no inotify) it reads the whole
+tree once per iteration, and again after verify output."""
 
 from __future__ import annotations
 
@@ -45,16 +46,30 @@ class StatusCalls:
         monkeypatch.setattr(gitstatus, "git_output", counting)
 
 
-async def test_one_full_status_per_iteration_and_the_tick_refreshed_alone(
-        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(params=["watched", "unwatched"])
+def watched(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    if request.param == "unwatched":
+        monkeypatch.setenv("KILO_LOOP_WATCH", "0")
+    return request.param == "watched"
+
+
+# Watched: two full reads before the first iteration (which folders git ignores, then the tree once
+# the watches are set), then only the agent's new files; the progress report is new once.
+NEW_FILES = [(".kilocode-loop/progress.json", "a.txt"), ("b.txt",), ("c.txt",)]
+
+
+async def test_one_read_per_iteration_and_the_tick_refreshed_alone(
+        project: Path, monkeypatch: pytest.MonkeyPatch, watched: bool) -> None:
     commit_plan(project)
     calls = StatusCalls(monkeypatch)
     turns = [done_turn("stage-1", "a.txt"), done_turn("stage-2", "b.txt"), done_turn("stage-3", "c.txt", 100)]
     run = start_loop(project, turns, THREE)
     state = await run.finish()
     assert state.status == "done" and state.iteration == 3
-    assert calls.full == 1 + 3  # the first "before", then one after each session
-    assert calls.paths == []  # each tick worked out from the goal file's bytes, without git
+    if watched:
+        assert (calls.full, calls.paths) == (2, NEW_FILES)  # each tick worked out from the goal file's bytes
+    else:
+        assert (calls.full, calls.paths) == (1 + 3, [])  # the first "before", then one after each session
     # The goal file the loop ticked is not the agent's change: each iteration reports its own file only.
     assert [item.files_changed for item in state.iterations] == [["a.txt"], ["b.txt"], ["c.txt"]]
     # Yet the checkpoint before iteration 2 saw the tick and iteration 1's file, from the reused read.
@@ -68,24 +83,28 @@ async def test_one_full_status_per_iteration_and_the_tick_refreshed_alone(
     assert (project / "plan.md").read_text().count("[x]") == 1
 
 
-async def test_without_checkpoints_the_same_one_read(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_without_checkpoints_the_same_reads(
+        project: Path, monkeypatch: pytest.MonkeyPatch, watched: bool) -> None:
     calls = StatusCalls(monkeypatch)
     turns = [done_turn("stage-1", "a.txt"), done_turn("stage-2", "b.txt"), done_turn("stage-3", "c.txt", 100)]
     state = await start_loop(project, turns, THREE, checkpoint=False).finish()
     assert state.status == "done"
-    assert calls.full == 4 and calls.paths == []
+    assert (calls.full, calls.paths) == ((2, NEW_FILES) if watched else (4, []))
     assert [item.files_changed for item in state.iterations] == [["a.txt"], ["b.txt"], ["c.txt"]]
 
 
-async def test_verify_output_makes_the_loop_read_the_whole_tree_again(
-        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_verify_output_is_read_before_the_next_iteration(
+        project: Path, monkeypatch: pytest.MonkeyPatch, watched: bool) -> None:
     calls = StatusCalls(monkeypatch)
     turns = [done_turn("stage-1", "a.txt"), done_turn("stage-2", "b.txt", 100)]
     # The verify command is a fixed argv-free line of the test's own: it writes one file and passes.
     state = await start_loop(project, turns, "# Two\n\n- [ ] First stage\n- [ ] Second stage\n",
                              verify="echo ok > verify.out").finish()
     assert state.status == "done"
-    assert calls.full == 2 + 2 and calls.paths == []  # a fresh "before" after each verify
+    if watched:  # the verify's file, asked about before iteration 2
+        assert (calls.full, calls.paths) == (2, [(".kilocode-loop/progress.json", "a.txt"), ("verify.out",), ("b.txt",)])
+    else:
+        assert (calls.full, calls.paths) == (2 + 2, [])  # a fresh "before" after each verify
     # verify.out appeared after iteration 1's read: iteration 2's fresh "before" has it, so it is not
     # reported as iteration 2's change.
     assert [item.files_changed for item in state.iterations] == [["a.txt"], ["b.txt"]]

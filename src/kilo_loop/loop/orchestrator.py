@@ -139,6 +139,8 @@ class Orchestrator:
         except Exception as exc:  # noqa: BLE001 — the run must end with a saved state and report, whatever broke
             rec.emit(Crashed(message=f"internal error: {exc}", traceback=traceback.format_exc()[-4000:]))
             status, reason = "error", f"internal error: {exc}"
+        finally:
+            self._tree.close()
         self._finish(status, reason)
         return status
 

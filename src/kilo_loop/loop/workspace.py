@@ -1,20 +1,34 @@
 """Which files an iteration changed: the work tree's `git status` before and after it.
 
-One full status per iteration: the read after a session is the next iteration's "before" (and
-its checkpoint's status), since nothing but the loop's own files changes in between. What the
-loop writes outside its folder it either names (`wrote`: the ticked goal file, worked out from
-its bytes before and after, or a pathspec-limited status) or forgets the read (`forget`: verify
-output, an operator's edits while paused).
+The read after a session is the next iteration's "before" (and its checkpoint's status). Where
+inotify watches the tree (`treewatch`), a read asks git about the paths written since the last
+one alone, and nothing at all when none was; what the loop writes itself is seen the same way,
+except the ticked goal file (`wrote`), whose status is worked out from its bytes before and after.
+Without a watch every read is a full status, and the loop forgets its read whenever something it
+cannot name may have written (`forget`: verify output, an operator's edits while paused).
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
 from kilo_loop.git import GitError
-from kilo_loop.gitstatus import Snapshot, TreeStatus, after_write, read_status, snapshot
+from kilo_loop.gitstatus import (
+    Snapshot,
+    TreeStatus,
+    after_edit,
+    after_untracked_change,
+    after_write,
+    read_status,
+    snapshot,
+)
 from kilo_loop.run.layout import LOOP_DIR
+from kilo_loop.treewatch import TreeWatch, only_edited, wanted
+
+_HASH_LIMIT = 4 << 20  # a bigger file is left to git, which streams it
 
 __all__ = ["Snapshot", "WorkTree", "changed_between", "snapshot_worktree"]
 
@@ -33,25 +47,53 @@ def changed_between(before: Snapshot, after: Snapshot) -> list[str]:
 class WorkTree:
     """The project's work tree as the loop last read it (`project` is the repository's top level)."""
 
-    def __init__(self, project: Path) -> None:
+    def __init__(self, project: Path, watch: bool = True) -> None:
         self.project = project
         self._root = project.resolve()
         self._status: TreeStatus | None = None
+        self._watch: TreeWatch | None = None
+        self._watching = watch and wanted()  # until the tree turns out not to be watchable
 
     def read(self) -> TreeStatus:
         """A fresh status, kept for the next iteration."""
-        self._status = read_status(self.project)
-        return self._status
+        status, watch = self._status, self._watch
+        changes = watch.take() if watch is not None and status is not None else None
+        if watch is None or status is None or changes is None:
+            return self._read_all()
+        ask: list[str] = []
+        for path, events in changes.items():
+            known = self._known(status, path, only_edited(events) and not watch.attributes)
+            if known is None:
+                ask.append(path)
+            else:
+                status = known
+        if ask:
+            try:
+                status = status.merged(read_status(self.project, paths=sorted(ask)), ask)
+            except GitError:
+                return self._read_all()
+            watch.follow(status)
+        self._status = status
+        return status
 
     def current(self) -> TreeStatus:
         """The kept status, or a fresh one when something may have changed the tree since."""
-        return self._status if self._status is not None else self.read()
+        if self._status is None or self._watch is not None:
+            return self.read()
+        return self._status
 
     def snapshot(self, status: TreeStatus) -> Snapshot:
         return snapshot(self.project, status, LOOP_DIR)
 
     def forget(self) -> None:
-        self._status = None
+        """Something the loop cannot name may have written (a watch sees it anyway)."""
+        if self._watch is None:
+            self._status = None
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
 
     def wrote(self, file: Path, before: bytes | None) -> None:
         """The loop rewrote `file`, which held `before` (None: unknown): update the read without git
@@ -69,6 +111,8 @@ class WorkTree:
             self.refresh([file])
         else:
             self._status = known
+            if self._watch is not None:
+                self._watch.discard(path)
 
     def refresh(self, files: Iterable[Path]) -> None:
         """The loop wrote `files`: ask git about them alone (forget the read if that cannot be done)."""
@@ -79,3 +123,45 @@ class WorkTree:
             self._status = self._status.merged(read_status(self.project, paths=paths), paths)
         except (ValueError, OSError, GitError):  # outside the project, or git failed: read it all next time
             self._status = None
+
+    def _known(self, status: TreeStatus, path: str, edited: bool) -> TreeStatus | None:
+        """`status` once `path` changed, worked out without git where that is safe (None: ask git):
+        an untracked or ignored file stays so (or is gone); a tracked file `edited` in place is
+        compared with its blob in the index."""
+        entry = status.entries.get(path)
+        if entry is not None and entry.code in ("??", "!!"):
+            try:
+                kind: int | None = os.lstat(self._root / path).st_mode
+            except FileNotFoundError:
+                kind = None
+            except OSError:
+                return None
+            return None if kind is not None and stat.S_ISDIR(kind) else after_untracked_change(
+                status, path, kind is not None)
+        return self._edited(status, path) if edited else None
+
+    def _edited(self, status: TreeStatus, path: str) -> TreeStatus | None:
+        """`status` once the file `path` was written in place, from what it holds (None: ask git)."""
+        try:  # O_NOFOLLOW: git records a symbolic link's target, not what it points at
+            with open(os.open(self._root / path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as file:
+                regular = stat.S_ISREG(os.fstat(file.fileno()).st_mode)
+                data = file.read(_HASH_LIMIT + 1) if regular else None
+        except OSError:
+            return None
+        return None if data is None or len(data) > _HASH_LIMIT else after_edit(status, path, data)
+
+    def _read_all(self) -> TreeStatus:
+        """A full status; the watch (re)started first where it can be, so it misses nothing after."""
+        if self._watch is not None and self._watch.broken:
+            self.close()
+        if self._watch is None and self._watching:
+            # Which directories git ignores (they go unwatched) comes from a read before the watch.
+            self._watch = TreeWatch.start(self._root, read_status(self.project))
+            self._watching = self._watch is not None
+        if self._watch is not None:
+            self._watch.take()  # what it saw so far, the read below covers
+        status = read_status(self.project)
+        if self._watch is not None:
+            self._watch.follow(status)
+        self._status = status
+        return status
