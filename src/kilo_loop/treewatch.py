@@ -64,7 +64,7 @@ class TreeWatch:
         self._inotify = inotify
         self._root = root
         self._dirs: dict[int, str] = {}  # watch -> directory, relative to root ("" is root)
-        self._git: set[int] = set()  # watches on git's own directories
+        self._git: dict[int, frozenset[str] | None] = {}  # watches on git's folders -> the names that count
         self._pending: dict[str, int] = {}  # path -> its events since the last take, OR-ed
         self._born: set[str] = set()  # paths whose first event made them (they did not exist before)
         self.attributes = False  # a .gitattributes was seen: git may filter what a file holds
@@ -132,7 +132,7 @@ class TreeWatch:
     # ------------------------------------------------------------ private
     def _drain(self) -> None:
         for event in self._inotify.read(timeout=0):
-            if event.mask & _OVERFLOW or event.wd in self._git:
+            if event.mask & _OVERFLOW or self._counts(event.wd, event.mask, event.name):
                 # Lost events, or a commit, `git add -f`, a new exclude: what git ignores, and with it
                 # which folders need a watch, may have changed.
                 self._unknown = self.broken = True
@@ -156,14 +156,37 @@ class TreeWatch:
             self._born.add(path)
         self._pending[path] = self._pending.get(path, 0) | mask
 
+    def _counts(self, wd: int, mask: int, name: str) -> bool:
+        """Whether an event on one of git's folders may change what status says."""
+        if wd not in self._git:
+            return False
+        names = self._git[wd]
+        return names is None or name in names or bool(mask & (_DELETE_SELF | _MOVE_SELF))
+
     def _watch_git(self) -> None:
+        """Watch the files of git's that status reads: HEAD, the index, the branch HEAD names (loose or
+        packed), config, and the exclude/attributes/sparse-checkout files; other repositories' work
+        (a fleet's other worktrees making branches, objects, logs) is not watched."""
         out = git_output(self._root, "rev-parse", "--absolute-git-dir", "--git-common-dir").decode()
         git_dir, common = (Path(line) for line in out.splitlines()[:2])
         common = common if common.is_absolute() else self._root / common
-        places = {git_dir, common, common / "info", *_subdirs(common / "refs" / "heads")}
-        for place in places:
-            if place.is_dir():
-                self._git.add(self._inotify.add_watch(place, _CHANGES | _ONLYDIR | _DONT_FOLLOW))
+        places: dict[Path, frozenset[str] | None] = {}
+        info = frozenset({"exclude", "attributes", "sparse-checkout"})
+        for folder, names in ((git_dir, frozenset({"HEAD", "index", "info", "config.worktree"})),
+                              (common, frozenset({"packed-refs", "config", "info"})),
+                              (git_dir / "info", info), (common / "info", info)):
+            places[folder] = (places.get(folder) or frozenset()) | names
+        branch = _branch(git_dir)
+        if branch is not None:
+            ref = common / branch
+            if ref.parent.is_dir():
+                places[ref.parent] = frozenset({ref.name})
+            else:  # an unborn branch below a folder not made yet: any change of the branches counts
+                places.update(dict.fromkeys(_subdirs(common / "refs" / "heads")))
+        for folder, counted in places.items():
+            if folder.is_dir():
+                self._git[self._inotify.add_watch(folder, _CHANGES | _DELETE_SELF | _MOVE_SELF | _ONLYDIR
+                                                  | _DONT_FOLLOW)] = counted
         self.attributes = (common / "info" / "attributes").exists() or _global_attributes(self._root)
 
     def _watch_dirs(self, top: str, status: TreeStatus) -> None:
@@ -216,6 +239,15 @@ def _global_attributes(root: Path) -> bool:
         return bool(git_output(root, "config", "--get", "core.attributesFile").strip())
     except GitError:  # unset: git config exits 1
         return False
+
+
+def _branch(git_dir: Path) -> str | None:
+    """The ref HEAD names (`refs/heads/main`), or None when HEAD is detached."""
+    try:
+        head = (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    return head.removeprefix("ref: ").strip() if head.startswith("ref: ") else None
 
 
 def _subdirs(top: Path) -> Iterator[Path]:

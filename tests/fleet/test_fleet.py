@@ -65,7 +65,7 @@ def test_twelve_jobs_over_three_workers_each_run_exactly_once(tmp_path: Path, re
     workers_used = set()
     for n, run_id in enumerate(run_ids):
         result = store.result(run_id)
-        assert result["status"] == b"done", (run_id, result.get("status"))
+        assert result["status"] == b"done", (run_id, result.get("status"), [e for e in events_of(store, run_id) if e["type"] in ("crashed", "warning", "run-finished", "error")])
         assert f"+{n}".encode() in result["patch"]
         assert b"# Run " in result["report"] and result["archive"][:2] == b"\x1f\x8b"
         started = [e for e in events_of(store, run_id) if e["type"] == "run-started"]

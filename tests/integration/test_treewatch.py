@@ -125,6 +125,12 @@ class Tree:
         git(self.project, "add", "-A")
         git(self.project, "commit", "-qm", "step", "--allow-empty")
 
+    def new_branch(self) -> None:
+        git(self.project, "checkout", "-q", "-b", f"b{self.rng.randrange(10_000)}")
+
+    def detach(self) -> None:
+        git(self.project, "checkout", "-q", "--detach")
+
     def ignore_more(self) -> None:
         if (self.project / ".gitignore").is_dir():  # file_to_dir made it a folder
             return
@@ -142,6 +148,7 @@ class Tree:
             self.edit, self.edit, self.edit, self.write_back, self.create, self.create_tree, self.delete,
             self.delete_tree, self.rename_file, self.rename_dir, self.atomic_replace, self.chmod, self.crlf,
             self.symlink, self.into_ignored, self.stage, self.commit, self.ignore_more, self.file_to_dir,
+            self.new_branch, self.detach,
         ]
         action = self.rng.choice(actions)
         action()
@@ -221,3 +228,22 @@ def test_a_switched_off_watch_reads_the_whole_tree(project: Path, monkeypatch: p
     calls = StatusCalls(monkeypatch)
     tree.read()
     assert tree._watch is None and calls.full == 1
+
+
+def test_other_branches_and_worktrees_do_not_count(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fleet's other jobs make branches and commits in the same repository: the watched tree, a
+    linked worktree on its own branch, is not read again for them, and still sees its own commit."""
+    seed_tree(project)
+    linked = project.parent / "linked"
+    git(project, "worktree", "add", "-q", "-b", "job", str(linked))
+    tree = WorkTree(linked)
+    tree.read()
+    calls = StatusCalls(monkeypatch)
+    git(project, "branch", "other")
+    (project / "notes.txt").write_text("main's own work\n")
+    git(project, "commit", "-qam", "main moves on")
+    assert tree.read().entries == {} and (calls.full, calls.paths) == (0, [])
+    (linked / "notes.txt").write_text("the job's work\n")
+    git(linked, "commit", "-qam", "job commits")
+    assert tree.read().head == gitstatus.read_status(linked).head and calls.full >= 1
+    tree.close()
