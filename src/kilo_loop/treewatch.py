@@ -24,8 +24,9 @@ a pathspec inside one), or with more than `MAX_DIRS` directories to watch.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,6 +40,13 @@ MAX_DIRS = 20_000
 MAX_PATHS = 500  # past this a limited status costs about what a full one does
 SWITCH = "KILO_LOOP_WATCH"
 _RULE_FILES = frozenset({".gitignore", ".gitattributes", ".gitmodules"})
+# Folders most projects ignore and that can hold many folders: not walked before the first read
+# confirms it (a project that tracks one costs a second read).
+_LIKELY_IGNORED = frozenset({
+    "node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
+    ".ruff_cache", "dist", "build", "target", ".next", ".nuxt", ".cache", ".gradle", ".terraform",
+    "coverage", ".turbo", ".parcel-cache", "runs",
+})
 
 # linux/inotify.h
 _MODIFY, _ATTRIB, _MOVED_FROM, _MOVED_TO = 0x2, 0x4, 0x40, 0x80
@@ -69,28 +77,43 @@ class TreeWatch:
         self._born: set[str] = set()  # paths whose first event made them (they did not exist before)
         self.attributes = False  # a .gitattributes was seen: git may filter what a file holds
         self._new_dirs: set[str] = set()
+        self._skipped: list[str] = []  # folders `start` left out as probably ignored
         self._unknown = False
         self.broken = False  # the watches no longer match the tree: close, start anew
 
     @classmethod
-    def start(cls, root: Path, status: TreeStatus) -> TreeWatch | None:
-        """Watch the work tree that `status` (a full read) describes; None when it cannot be watched."""
-        if any(entry.submodule for entry in status.entries.values()):
-            return None
+    def start(cls, root: Path, ignored: TreeStatus | None = None) -> TreeWatch | None:
+        """Watch the work tree at `root`; None when it cannot be. Folders that are probably ignored
+        (`ignored`, an earlier read, says so, or a name like node_modules) are left out until
+        `settle` checks them against the read taken next."""
         try:
-            from inotify_simple import INotify  # Linux only, and only a run needs it
-
-            inotify = INotify()
+            inotify = _inotify()
         except (ImportError, OSError, AttributeError):  # AttributeError: a libc without inotify
             return None
         watch = cls(inotify, root)
         try:
             watch._watch_git()
-            watch._watch_dirs("", status)
-        except (OSError, GitError, Unwatchable):
+            watch._watch_dirs("", lambda path: _probably_ignored(path, ignored), watch._skipped)
+        except (OSError, Unwatchable):
             watch.close()
             return None
         return watch
+
+    def settle(self, status: TreeStatus) -> bool:
+        """Fit the watches to `status`, the first full read since `start`: drop the ones on folders git
+        ignores (their files are one "ignored folder" to status), add the skipped folders it does not
+        ignore. False when any was added: changes there since `start` were missed, so read again.
+        Unwatchable: a submodule or a nested repository."""
+        if any(entry.submodule for entry in status.entries.values()):
+            raise Unwatchable("a submodule")
+        for wd, folder in list(self._dirs.items()):
+            if folder and _ignored(folder, status):
+                self._unwatch(wd)
+        missed = [folder for folder in self._skipped if not _ignored(folder, status)]
+        self._skipped = []
+        for folder in missed:
+            self._watch_dirs(folder, lambda path: _ignored_dir(path, status))
+        return not missed
 
     def close(self) -> None:
         self._inotify.close()
@@ -125,7 +148,7 @@ class TreeWatch:
         try:
             for path in sorted(new):
                 if (self._root / path).is_dir() and not _ignored(path, status):
-                    self._watch_dirs(path, status)
+                    self._watch_dirs(path, lambda child: _ignored_dir(child, status))
         except (OSError, Unwatchable):
             self._unknown = self.broken = True
 
@@ -167,9 +190,7 @@ class TreeWatch:
         """Watch the files of git's that status reads: HEAD, the index, the branch HEAD names (loose or
         packed), config, and the exclude/attributes/sparse-checkout files; other repositories' work
         (a fleet's other worktrees making branches, objects, logs) is not watched."""
-        out = git_output(self._root, "rev-parse", "--absolute-git-dir", "--git-common-dir").decode()
-        git_dir, common = (Path(line) for line in out.splitlines()[:2])
-        common = common if common.is_absolute() else self._root / common
+        git_dir, common = _git_dirs(self._root)
         places: dict[Path, frozenset[str] | None] = {}
         info = frozenset({"exclude", "attributes", "sparse-checkout"})
         for folder, names in ((git_dir, frozenset({"HEAD", "index", "info", "config.worktree"})),
@@ -189,8 +210,9 @@ class TreeWatch:
                                                   | _DONT_FOLLOW)] = counted
         self.attributes = (common / "info" / "attributes").exists() or _global_attributes(self._root)
 
-    def _watch_dirs(self, top: str, status: TreeStatus) -> None:
-        """Watch `top` and the directories below it that git does not ignore."""
+    def _watch_dirs(self, top: str, skip: Callable[[str], bool], skipped: list[str] | None = None) -> None:
+        """Watch `top` and the folders below it, but those `skip` names (and what is below them),
+        which go to `skipped` when given."""
         stack = [top]
         while stack:
             relative = stack.pop()
@@ -201,22 +223,34 @@ class TreeWatch:
                 continue
             if len(self._dirs) > MAX_DIRS:
                 raise Unwatchable(f"more than {MAX_DIRS} directories")
-            for entry in entries:
-                self.attributes = self.attributes or entry.name == ".gitattributes"
-                if not entry.is_dir(follow_symlinks=False):
-                    continue
-                child = f"{relative}/{entry.name}" if relative else entry.name
-                if entry.name == ".git":
-                    if relative:
-                        raise Unwatchable(f"a nested repository at {relative}")
-                elif not _ignored_dir(child, status):
+            names = [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
+            self.attributes = self.attributes or any(entry.name == ".gitattributes" for entry in entries)
+            if relative and ".git" in names:
+                raise Unwatchable(f"a nested repository at {relative}")
+            prefix = relative + "/" if relative else ""
+            for child in (prefix + name for name in names if name != ".git"):
+                if not skip(child):
                     stack.append(child)
+                elif skipped is not None:
+                    skipped.append(child)
+
+    def _unwatch(self, wd: int) -> None:
+        folder = self._dirs.pop(wd)
+        with contextlib.suppress(OSError):  # gone already
+            self._inotify.rm_watch(wd)
+        below = folder + "/"
+        for path in [path for path in self._pending if path == folder or path.startswith(below)]:
+            del self._pending[path]
 
 
 def only_edited(mask: int) -> bool:
     """Whether the events of a path were all writes into the file as it was (no new file, no rename,
     no change of mode): then what it holds tells its status, unless git filters it (`attributes`)."""
     return mask == _MODIFY
+
+
+def _probably_ignored(path: str, status: TreeStatus | None) -> bool:
+    return os.path.basename(path) in _LIKELY_IGNORED or (status is not None and _ignored_dir(path, status))
 
 
 def _ignored(path: str, status: TreeStatus) -> bool:
@@ -239,6 +273,35 @@ def _global_attributes(root: Path) -> bool:
         return bool(git_output(root, "config", "--get", "core.attributesFile").strip())
     except GitError:  # unset: git config exits 1
         return False
+
+
+def _inotify() -> INotify:
+    """A new inotify instance. inotify_simple finds libc with ctypes.util.find_library, which runs
+    `ldconfig -p` (~30 ms); the interpreter has libc loaded already, so hand it that one."""
+    import ctypes  # here: Linux only, and only a run needs them
+
+    import inotify_simple
+
+    if getattr(inotify_simple, "_libc", None) is None:
+        inotify_simple._libc = ctypes.CDLL(None, use_errno=True)
+    return inotify_simple.INotify()
+
+
+def _git_dirs(root: Path) -> tuple[Path, Path]:
+    """The git directory of the work tree at `root` and the common one (they differ in a linked
+    worktree: `.git` is a file naming its folder, which names the common one in `commondir`)."""
+    dot_git = root / ".git"
+    if dot_git.is_dir():
+        return dot_git, dot_git
+    text = dot_git.read_text(encoding="utf-8", errors="replace")  # OSError: neither (watch nothing)
+    if not text.startswith("gitdir: "):
+        raise Unwatchable(f"{dot_git} names no git directory")
+    git_dir = (root / text.removeprefix("gitdir: ").strip()).resolve()
+    try:
+        common = git_dir / (git_dir / "commondir").read_text(encoding="utf-8", errors="replace").strip()
+    except FileNotFoundError:
+        return git_dir, git_dir
+    return git_dir, common.resolve()
 
 
 def _branch(git_dir: Path) -> str | None:

@@ -247,3 +247,34 @@ def test_other_branches_and_worktrees_do_not_count(project: Path, monkeypatch: p
     git(linked, "commit", "-qam", "job commits")
     assert tree.read().head == gitstatus.read_status(linked).head and calls.full >= 1
     tree.close()
+
+
+def test_a_tracked_folder_with_an_ignored_looking_name_is_watched(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`build/` is left out of the first walk as probably ignored; tracked here, it gets its watch
+    and one more full read, and edits in it are seen."""
+    (project / "build").mkdir()
+    (project / "build" / "recipe.txt").write_text("tracked\n")
+    git(project, "add", "build/recipe.txt")
+    git(project, "commit", "-qm", "a tracked build folder")
+    calls = StatusCalls(monkeypatch)
+    tree = WorkTree(project)
+    tree.read()
+    assert calls.full == 2
+    (project / "build" / "recipe.txt").write_text("edited\n")
+    assert tree.read().entries["build/recipe.txt"].code == " M"
+    tree.close()
+
+
+def test_an_ignored_folder_is_one_entry_and_unwatched(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (project / ".gitignore").write_text("scratch/\n")
+    git(project, "add", ".gitignore")
+    git(project, "commit", "-qm", "ignore scratch")
+    (project / "scratch" / "deep").mkdir(parents=True)
+    calls = StatusCalls(monkeypatch)
+    tree = WorkTree(project)
+    first = tree.read()
+    assert calls.full == 1 and first.entries["scratch/"].code == "!!"
+    (project / "scratch" / "deep" / "out.bin").write_bytes(b"\0")
+    assert tree.read() is first and calls.paths == []
+    tree.close()

@@ -53,8 +53,8 @@ def watched(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     return request.param == "watched"
 
 
-# Watched: two full reads before the first iteration (which folders git ignores, then the tree once
-# the watches are set), then only the agent's new files; the progress report is new once.
+# Watched: one full read before the first iteration (once the watches are set), then only the agent's
+# new files; the progress report is new once.
 NEW_FILES = [(".kilocode-loop/progress.json", "a.txt"), ("b.txt",), ("c.txt",)]
 
 
@@ -67,7 +67,7 @@ async def test_one_read_per_iteration_and_the_tick_refreshed_alone(
     state = await run.finish()
     assert state.status == "done" and state.iteration == 3
     if watched:
-        assert (calls.full, calls.paths) == (2, NEW_FILES)  # each tick worked out from the goal file's bytes
+        assert (calls.full, calls.paths) == (1, NEW_FILES)  # each tick worked out from the goal file's bytes
     else:
         assert (calls.full, calls.paths) == (1 + 3, [])  # the first "before", then one after each session
     # The goal file the loop ticked is not the agent's change: each iteration reports its own file only.
@@ -89,7 +89,7 @@ async def test_without_checkpoints_the_same_reads(
     turns = [done_turn("stage-1", "a.txt"), done_turn("stage-2", "b.txt"), done_turn("stage-3", "c.txt", 100)]
     state = await start_loop(project, turns, THREE, checkpoint=False).finish()
     assert state.status == "done"
-    assert (calls.full, calls.paths) == ((2, NEW_FILES) if watched else (4, []))
+    assert (calls.full, calls.paths) == ((1, NEW_FILES) if watched else (4, []))
     assert [item.files_changed for item in state.iterations] == [["a.txt"], ["b.txt"], ["c.txt"]]
 
 
@@ -102,7 +102,7 @@ async def test_verify_output_is_read_before_the_next_iteration(
                              verify="echo ok > verify.out").finish()
     assert state.status == "done"
     if watched:  # the verify's file, asked about before iteration 2
-        assert (calls.full, calls.paths) == (2, [(".kilocode-loop/progress.json", "a.txt"), ("verify.out",), ("b.txt",)])
+        assert (calls.full, calls.paths) == (1, [(".kilocode-loop/progress.json", "a.txt"), ("verify.out",), ("b.txt",)])
     else:
         assert (calls.full, calls.paths) == (2 + 2, [])  # a fresh "before" after each verify
     # verify.out appeared after iteration 1's read: iteration 2's fresh "before" has it, so it is not

@@ -26,7 +26,7 @@ from kilo_loop.gitstatus import (
     snapshot,
 )
 from kilo_loop.run.layout import LOOP_DIR
-from kilo_loop.treewatch import TreeWatch, only_edited, wanted
+from kilo_loop.treewatch import TreeWatch, Unwatchable, only_edited, wanted
 
 _HASH_LIMIT = 4 << 20  # a bigger file is left to git, which streams it
 
@@ -154,13 +154,22 @@ class WorkTree:
         """A full status; the watch (re)started first where it can be, so it misses nothing after."""
         if self._watch is not None and self._watch.broken:
             self.close()
-        if self._watch is None and self._watching:
-            # Which directories git ignores (they go unwatched) comes from a read before the watch.
-            self._watch = TreeWatch.start(self._root, read_status(self.project))
+        fresh = self._watch is None and self._watching
+        if fresh:
+            self._watch = TreeWatch.start(self._root, self._status)
             self._watching = self._watch is not None
-        if self._watch is not None:
-            self._watch.take()  # what it saw so far, the read below covers
+        watch = self._watch
+        if watch is not None:
+            watch.take()  # what it saw so far, the read below covers
         status = read_status(self.project)
+        if watch is not None and fresh:
+            try:
+                if not watch.settle(status):  # a folder went unwatched while git read it
+                    watch.take()
+                    status = read_status(self.project)
+            except (OSError, Unwatchable):
+                self.close()
+                self._watching = False
         if self._watch is not None:
             self._watch.follow(status)
         self._status = status
