@@ -308,7 +308,12 @@ def _inline_value(data: bytes, pos: int, eol: int, key: str, sep_start: int, sep
 def _encoded_value(data: bytes, pos: int, eol: int, key: str) -> Outcome:
     """A percent-encoded value: up to the next encoded delimiter; ``Bearer%20token`` keeps the scheme."""
     cut = _ENCODED_DELIMITER.search(data, pos, eol)
-    end = _INLINE_VALUE.match(data, pos, cut.start() if cut else eol).end()  # type: ignore[union-attr]
+    limit = cut.start() if cut else eol
+    quoted = _quoted_span(data, pos, limit)
+    if quoted:  # ``password%3D'x1y2'``
+        return Outcome(_value_edit(data, quoted[0], quoted[1], key), quoted[2])
+    value = _INLINE_VALUE.match(data, pos, limit)
+    end = value.end() if value else pos
     if cut and cut.start() == end and _text(data[pos:end]).lower() in sp.AUTH_SCHEMES:
         return _encoded_value(data, cut.end(), eol, key)
     return Outcome(_value_edit(data, pos, end, key) if end > pos else _SKIP, max(end, pos + 1))
