@@ -145,6 +145,10 @@ def _scheme_split(value: bytes) -> int:
 # no placeholder, number, auth scheme, version, plain name or earlier redaction can look like
 # that, so of all the judgements below only "the value is the key's own name" is left to ask.
 _PLAIN_TOKEN = re.compile(rb"[A-Za-z0-9_+/=-]+")
+# Letters and digits, both, and "=" padding at most: a plain token no type annotation or code
+# reference can be either (a name with a digit is never a builtin type name, and with nothing
+# after it on the line it is no call, subscript or default).
+_MIXED_WORD = re.compile(rb"(?=[A-Za-z]*[0-9])(?=[0-9]*[A-Za-z])[A-Za-z0-9]+=*")
 _DIGIT = re.compile(rb"[0-9]")
 _LETTER = re.compile(rb"[A-Za-z]")
 
@@ -353,6 +357,10 @@ def _line_start_value(
         return _continuation(data, eol, indent, ())
     comment = _COMMENT.search(data, pos, eol)
     end = _content_end(data, pos, comment.start() if comment else eol)
+    if _MIXED_WORD.fullmatch(data, pos, end):
+        # the commonest secret, ``password: hunter2``: no annotation, code or placeholder looks
+        # like this, so of the questions below only "is it the key's own name" is left
+        return Outcome(_value_edit(data, pos, end, key), pos)
     if colon and (default := sp.annotation(data, pos, end)) is not None:
         if default >= end or _is_name(data, default, end):
             return Outcome(_SKIP, pos)  # ``token: str | None = DEFAULT`` — code, no literal

@@ -232,8 +232,13 @@ def _type_like(name: bytes) -> bool:
 
 def names_itself(key: str, value: str) -> bool:
     """``cookie = "cookie"``, ``self.auth = auth``: the value is the key's own name."""
-    last = key.rsplit(".", 1)[-1].lower().strip("-_")
+    last = _own_name(key)
     return bool(last) and value.lower().strip("-_") == last
+
+
+@functools.lru_cache(maxsize=4096)
+def _own_name(key: str) -> str:
+    return key.rsplit(".", 1)[-1].lower().strip("-_")
 
 
 _NAME_LIKE = re.compile(r"[a-z]+(?:[_.:/-][a-z]+)*")
