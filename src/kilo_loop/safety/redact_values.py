@@ -145,10 +145,11 @@ def _scheme_split(value: bytes) -> int:
 # no placeholder, number, auth scheme, version, plain name or earlier redaction can look like
 # that, so of all the judgements below only "the value is the key's own name" is left to ask.
 _PLAIN_TOKEN = re.compile(rb"[A-Za-z0-9_+/=-]+")
-# Letters and digits, both, and "=" padding at most: a plain token no type annotation or code
-# reference can be either (a name with a digit is never a builtin type name, and with nothing
-# after it on the line it is no call, subscript or default).
-_MIXED_WORD = re.compile(rb"(?=[A-Za-z]*[0-9])(?=[0-9]*[A-Za-z])[A-Za-z0-9]+=*")
+# Letters and digits (both), "_" and "-", then "=" padding at most: a plain token that is no
+# type annotation, placeholder or code (a name with a digit is never a builtin type name, and
+# with nothing after it on the line it is no call, subscript or default); as a name it can
+# only be the key's own.
+_MIXED_WORD = re.compile(rb"(?=[A-Za-z_-]*[0-9])(?=[0-9_-]*[A-Za-z])[A-Za-z0-9_-]+=*")
 _DIGIT = re.compile(rb"[0-9]")
 _LETTER = re.compile(rb"[A-Za-z]")
 
@@ -358,8 +359,8 @@ def _line_start_value(
     comment = _COMMENT.search(data, pos, eol)
     end = _content_end(data, pos, comment.start() if comment else eol)
     if _MIXED_WORD.fullmatch(data, pos, end):
-        # the commonest secret, ``password: hunter2``: no annotation, code or placeholder looks
-        # like this, so of the questions below only "is it the key's own name" is left
+        # the commonest secrets, ``password: hunter2``, ``GITHUB_TOKEN=ghp_…``: of the questions
+        # below only "is it the key's own name" can turn them away
         return Outcome(_value_edit(data, pos, end, key), pos)
     if colon and (default := sp.annotation(data, pos, end)) is not None:
         if default >= end or _is_name(data, default, end):
