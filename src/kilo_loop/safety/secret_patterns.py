@@ -404,7 +404,7 @@ _PREFIXED: tuple[tuple[str, str, str], ...] = (
     ("npm", "npm_", "[A-Za-z0-9]{36}\\b"),
     ("telegram", "(?:bot)?[0-9]{8,10}:", "AA[A-Za-z0-9_-]{30,}"),
     ("sendgrid", "SG\\.", "[A-Za-z0-9_-]{16,32}\\.[A-Za-z0-9_-]{16,64}"),
-    ("twilio", "SK", "[0-9a-fA-F]{32}\\b"),  # scan keeps the {32}: "SK" starts many ids
+    ("twilio", "SK", "[0-9a-fA-F]{32}\\b"),
     ("mailgun", "key-", "[0-9a-f]{32}\\b"),
     ("mailchimp", "", "[0-9a-f]{32}-us[0-9]{1,2}\\b"),
     ("shopify", "shp(?:at|ca|pa|ss)_", "[a-fA-F0-9]{32}\\b"),
@@ -496,8 +496,7 @@ B64_RUN_RE = "[A-Za-z0-9+/]{39}"
 
 
 def _prefixed_rule(name: str, prefix: str, body: str) -> Rule:
-    scan = f"{prefix}{body}".replace(_B, "") if name == "twilio" else ""
-    return Rule(name, f"{_B}({prefix}){body}", Kind.KEEP_PREFIX, name if name in CHECKS else "", scan)
+    return Rule(name, f"{_B}({prefix}){body}", Kind.KEEP_PREFIX, name if name in CHECKS else "")
 
 
 RULES: tuple[Rule, ...] = (
