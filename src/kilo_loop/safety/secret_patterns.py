@@ -450,14 +450,17 @@ _GENERIC_SCAN = (
 # A password given as a command argument: unquoted up to a blank or shell operator, or quoted.
 _ARG_VALUE = "([^ \t\r\n'\"`|;&<>]+|'[^'\r\n]*'|\"[^\"\r\n]*\")"
 _SHELL_REST = "[^\r\n|;&]*?"
+# mysql, sshpass, registry logins and Datadog scan for their leading words only: a rest-of-line
+# wildcard in RE2's shared DFA multiplies its states (each new one built while scanning), and the
+# exact pattern decides anyway.
+_REGISTRY_LOGIN = "(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|helm[ \t]+registry)[ \t]+login"
 _ARG_RULES: tuple[Rule, ...] = (
     # mysql -pSECRET (the password is glued to -p; a bare -p prompts)
     Rule("mysql_p", "\\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mariadb|mariadb-dump)"
-         f"[ \t](?:{_SHELL_REST}[ \t])?-p{_ARG_VALUE}", Kind.ARG),
-    Rule("sshpass", f"\\bsshpass[ \t](?:{_SHELL_REST}[ \t])?-p[ \t]*{_ARG_VALUE}", Kind.ARG),
-    Rule("registry_login",
-         "\\b(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|helm[ \t]+registry)[ \t]+login\\b"
-         f"{_SHELL_REST}[ \t]-p[ \t]+{_ARG_VALUE}", Kind.ARG),
+         f"[ \t](?:{_SHELL_REST}[ \t])?-p{_ARG_VALUE}", Kind.ARG, scan="(?:mysql|mariadb)[a-z-]*[ \t]"),
+    Rule("sshpass", f"\\bsshpass[ \t](?:{_SHELL_REST}[ \t])?-p[ \t]*{_ARG_VALUE}", Kind.ARG, scan="sshpass[ \t]"),
+    Rule("registry_login", f"\\b{_REGISTRY_LOGIN}\\b{_SHELL_REST}[ \t]-p[ \t]+{_ARG_VALUE}", Kind.ARG,
+         scan=_REGISTRY_LOGIN),
     # openssl -passin pass:SECRET, -passout pass:…, -pass pass:…
     Rule("pass_arg", "-(?i:pass(?:in|out|word|phrase)?)[ \t=]+[\"']?pass:([^ \t\r\n'\"`|;&<>]+)", Kind.ARG),
     # .netrc: machine host login user password SECRET (one line or several)
@@ -468,7 +471,7 @@ _ARG_RULES: tuple[Rule, ...] = (
          Kind.LINE_ARG),
     # Datadog API (32 hex) and application (40 hex) keys named in prose or a header
     Rule("datadog", "(?i:datadog|\\bdd[ _-]?(?:api|app(?:lication)?))[^\r\n]{0,80}?\\b([0-9a-f]{32}(?:[0-9a-f]{8})?)\\b",
-         Kind.ARG, "datadog"),
+         Kind.ARG, "datadog", scan="(?i:datadog|dd[ _-]?(?:api|app))"),
 )
 
 # Signatures and tokens inside URLs: Azure SAS (sig=), S3 presigned (X-Amz-Signature=, the STS
