@@ -429,6 +429,17 @@ def test_re2_and_python_re_engines_agree() -> None:
     assert fast != text
 
 
+@pytest.mark.parametrize(("pattern", "loose"), [
+    ("\\b(gh[pousr]_)[A-Za-z0-9]{36,}", "(gh[pousr]_)[A-Za-z0-9]"),  # a trailing run: its first character
+    ("(AKIA)[A-Z0-9]{16}\\b", "(AKIA)[A-Z0-9]"),
+    ("x[^\\]a]+", "x[^\\]a]"),
+    ("(?:-p)([^ ]+)", "(?:-p)([^ ]+)"),  # a group's end, a "*" run: left as they are
+    ("k=[a-z]*", "k=[a-z]*"),
+])
+def test_loosening_counts_bounds_and_trailing_runs(pattern: str, loose: str) -> None:
+    assert sp._loosen(pattern) == loose
+
+
 def test_loose_scan_patterns_find_every_exact_match() -> None:
     """The RE2 pass runs loosened patterns; wherever an exact rule matches, its loose form must
     match at the same start, or the secret would never reach the exact check."""
