@@ -433,7 +433,8 @@ def test_re2_and_python_re_engines_agree() -> None:
     ("\\b(gh[pousr]_)[A-Za-z0-9]{36,}", "(gh[pousr]_)[A-Za-z0-9]"),  # a trailing run: its first character
     ("(AKIA)[A-Z0-9]{16}\\b", "(AKIA)[A-Z0-9]"),
     ("x[^\\]a]+", "x[^\\]a]"),
-    ("(?:-p)([^ ]+)", "(?:-p)([^ ]+)"),  # a group's end, a "*" run: left as they are
+    ("(?:-p)([^ ]+)", "(?:-p)([^ ])"),
+    ("(?:-p)([^ ]+)@", "(?:-p)([^ ]+)@"),  # not the last item, or a "*" run: left as they are
     ("k=[a-z]*", "k=[a-z]*"),
 ])
 def test_loosening_counts_bounds_and_trailing_runs(pattern: str, loose: str) -> None:

@@ -546,13 +546,14 @@ def _loosen(pattern: str) -> str:
     ``+``/``*`` and ``\\b`` assertions go.  Counters and word boundaries multiply RE2's DFA states
     when dozens of rules run side by side; the exact pattern is checked afterwards in Python."""
     loose = _COUNTED.sub(lambda m: "+" if int(m.group(1)) else "*", pattern)
-    return _TRAILING_RUN.sub(r"\1", loose.replace("\\b", "").replace("\\B", ""))
+    return _TRAILING_RUN.sub(r"\1\2", loose.replace("\\b", "").replace("\\B", ""))
 
 
-# A pattern's last item, a run of one character class (``[A-Za-z0-9]+``), is cut to one character:
-# the same start positions, but RE2 stops at the match's first character instead of following
-# the whole token through new lazy-DFA states beside every other rule's partial matches.
-_TRAILING_RUN = re.compile(r"(\[(?:\\.|[^\]\\])+\])\+$")
+# A pattern's last item, a run of one character class (``[A-Za-z0-9]+``, also closing a group),
+# is cut to one character: the same start positions, but RE2 stops at the match's first
+# character instead of following the whole token through new lazy-DFA states beside every other
+# rule's partial matches.
+_TRAILING_RUN = re.compile(r"(\[(?:\\.|[^\]\\])+\])\+(\)?)$")
 
 
 def scan_pattern(rules: tuple[Rule, ...] = RULES) -> str:
