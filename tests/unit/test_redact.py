@@ -6,6 +6,7 @@ Fake credentials are assembled at runtime from parts, so no literal token sits i
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 import string
@@ -14,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kilo_loop.safety import secret_patterns as sp
@@ -428,6 +429,18 @@ def test_re2_and_python_re_engines_agree() -> None:
     assert fast != text
 
 
+@pytest.mark.parametrize(("pattern", "loose"), [
+    ("\\b(gh[pousr]_)[A-Za-z0-9]{36,}", "(gh[pousr]_)[A-Za-z0-9]"),  # a trailing run: its first character
+    ("(AKIA)[A-Z0-9]{16}\\b", "(AKIA)[A-Z0-9]"),
+    ("x[^\\]a]+", "x[^\\]a]"),
+    ("(?:-p)([^ ]+)", "(?:-p)([^ ])"),
+    ("(?:-p)([^ ]+)@", "(?:-p)([^ ]+)@"),  # not the last item, or a "*" run: left as they are
+    ("k=[a-z]*", "k=[a-z]*"),
+])
+def test_loosening_counts_bounds_and_trailing_runs(pattern: str, loose: str) -> None:
+    assert sp._loosen(pattern) == loose
+
+
 def test_loose_scan_patterns_find_every_exact_match() -> None:
     """The RE2 pass runs loosened patterns; wherever an exact rule matches, its loose form must
     match at the same start, or the secret would never reach the exact check."""
@@ -469,6 +482,30 @@ def test_property_never_raises_and_is_idempotent(text: str) -> None:
     once = redactor.redact(text)
     assert isinstance(once, str)
     assert redactor.redact(once) == once
+
+
+@functools.cache
+def _bare_engine() -> Engine:
+    return Engine()
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TEXT)
+@example("  - Authorization%3D'x1y2' | None\n")
+def test_property_the_engine_itself_never_fails(text: str) -> None:
+    """``Redactor`` fails closed, which hides an internal error behind ``[REDACTED]`` (a whole
+    CLI block of them): the engine under it must not raise at all."""
+    _bare_engine().scan(text.encode("utf-8", "surrogatepass"))
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("password%3D'x1y2'&a=1", "password%3D'[REDACTED]'&a=1"),
+    ("?auth%3D", "?auth%3D"),
+    ("token%3D%26x", "token%3D%26x"),
+])
+def test_percent_encoded_separator_before_a_quote_or_nothing(redactor: Redactor, text: str, expected: str) -> None:
+    assert redactor.redact(text) == expected
+    assert redactor.redact(expected) == expected
 
 
 def _lines(text: str) -> list[str]:

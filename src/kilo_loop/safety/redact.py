@@ -46,9 +46,9 @@ string.  Redaction is idempotent, never raises (an internal failure yields ``[RE
 whole input: fail closed), and ``redact_lines`` yields exactly what ``redact`` gives for the joined
 text, one output per input line, lazily.
 
-Speed: two RE2 DFAs (all the rules but one, and the long base64 run) run loosened alternations
-over the UTF-8 bytes to find candidate positions; Python's ``re`` confirms the exact rule at the
-nearest candidate and the judgements of ``secret_patterns`` decide, reading only the spans of that
+Speed: three RE2 DFAs (most rules; the generic random-looking value; the long base64 run) run
+loosened alternations over the UTF-8 bytes to find candidate positions; Python's ``re`` confirms
+the exact rule at the nearest candidate and the judgements of ``secret_patterns`` decide, reading only the spans of that
 rule's groups.  Without ``re2`` the exact alternation runs on Python's ``re`` alone.
 ``redact_block`` redacts a block of lines given what the block before left open, so blocks can be
 redacted in other processes (``redact_pool``) and joined.  The rule handlers live in ``redact_values`` (single values, assignments) and

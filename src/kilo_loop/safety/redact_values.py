@@ -145,6 +145,11 @@ def _scheme_split(value: bytes) -> int:
 # no placeholder, number, auth scheme, version, plain name or earlier redaction can look like
 # that, so of all the judgements below only "the value is the key's own name" is left to ask.
 _PLAIN_TOKEN = re.compile(rb"[A-Za-z0-9_+/=-]+")
+# Letters and digits (both), "_" and "-", then "=" padding at most: a plain token that is no
+# type annotation, placeholder or code (a name with a digit is never a builtin type name, and
+# with nothing after it on the line it is no call, subscript or default); as a name it can
+# only be the key's own.
+_MIXED_WORD = re.compile(rb"(?=[A-Za-z_-]*[0-9])(?=[0-9_-]*[A-Za-z])[A-Za-z0-9_-]+=*")
 _DIGIT = re.compile(rb"[0-9]")
 _LETTER = re.compile(rb"[A-Za-z]")
 
@@ -308,7 +313,12 @@ def _inline_value(data: bytes, pos: int, eol: int, key: str, sep_start: int, sep
 def _encoded_value(data: bytes, pos: int, eol: int, key: str) -> Outcome:
     """A percent-encoded value: up to the next encoded delimiter; ``Bearer%20token`` keeps the scheme."""
     cut = _ENCODED_DELIMITER.search(data, pos, eol)
-    end = _INLINE_VALUE.match(data, pos, cut.start() if cut else eol).end()  # type: ignore[union-attr]
+    limit = cut.start() if cut else eol
+    quoted = _quoted_span(data, pos, limit)
+    if quoted:  # ``password%3D'x1y2'``
+        return Outcome(_value_edit(data, quoted[0], quoted[1], key), quoted[2])
+    value = _INLINE_VALUE.match(data, pos, limit)
+    end = value.end() if value else pos
     if cut and cut.start() == end and _text(data[pos:end]).lower() in sp.AUTH_SCHEMES:
         return _encoded_value(data, cut.end(), eol, key)
     return Outcome(_value_edit(data, pos, end, key) if end > pos else _SKIP, max(end, pos + 1))
@@ -348,6 +358,10 @@ def _line_start_value(
         return _continuation(data, eol, indent, ())
     comment = _COMMENT.search(data, pos, eol)
     end = _content_end(data, pos, comment.start() if comment else eol)
+    if _MIXED_WORD.fullmatch(data, pos, end):
+        # the commonest secrets, ``password: hunter2``, ``GITHUB_TOKEN=ghp_…``: of the questions
+        # below only "is it the key's own name" can turn them away
+        return Outcome(_value_edit(data, pos, end, key), pos)
     if colon and (default := sp.annotation(data, pos, end)) is not None:
         if default >= end or _is_name(data, default, end):
             return Outcome(_SKIP, pos)  # ``token: str | None = DEFAULT`` — code, no literal

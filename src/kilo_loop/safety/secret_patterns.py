@@ -232,8 +232,13 @@ def _type_like(name: bytes) -> bool:
 
 def names_itself(key: str, value: str) -> bool:
     """``cookie = "cookie"``, ``self.auth = auth``: the value is the key's own name."""
-    last = key.rsplit(".", 1)[-1].lower().strip("-_")
+    last = _own_name(key)
     return bool(last) and value.lower().strip("-_") == last
+
+
+@functools.lru_cache(maxsize=4096)
+def _own_name(key: str) -> str:
+    return key.rsplit(".", 1)[-1].lower().strip("-_")
 
 
 _NAME_LIKE = re.compile(r"[a-z]+(?:[_.:/-][a-z]+)*")
@@ -399,7 +404,7 @@ _PREFIXED: tuple[tuple[str, str, str], ...] = (
     ("npm", "npm_", "[A-Za-z0-9]{36}\\b"),
     ("telegram", "(?:bot)?[0-9]{8,10}:", "AA[A-Za-z0-9_-]{30,}"),
     ("sendgrid", "SG\\.", "[A-Za-z0-9_-]{16,32}\\.[A-Za-z0-9_-]{16,64}"),
-    ("twilio", "SK", "[0-9a-fA-F]{32}\\b"),  # scan keeps the {32}: "SK" starts many ids
+    ("twilio", "SK", "[0-9a-fA-F]{32}\\b"),
     ("mailgun", "key-", "[0-9a-f]{32}\\b"),
     ("mailchimp", "", "[0-9a-f]{32}-us[0-9]{1,2}\\b"),
     ("shopify", "shp(?:at|ca|pa|ss)_", "[a-fA-F0-9]{32}\\b"),
@@ -445,14 +450,17 @@ _GENERIC_SCAN = (
 # A password given as a command argument: unquoted up to a blank or shell operator, or quoted.
 _ARG_VALUE = "([^ \t\r\n'\"`|;&<>]+|'[^'\r\n]*'|\"[^\"\r\n]*\")"
 _SHELL_REST = "[^\r\n|;&]*?"
+# mysql, sshpass, registry logins and Datadog scan for their leading words only: a rest-of-line
+# wildcard in RE2's shared DFA multiplies its states (each new one built while scanning), and the
+# exact pattern decides anyway.
+_REGISTRY_LOGIN = "(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|helm[ \t]+registry)[ \t]+login"
 _ARG_RULES: tuple[Rule, ...] = (
     # mysql -pSECRET (the password is glued to -p; a bare -p prompts)
     Rule("mysql_p", "\\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mariadb|mariadb-dump)"
-         f"[ \t](?:{_SHELL_REST}[ \t])?-p{_ARG_VALUE}", Kind.ARG),
-    Rule("sshpass", f"\\bsshpass[ \t](?:{_SHELL_REST}[ \t])?-p[ \t]*{_ARG_VALUE}", Kind.ARG),
-    Rule("registry_login",
-         "\\b(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|helm[ \t]+registry)[ \t]+login\\b"
-         f"{_SHELL_REST}[ \t]-p[ \t]+{_ARG_VALUE}", Kind.ARG),
+         f"[ \t](?:{_SHELL_REST}[ \t])?-p{_ARG_VALUE}", Kind.ARG, scan="(?:mysql|mariadb)[a-z-]*[ \t]"),
+    Rule("sshpass", f"\\bsshpass[ \t](?:{_SHELL_REST}[ \t])?-p[ \t]*{_ARG_VALUE}", Kind.ARG, scan="sshpass[ \t]"),
+    Rule("registry_login", f"\\b{_REGISTRY_LOGIN}\\b{_SHELL_REST}[ \t]-p[ \t]+{_ARG_VALUE}", Kind.ARG,
+         scan=_REGISTRY_LOGIN),
     # openssl -passin pass:SECRET, -passout pass:…, -pass pass:…
     Rule("pass_arg", "-(?i:pass(?:in|out|word|phrase)?)[ \t=]+[\"']?pass:([^ \t\r\n'\"`|;&<>]+)", Kind.ARG),
     # .netrc: machine host login user password SECRET (one line or several)
@@ -463,7 +471,7 @@ _ARG_RULES: tuple[Rule, ...] = (
          Kind.LINE_ARG),
     # Datadog API (32 hex) and application (40 hex) keys named in prose or a header
     Rule("datadog", "(?i:datadog|\\bdd[ _-]?(?:api|app(?:lication)?))[^\r\n]{0,80}?\\b([0-9a-f]{32}(?:[0-9a-f]{8})?)\\b",
-         Kind.ARG, "datadog"),
+         Kind.ARG, "datadog", scan="(?i:datadog|dd[ _-]?(?:api|app))"),
 )
 
 # Signatures and tokens inside URLs: Azure SAS (sig=), S3 presigned (X-Amz-Signature=, the STS
@@ -491,8 +499,7 @@ B64_RUN_RE = "[A-Za-z0-9+/]{39}"
 
 
 def _prefixed_rule(name: str, prefix: str, body: str) -> Rule:
-    scan = f"{prefix}{body}".replace(_B, "") if name == "twilio" else ""
-    return Rule(name, f"{_B}({prefix}){body}", Kind.KEEP_PREFIX, name if name in CHECKS else "", scan)
+    return Rule(name, f"{_B}({prefix}){body}", Kind.KEEP_PREFIX, name if name in CHECKS else "")
 
 
 RULES: tuple[Rule, ...] = (
@@ -520,7 +527,7 @@ RULES: tuple[Rule, ...] = (
     # Starting with [a-z0-9]*[A-Z+] keeps ses_/msg_ ids, sha512- integrity, hex SHAs, UUIDs and
     # paths out of the candidates before Python ever sees them.
     Rule("generic", f"[=:][ \t]*(?:\\\\?[\"'])?((?:{_GENERIC_VALUE})={{0,2}})", Kind.GENERIC,
-         scan=f"[=:][ \t]*(?:\\\\?[\"'])?(?:{_GENERIC_SCAN})"),
+         scan=f"[=:][ \t]*(?:\\\\?[\"'])?(?:{_GENERIC_SCAN})", lane="generic"),
     Rule("csv_header", CSV_HEADER_RE, Kind.CSV_HEADER),
     Rule("b64_run", B64_RUN_RE, Kind.B64_RUN, scan=B64_RUN_RE, lane="b64"),
 )
@@ -539,7 +546,14 @@ def _loosen(pattern: str) -> str:
     ``+``/``*`` and ``\\b`` assertions go.  Counters and word boundaries multiply RE2's DFA states
     when dozens of rules run side by side; the exact pattern is checked afterwards in Python."""
     loose = _COUNTED.sub(lambda m: "+" if int(m.group(1)) else "*", pattern)
-    return loose.replace("\\b", "").replace("\\B", "")
+    return _TRAILING_RUN.sub(r"\1\2", loose.replace("\\b", "").replace("\\B", ""))
+
+
+# A pattern's last item, a run of one character class (``[A-Za-z0-9]+``, also closing a group),
+# is cut to one character: the same start positions, but RE2 stops at the match's first
+# character instead of following the whole token through new lazy-DFA states beside every other
+# rule's partial matches.
+_TRAILING_RUN = re.compile(r"(\[(?:\\.|[^\]\\])+\])\+(\)?)$")
 
 
 def scan_pattern(rules: tuple[Rule, ...] = RULES) -> str:
@@ -547,9 +561,10 @@ def scan_pattern(rules: tuple[Rule, ...] = RULES) -> str:
     return "|".join(f"(?:{rule.scan or _loosen(rule.pattern)})" for rule in rules)
 
 
-# All the rules share one RE2 DFA except the base64 run: a counted class of 39 beside the others
-# multiplies the DFA's states (ten times slower), while one DFA for the rest is one call per
-# candidate instead of one per family.
+# All the rules share one RE2 DFA except the base64 run and the generic value: a counted class
+# beside the others multiplies the DFA's states (the base64 run made it ten times slower; the
+# generic rule's tiers kept the lazy DFA building new states all through a dense file, 16 us a
+# candidate instead of 4), while one DFA for the rest is one call per candidate, not one per family.
 
 
 def scan_lanes(rules: tuple[Rule, ...] = RULES) -> list[tuple[str, str]]:
