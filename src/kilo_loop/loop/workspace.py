@@ -143,12 +143,15 @@ class WorkTree:
     def _edited(self, status: TreeStatus, path: str) -> TreeStatus | None:
         """`status` once the file `path` was written in place, from what it holds (None: ask git)."""
         try:  # O_NOFOLLOW: git records a symbolic link's target, not what it points at
-            with open(os.open(self._root / path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as file:
-                regular = stat.S_ISREG(os.fstat(file.fileno()).st_mode)
-                data = file.read(_HASH_LIMIT + 1) if regular else None
+            with open(os.open(self._root / path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb",
+                      buffering=0) as file:
+                info = os.fstat(file.fileno())
+                if not stat.S_ISREG(info.st_mode) or info.st_size > _HASH_LIMIT:
+                    return None
+                data = file.readall()  # sized by the fstat: read(LIMIT) would allocate LIMIT bytes
         except OSError:
             return None
-        return None if data is None or len(data) > _HASH_LIMIT else after_edit(status, path, data)
+        return after_edit(status, path, data)
 
     def _read_all(self) -> TreeStatus:
         """A full status; the watch (re)started first where it can be, so it misses nothing after."""
