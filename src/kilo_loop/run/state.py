@@ -199,9 +199,29 @@ class RunState(WireModel):
     def snapshot(self) -> dict[str, Any]:
         """state.json's content: the header, then the history (iterations, log tail) last."""
         wire = self.model_dump(mode="json", by_alias=True, exclude={"iterations", "log_tail"})
-        wire["iterations"] = [item.wire() for item in self.iterations]
+        wire["iterations"] = _ITERATION_WIRES.of(self.iterations)
         wire["logTail"] = self.log_tail
         return wire
 
     def stage_state(self, stage_id: str) -> StageState | None:
         return next((stage for stage in self.stages if stage.id == stage_id), None)
+
+
+class _WireCache:
+    """The wire form of the iterations the last snapshot held, by identity. The reducer replaces an
+    iteration it changes (model_copy) and never edits one in place, so an item seen before has the
+    same wire form: a snapshot once per iteration dumps one or two items, not the 50 it keeps."""
+
+    def __init__(self) -> None:
+        self._wires: dict[int, tuple[IterationSummary, dict[str, Any]]] = {}
+
+    def of(self, items: list[IterationSummary]) -> list[dict[str, Any]]:
+        kept: dict[int, tuple[IterationSummary, dict[str, Any]]] = {}
+        for item in items:
+            hit = self._wires.get(id(item))
+            kept[id(item)] = hit if hit is not None and hit[0] is item else (item, item.wire())
+        self._wires = kept  # holding the items keeps their ids from being reused
+        return [wire for _item, wire in kept.values()]
+
+
+_ITERATION_WIRES = _WireCache()
