@@ -16,7 +16,7 @@ Printed per runtime and transport:
   their shells), polled from /proc every 50 ms.
 
 Targets: serve's median iteration at most 1/3 of run's; serve's agent-side peak RSS at most
-that of one run-transport CLI process (run's peak, which is one CLI at a time) × 1.25.
+that of one run-transport CLI process (run's peak, which is one CLI at a time) x 1.25.
 Exits 1 when a target is missed. Everything happens in a temporary directory that is removed.
 """
 
@@ -37,7 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.e2e.fake_provider import FakeProvider, call, provider_env, say
+from tests.e2e.fake_provider import FakeProvider, call, provider_env, say  # noqa: E402 — after the path
 
 TOOLS_BIN = REPO / ".tools" / "node_modules" / ".bin"
 WALL_TARGET = 1 / 3
