@@ -78,8 +78,9 @@ class TreeWatch:
         self.attributes = False  # a .gitattributes was seen: git may filter what a file holds
         self._new_dirs: set[str] = set()
         self._skipped: list[str] = []  # folders `start` left out as probably ignored
-        self._unknown = False
-        self.broken = False  # the watches no longer match the tree: close, start anew
+        # Events were lost or the watches no longer match the tree: only a full read can tell, and a
+        # new watch from it.
+        self.broken = False
 
     @classmethod
     def start(cls, root: Path, ignored: TreeStatus | None = None) -> TreeWatch | None:
@@ -126,16 +127,11 @@ class TreeWatch:
         # A path made and removed again since (an atomic write's temporary file) is as it was.
         paths = {path: mask for path, mask in self._pending.items()
                  if path not in self._born or os.path.lexists(self._root / path)}
-        unknown = self._unknown
         self._pending.clear()
         self._born.clear()
-        self._unknown = False
         if any(os.path.basename(path) in _RULE_FILES for path in paths):
             self.broken = True  # what git ignores may have changed, and with it what to watch
-        if unknown or self.broken or len(paths) > MAX_PATHS:
-            return None
-        return paths
-
+        return None if self.broken or len(paths) > MAX_PATHS else paths
 
     def discard(self, path: str) -> None:
         """The loop wrote `path` and knows its status: forget the events of that write."""
@@ -150,7 +146,7 @@ class TreeWatch:
                 if (self._root / path).is_dir() and not _ignored(path, status):
                     self._watch_dirs(path, lambda child: _ignored_dir(child, status))
         except (OSError, Unwatchable):
-            self._unknown = self.broken = True
+            self.broken = True
 
     # ------------------------------------------------------------ private
     def _drain(self) -> None:
@@ -158,21 +154,21 @@ class TreeWatch:
             if event.mask & _OVERFLOW or self._counts(event.wd, event.mask, event.name):
                 # Lost events, or a commit, `git add -f`, a new exclude: what git ignores, and with it
                 # which folders need a watch, may have changed.
-                self._unknown = self.broken = True
+                self.broken = True
             elif event.wd in self._dirs:
                 self._note(self._dirs[event.wd], event.mask, event.name)
 
     def _note(self, directory: str, mask: int, name: str) -> None:
         if mask & (_DELETE_SELF | _MOVE_SELF):
             if not directory or mask & _MOVE_SELF:  # the top level itself, or paths below a moved one
-                self._unknown = self.broken = True
+                self.broken = True
             return  # a deleted directory: its parent reports it by name
         if not mask & _CHANGES or not name:
             return
         path = f"{directory}/{name}" if directory else name
         self.attributes = self.attributes or name == ".gitattributes"
         if mask & _ISDIR and mask & (_MOVED_FROM | _MOVED_TO):
-            self._unknown = self.broken = True  # its watches below would keep the old path
+            self.broken = True  # its watches below would keep the old path
         elif mask & _ISDIR and mask & _CREATE:
             self._new_dirs.add(path)
         if path not in self._pending and mask & _CREATE:  # (a rename may replace a file: not MOVED_TO)
