@@ -16,6 +16,8 @@ UNKNOWN = "\x00"
 HOME = UNKNOWN + "~"
 """The home directory (`~`, `$HOME`): unknown too, but worth naming in messages."""
 
+READ = UNKNOWN + "<stdin>"
+"""A value `read` takes from stdin: data, not known here (`… | while read f; do rm "$f"; done`)."""
 KEEP = UNKNOWN + "keep"
 """A declared name with no value (`export NAME`): its value is kept."""
 LITERALLY = "write the command out literally, with no variables, substitutions or decoding in its name or code"

@@ -251,8 +251,8 @@ def _ssh(args: list[str]) -> Unwrapped:
         return Unwrapped([], noexec=True, local_scripts=local)
     host, command = args[i], args[i + 1:]
     command = command[1:] if command[:1] == ["--"] else command
-    if not command:
-        return Unwrapped([], noexec=True, local_scripts=local)
+    if not command:  # the remote login shell reads its commands from stdin
+        return Unwrapped([], reads_stdin=True, remote=f"ssh {host}", local_scripts=local)
     return Unwrapped([], script=" ".join(command), remote=f"ssh {host}", local_scripts=local)
 
 
@@ -292,11 +292,146 @@ def _osascript(args: list[str]) -> Unwrapped:
     return Unwrapped([], script="\n".join(scripts)) if scripts else NOEXEC
 
 
+_KUBECTL_GLOBAL = frozenset({"namespace", "context", "kubeconfig", "cluster", "user", "server", "as", "token"})
+
+
 def _kubectl_exec(args: list[str]) -> Unwrapped | None:
-    if not args or args[0] != "exec" or "--" not in args:
+    """`kubectl [-n NS] exec POD -- CMD…` (also `oc`), and `oc rsh POD CMD…`."""
+    _, i = parse_options(args, "ns", _KUBECTL_GLOBAL)
+    verb = args[i] if i < len(args) else ""
+    if verb == "rsh" and len(args) > i + 2:
+        return Unwrapped([], script=" ".join(args[i + 2:]), remote="oc rsh")
+    if verb != "exec" or "--" not in args:
         return None
     command = args[args.index("--") + 1:]
     return Unwrapped([], script=" ".join(command), remote="kubectl exec") if command else NOEXEC
+
+
+def _container_exec(args: list[str]) -> Unwrapped | None:
+    """`docker exec [opts] CONTAINER CMD…` (also `docker container exec`, podman, nerdctl)."""
+    rest = args[1:] if args[:1] == ["container"] else args
+    if rest[:1] != ["exec"]:
+        return None
+    _, i = parse_options(rest[1:], "euw", frozenset({"env", "env-file", "user", "workdir", "detach-keys"}))
+    command = rest[1 + i + 1:]
+    return Unwrapped([], script=" ".join(command), remote="container exec") if command else NOEXEC
+
+
+def _after_verb(verbs: frozenset[str], short_arg: str = "", long_arg: frozenset[str] = frozenset(),
+                skip: int = 0) -> Unwrap:
+    """`op run -- CMD`, `aws-vault exec PROFILE -- CMD`, `lerna exec -- CMD`: after `--` when there is one,
+    else after the verb's options (and `skip` operands)."""
+    def unwrap(args: list[str]) -> Unwrapped | None:
+        _, i = parse_options(args, short_arg, long_arg)
+        if i >= len(args) or args[i] not in verbs:
+            return None
+        rest = args[i + 1:]
+        if "--" in rest:
+            return Unwrapped(rest[rest.index("--") + 1:])
+        _, j = parse_options(rest, short_arg, long_arg)
+        return Unwrapped(rest[j + skip:])
+    return unwrap
+
+
+def _remote_runner(host_opts: str, host_long: frozenset[str], label: str) -> Unwrap:
+    """`mosh [opts] HOST -- CMD…`: the command after the host runs on that host."""
+    def unwrap(args: list[str]) -> Unwrapped:
+        _, i = parse_options(args, host_opts, host_long)
+        command = args[i + 1:]
+        command = command[1:] if command[:1] == ["--"] else command
+        if i >= len(args) or not command:
+            return NOEXEC
+        return Unwrapped([], script=" ".join(command), remote=f"{label} {args[i]}")
+    return unwrap
+
+
+def _option_script(keys: tuple[str, ...], short_arg: str = "", long_arg: frozenset[str] = frozenset(),
+                   remote: str | None = None, verbs: tuple[str, ...] = ()) -> Unwrap:
+    """A command that runs the shell string given to one of `keys` (`nix-shell --run CMD`,
+    `vagrant ssh -c CMD`, `nodemon --exec CMD`); only after `verbs` when they are given."""
+    def unwrap(args: list[str]) -> Unwrapped | None:
+        if verbs and args[:len(verbs)] != list(verbs):
+            return None
+        scripts: list[str] = []
+        for index, arg in enumerate(args):
+            name, eq, value = arg.partition("=")
+            if name in keys:
+                scripts.append(value if eq and name.startswith("--") else (
+                    args[index + 1] if index + 1 < len(args) else ""))
+        if not scripts:
+            return None if verbs else NOEXEC
+        return Unwrapped([], script="\n".join(scripts), remote=remote)
+    return unwrap
+
+
+def _every_operand_a_script(value_short: str, value_long: frozenset[str], script_keys: frozenset[str]) -> Unwrap:
+    """`hyperfine 'CMD' 'CMD'…`, `concurrently 'CMD'…`: each operand (and some option values) is a shell string."""
+    def unwrap(args: list[str]) -> Unwrapped:
+        scripts: list[str] = []
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            name, eq, value = arg.partition("=")
+            takes = (name.startswith("--") and name[2:] in value_long) or (
+                len(arg) == 2 and arg.startswith("-") and arg[1] in value_short)
+            if takes:
+                if not eq:
+                    value = args[i + 1] if i + 1 < len(args) else ""
+                    i += 1
+                if name in script_keys:
+                    scripts.append(value)
+            elif not arg.startswith("-") or arg == "-":
+                scripts.append(arg)
+            i += 1
+        return Unwrapped([], script="\n".join(scripts)) if scripts else NOEXEC
+    return unwrap
+
+
+def _ansible(args: list[str]) -> Unwrapped:
+    """`ansible HOSTS -m shell -a 'CMD'`: the command, shell and raw modules run their argument."""
+    values: dict[str, str] = {}
+    hosts = "hosts"
+    for index, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name in ("-m", "--module-name", "-a", "--args"):
+            values[name.lstrip("-")[:1]] = value if eq else (args[index + 1] if index + 1 < len(args) else "")
+        elif index == 0 and not arg.startswith("-"):
+            hosts = arg
+    module = values.get("m", "command")
+    command = values.get("a")
+    if command is None or module.rsplit(".", 1)[-1] not in ("command", "shell", "raw", "script"):
+        return NOEXEC
+    return Unwrapped([], script=command, remote=f"ansible {hosts}")
+
+
+def _nix(args: list[str]) -> Unwrapped | None:
+    """`nix develop -c CMD…` / `nix shell PKG… --command CMD…` run CMD."""
+    if args[:1] not in (["develop"], ["shell"]):
+        return None
+    for flag in ("-c", "--command"):
+        if flag in args:
+            return Unwrapped(args[args.index(flag) + 1:])
+    return None
+
+
+def _yarn(args: list[str]) -> Unwrapped | None:
+    """`yarn exec CMD`, `yarn dlx PKG`, and `yarn workspaces foreach [opts] CMD…` (runs `yarn CMD…`)."""
+    if args[:2] == ["workspaces", "foreach"]:
+        _, i = parse_options(args[2:], "jW", frozenset({"include", "exclude", "from", "jobs", "since"}))
+        rest = args[2 + i:]
+        return Unwrapped(["yarn", *rest]) if rest else NOEXEC
+    return _subcommand_runner(frozenset({"exec", "dlx"}))(args)
+
+
+def _npm(args: list[str]) -> Unwrapped | None:
+    """`npm exec -c CMD` / `--call CMD` runs a shell string; `npm exec X` runs X."""
+    _, i = parse_options(args, "w", frozenset({"workspace"}))
+    if i < len(args) and args[i] in ("exec", "x"):
+        opts, _ = parse_options(args[i + 1:], "cw", frozenset({"package", "call", "workspace"}))
+        call = opts.get("-c", opts.get("--call"))
+        if call is not None:
+            return Unwrapped([], script=call)
+    return _subcommand_runner(frozenset({"exec", "x"}), "cw", frozenset({"package", "call", "workspace"}))(args)
 
 
 WRAPPERS: dict[str, Unwrap] = {
@@ -361,9 +496,9 @@ WRAPPERS: dict[str, Unwrap] = {
     "uvx": _npx,
     "pipx": _subcommand_runner(frozenset({"run"})),
     "corepack": _corepack,
-    "npm": _subcommand_runner(frozenset({"exec", "x"}), "cw", frozenset({"package", "call", "workspace"})),
+    "npm": _npm,
     "pnpm": _subcommand_runner(frozenset({"exec", "dlx"}), "C", frozenset({"dir", "filter"})),
-    "yarn": _subcommand_runner(frozenset({"exec", "dlx"})),
+    "yarn": _yarn,
     "bun": _subcommand_runner(frozenset({"x"})),
     "poetry": _subcommand_runner(frozenset({"run"}), "C", frozenset({"directory", "project"})),
     "pipenv": _subcommand_runner(frozenset({"run"})),
@@ -377,6 +512,68 @@ WRAPPERS: dict[str, Unwrap] = {
     "micromamba": _subcommand_runner(frozenset({"run"}), "np", frozenset({"name", "prefix"})),
     "direnv": lambda args: Unwrapped(args[2:]) if args[:1] == ["exec"] else None,
     "kubectl": _kubectl_exec,
+    "oc": _kubectl_exec,
+    "k": _kubectl_exec,
+    "docker": _container_exec,
+    "podman": _container_exec,
+    "nerdctl": _container_exec,
+    "lxc": _after_verb(frozenset({"exec"}), skip=1),
+    "incus": _after_verb(frozenset({"exec"}), skip=1),
+    "multipass": _after_verb(frozenset({"exec"}), skip=1),
+    "bundle": _subcommand_runner(frozenset({"exec"})),
+    "shx": _plain(),
+    "cross-env": lambda args: Unwrapped(strip_assignments(args)[0]),
+    "cross-env-shell": lambda args: Unwrapped([], script=" ".join(strip_assignments(args)[0])),
+    "env-cmd": _plain("fre", frozenset({"file", "environments"})),
+    "gosu": _plain(skip=1),
+    "su-exec": _plain(skip=1),
+    "setuidgid": _plain(skip=1),
+    "chpst": _plain("ugUen/"),
+    "fakeroot": _plain("lisb", frozenset({"lib", "faked"})),
+    "eatmydata": _plain(),
+    "nocache": _plain(),
+    "tini": _plain("ep"),
+    "dumb-init": _plain("r", frozenset({"rewrite"})),
+    "setpriv": _plain("", frozenset({"reuid", "regid", "ruid", "euid", "rgid", "egid", "groups", "inh-caps",
+                                      "ambient-caps", "bounding-set", "securebits", "selinux-label",
+                                      "apparmor-profile", "pdeathsig", "landlock-access", "landlock-rule"})),
+    "systemd-inhibit": _plain("", frozenset({"what", "who", "why", "mode"})),
+    "faketime": _plain("f", skip=1),
+    "proxychains": _plain("fq"),
+    "proxychains4": _plain("fq"),
+    "torsocks": _plain("uapP"),
+    "perf": _subcommand_runner(frozenset({"stat", "record", "trace"}), "eoptrCGFcm"),
+    "dotenv": _plain("evcp"),
+    "dotenvx": _after_verb(frozenset({"run"}), "f", frozenset({"env-file", "env"})),
+    "op": _after_verb(frozenset({"run"}), "", frozenset({"env-file"})),
+    "doppler": _after_verb(frozenset({"run"}), "pc", frozenset({"project", "config"})),
+    "infisical": _after_verb(frozenset({"run"}), "", frozenset({"env", "path"})),
+    "aws-vault": _after_verb(frozenset({"exec"}), skip=1),
+    "mise": _after_verb(frozenset({"exec", "x"})),
+    "rtx": _after_verb(frozenset({"exec", "x"})),
+    "asdf": _subcommand_runner(frozenset({"exec"})),
+    "lerna": _after_verb(frozenset({"exec"})),
+    "nx": _after_verb(frozenset({"exec"})),
+    "nix-shell": _option_script(("--run", "--command")),
+    "nix": _nix,
+    "nodemon": _option_script(("--exec", "-x")),
+    "entr": lambda args: Unwrapped([], script=" ".join(args[parse_options(args)[1]:])) if "-s" in args else
+    _plain()(args),
+    "gcloud": _option_script(("--command",), remote="gcloud compute ssh", verbs=("compute", "ssh")),
+    "watchexec": lambda args: Unwrapped(args[args.index("--") + 1:]) if "--" in args else _every_operand_a_script(
+        "wepdi", frozenset({"watch", "exts", "filter", "ignore", "debounce", "shell", "signal"}), frozenset())(args),
+    "hyperfine": _every_operand_a_script(
+        "wrmMpcsnuSPLN", frozenset({"warmup", "runs", "min-runs", "max-runs", "prepare", "cleanup", "setup",
+                                    "conclude", "command-name", "time-unit", "shell", "export-json",
+                                    "export-csv", "export-markdown", "style", "output"}),
+        frozenset({"-p", "-c", "-s", "--prepare", "--cleanup", "--setup", "--conclude"})),
+    "concurrently": _every_operand_a_script("npcsk", frozenset({"names", "prefix", "prefix-colors", "kill-signal",
+                                                               "max-processes", "success", "restart-tries"}),
+                                            frozenset()),
+    "mosh": _remote_runner("p", frozenset({"ssh", "port", "predict", "server", "family", "bind-server"}), "mosh"),
+    "autossh": _remote_runner("M" + _SSH_VALUE, frozenset(), "ssh"),
+    "vagrant": _option_script(("-c", "--command"), remote="vagrant ssh", verbs=("ssh",)),
+    "ansible": _ansible,
 }
 
 
