@@ -15,7 +15,8 @@ def _cloud_delete(cmd: SimpleCommand, paths: object) -> str | None:
     found = operands(cmd.args, _AWS_VALUE)
     verbs = ("delete", "terminate", "remove", "destroy", "purge", "deregister", "rb")
     for word in found[:5]:
-        if any(word == v or word.startswith(v + "-") for v in verbs):
+        verb = word.rsplit(":", 1)[-1]  # heroku's `apps:destroy`
+        if any(verb == v or verb.startswith(v + "-") for v in verbs):
             return f"`{word}` deletes cloud resources"
     return None
 
@@ -39,6 +40,23 @@ PACK = Pack(
         Rule("cloud-storage-delete", "deletes a bucket", ("gsutil",), words=("rb",)),
         Rule("cloud-storage-delete", "deletes objects recursively", ("gcloud",), words=("storage", "rm"),
              flags=("-r", "--recursive")),
+        Rule("terraform-destroy", "deletes a workspace and its state", _TF, words=("workspace", "delete")),
+        Rule("terraform-destroy", "deletes a stack and its state", ("pulumi",), words=("stack", "rm")),
+        Rule("terraform-destroy", "removes resources from the state", ("pulumi",), words=("state", "delete")),
+        Rule("terraform-destroy", _DESTROYS, ("sam",), words=("delete",)),
+        Rule("terraform-destroy", _DESTROYS, ("serverless", "sls"), words=("remove",)),
+        Rule("terraform-destroy", _DESTROYS, ("copilot",), check=lambda c, p: "" if "delete" in c.args else None),
+        Rule("cloud-storage-delete", "deletes remote files", ("rclone",),
+             check=lambda c, p: "" if operands(c.args)[:1] and operands(c.args)[0] in (
+                 "purge", "delete", "deletefile", "rmdir", "rmdirs", "cleanup", "sync", "move") else None),
+        Rule("cloud-storage-delete", "deletes every object a wildcard matches", ("gsutil",), words=("rm",),
+             check=lambda c, p: "" if any("*" in a for a in operands(c.args)[1:]) else None),
+        Rule("cloud-storage-delete", "deletes objects recursively", ("s3cmd",), words=("del",),
+             flags=("-r", "--recursive")),
+        Rule("cloud-storage-delete", "deletes a bucket", ("s3cmd",), words=("rb",)),
+        Rule("cloud-storage-delete", "deletes objects recursively", ("mc",), words=("rm",),
+             flags=("-r", "--recursive")),
+        Rule("cloud-storage-delete", "deletes a bucket", ("mc",), words=("rb",)),
         Rule("cloud-delete", "deletes cloud resources", ("aws", "gcloud", "az", "doctl", "flyctl", "fly", "heroku"),
              check=_cloud_delete),
     ),

@@ -21,6 +21,11 @@ PACK = Pack(
         Rule("helm-uninstall", "uninstalls a release and its resources", ("helm",), words=("uninstall",)),
         Rule("helm-uninstall", "uninstalls a release and its resources", ("helm",), words=("delete",)),
         Rule("helm-uninstall", "uninstalls a release and its resources", ("helm",), words=("del",)),
+        Rule("helm-uninstall", "uninstalls every release of the helmfile", ("helmfile",), words=("destroy",)),
+        Rule("helm-uninstall", "uninstalls every release of the helmfile", ("helmfile",), words=("delete",)),
+        Rule("cluster-delete", "deletes a whole cluster", ("kind", "k3d", "ctlptl"), words=("delete",)),
+        Rule("cluster-delete", "deletes a whole cluster", ("k3d",), words=("cluster", "delete")),
+        Rule("cluster-delete", "deletes a whole cluster", ("minikube",), words=("delete",)),
     ),
     value_options={"kubectl": _VALUE, "oc": _VALUE, "k": _VALUE, "helm": _VALUE},
 )
