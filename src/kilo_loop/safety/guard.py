@@ -37,6 +37,7 @@ from kilo_loop.safety.packs.paths import (
     absolute,
     in_git_dir,
     is_block_device,
+    resolved,
     sensitive_file,
     system_file,
 )
@@ -232,6 +233,7 @@ class Guard:
     def _redirect(self, item: OutputRedirect) -> GuardDecision | None:
         target = item.target
         targets = [target, *(absolute(target, item.cwds) or [])]
+        targets += [resolved(t) for t in targets if t.startswith("/")]  # through symlinks on disk
         if "system" in self._enabled:
             if any(is_block_device(t) for t in targets):
                 return _deny("raw-disk-write", f"redirects output onto the block device {target}", "system")

@@ -13,10 +13,12 @@ _DESTROYS = "destroys infrastructure"
 def _cloud_delete(cmd: SimpleCommand, paths: object) -> str | None:
     """`aws ec2 terminate-instances`, `gcloud compute instances delete`, `az group delete`…"""
     found = operands(cmd.args, _AWS_VALUE)
-    verbs = ("delete", "terminate", "remove", "destroy", "purge", "deregister", "rb")
+    verbs = ("delete", "terminate", "remove", "destroy", "purge", "deregister", "rb", "rm", "reset")
     for word in found[:5]:
         verb = word.rsplit(":", 1)[-1]  # heroku's `apps:destroy`
-        if any(verb == v or verb.startswith(v + "-") for v in verbs):
+        parts = verb.split("-")
+        if any(verb == v or verb.startswith(v + "-") for v in verbs) or (
+                parts[0] in ("batch", "bulk", "force") and any(p in verbs for p in parts[1:])):
             return f"`{word}` deletes cloud resources"
     return None
 
@@ -57,7 +59,15 @@ PACK = Pack(
         Rule("cloud-storage-delete", "deletes objects recursively", ("mc",), words=("rm",),
              flags=("-r", "--recursive")),
         Rule("cloud-storage-delete", "deletes a bucket", ("mc",), words=("rb",)),
-        Rule("cloud-delete", "deletes cloud resources", ("aws", "gcloud", "az", "doctl", "flyctl", "fly", "heroku"),
+        Rule("terraform-destroy", "writes a plan that destroys everything, to be applied", _TF, words=("plan",),
+             flags=("-destroy",)),
+        Rule("terraform-destroy", "destroys and recreates a resource (its data with it)", _TF, words=("apply",),
+             flags=("-replace",)),
+        Rule("terraform-destroy", _DESTROYS, ("terragrunt",), words=("destroy-all",)),
+        Rule("terraform-destroy", _DESTROYS, ("pulumi",), words=("down",)),
+        Rule("cloud-storage-delete", "deletes objects", ("s5cmd",), words=("rm",)),
+        Rule("cloud-delete", "deletes cloud resources", ("aws", "gcloud", "az", "doctl", "flyctl", "fly", "heroku",
+                                                         "vercel", "netlify"),
              check=_cloud_delete),
     ),
     value_options={"aws": _AWS_VALUE},

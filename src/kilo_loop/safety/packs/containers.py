@@ -27,6 +27,13 @@ def _host_mount(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
             return f"it mounts the host's {source.replace(HOME, '~')} into the container"
     if "--privileged" in args or any(a.startswith("--pid=host") for a in args):
         return "a privileged container can change the host"
+    if any(a == "--rootfs" or a.startswith("--rootfs=") for a in args):
+        return "--rootfs runs the container on a host directory tree"
+    caps = [v.upper() for i, a in enumerate(args) for v in ([args[i + 1]] if a == "--cap-add" and i + 1 < len(args)
+                                                            else [a.split("=", 1)[1]] if a.startswith("--cap-add=")
+                                                            else [])]
+    if set(caps) & {"ALL", "SYS_ADMIN", "CAP_SYS_ADMIN", "SYS_MODULE", "SYS_RAWIO"}:
+        return "a container with host-level capabilities can change the host"
     return None
 
 
@@ -94,6 +101,15 @@ PACK = Pack(
              words=("create",), check=_host_mount),
         Rule("container-host-mount", "a container with the host's root or home mounted", _ENGINES,
              words=("container", "run"), check=_host_mount),
+        Rule("container-host-mount", "a container with the host's root or home mounted", _ENGINES,
+             words=("compose", "run"), check=_host_mount),
+        Rule("container-host-mount", "a container with the host's root or home mounted", ("docker-compose",),
+             words=("run",), check=_host_mount),
+        Rule("container-push", "the agent never publishes images", ("skopeo",), words=("copy",),
+             check=lambda c, p: "" if any(a.startswith("docker://") for a in c.args[-1:]) else None),
+        Rule("container-push", "the agent never publishes images", ("crane", "gcrane", "oras"),
+             check=lambda c, p: "" if c.args[:1] and c.args[0] in ("push", "copy", "cp", "append", "mutate",
+                                                                   "delete", "tag") else None),
         Rule("container-push", "the agent never publishes images", _ENGINES, words=("push",)),
         Rule("container-push", "the agent never publishes images", _ENGINES, words=("image", "push")),
         Rule("container-push", "the agent never publishes images", _ENGINES, words=("manifest", "push")),

@@ -58,7 +58,8 @@ def _rm_protected(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
         return None
     for target in targets:
         if READ in target:
-            return "it deletes paths read from stdin, which the guard cannot see (like `xargs rm`); list them literally"
+            return ("it deletes paths read from stdin or printed by a command, which the guard cannot see (like "
+                    "`xargs rm`); list them literally")
         why = paths.protected(target, cmd.cwds)
         if why:
             return f"it deletes {shown(target)!r}: {why}"
@@ -97,11 +98,12 @@ def _xargs_deletes(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
 
 def _sources_removed(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     """`rsync --remove-source-files`, `tar --remove-files`, `zip -m`: the sources are deleted once copied."""
-    values = {"rsync": ("-e", "--rsh", "--exclude", "--include", "--filter", "-f"),
+    values = {"rsync": ("-e", "--rsh", "--exclude", "--include", "--filter", "-f"), "7z": (), "7za": (), "7zz": (),
               "tar": ("-f", "--file", "-C", "--directory", "-T", "--files-from", "-X", "--exclude-from"),
               "zip": ("-b", "-n", "-x", "-i", "-t", "-tt")}[cmd.name]
     found = operands(cmd.args, values)
-    sources = found[1:] if cmd.name == "zip" else found[:-1] if cmd.name == "rsync" else found
+    sources = found[1:] if cmd.name == "zip" else found[2:] if cmd.name.startswith("7z") else \
+        found[:-1] if cmd.name == "rsync" else found
     for source in sources:
         why = paths.outside_temp(source, cmd.cwds)
         if why:
@@ -162,6 +164,18 @@ def _written_targets(cmd: SimpleCommand) -> list[str]:
         return [] if cmd.name in ("chmod", "chown") else operands(cmd.args, ("-s", "--size", "-f", "-r"))
     if cmd.name == "sponge":
         return operands(cmd.args)
+    if cmd.name == "find":
+        return [cmd.args[i + 1] for i, a in enumerate(cmd.args[:-1]) if a in ("-fprint", "-fprint0", "-fprintf", "-fls")]
+    if cmd.name == "sort":
+        return [a[2:] if a.startswith("-o") and len(a) > 2 else a.split("=", 1)[1] if a.startswith("--output=")
+                else cmd.args[i + 1] for i, a in enumerate(cmd.args[:-1]) if a in ("-o", "--output") or
+                (a.startswith("-o") and len(a) > 2) or a.startswith("--output=")]
+    if cmd.name in ("tar", "unzip", "bsdtar"):
+        extracts = cmd.name == "unzip" or has_option(cmd.args, "-x", "--extract", "--get") or (
+            cmd.args[:1] and not cmd.args[0].startswith("-") and "x" in cmd.args[0])
+        flag = ("-d",) if cmd.name == "unzip" else ("-C", "--directory")
+        return [cmd.args[i + 1] if "=" not in a else a.split("=", 1)[1] for i, a in enumerate(cmd.args[:-1])
+                if a.split("=", 1)[0] in flag] if extracts else []
     if cmd.name in ("curl", "wget"):
         from kilo_loop.safety.shell.analyze import downloaded_files
 
@@ -187,7 +201,7 @@ def _git_dir_write(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
 
 
 _WRITERS = ("cp", "mv", "install", "ln", "tee", "dd", "sed", "perl", "touch", "truncate", "rsync", "sponge", "curl",
-            "wget", "scp")
+            "wget", "scp", "find", "sort", "tar", "unzip", "bsdtar")
 PACK = Pack(
     name="filesystem",
     title="filesystem: recursive deletes outside temp, system/home/.git paths, login and ssh files",
@@ -204,6 +218,13 @@ PACK = Pack(
                     "--delete-excluded", "--remove-source-files", "--del"), check=_rsync_delete),
         Rule("archive-removes-sources", "deletes the files it archives", ("tar",),
              flags=("--remove-files",), check=_sources_removed),
+        Rule("archive-removes-sources", "deletes the files it archives", ("7z", "7za", "7zz"),
+             check=lambda c, p: _sources_removed(c, p) if "-sdel" in c.args else None),
+        Rule("config-runs-code", "an npm setting that makes npm run a program of the agent's choosing", ("npm",
+                                                                                                       "pnpm", "yarn"),
+             words=("config", "set"), check=lambda c, p: "" if any(a.split("=", 1)[0].lstrip("-") in (
+                 "script-shell", "node-options", "shell", "git", "editor", "browser", "viewer", "init-module",
+                 "onload-script") for a in operands(c.args)[2:3]) else None),
         Rule("archive-removes-sources", "deletes the files it archives", ("zip",),
              check=lambda c, p: _sources_removed(c, p) if has_option(c.args, "-m", "--move") else None),
         Rule("recursive-permission-change", "a recursive permission change on a broad path",

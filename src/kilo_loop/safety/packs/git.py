@@ -107,6 +107,8 @@ def _clean_deletes(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
 
 def _global_settings(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     call: GitCall = parse_git_argv(cmd.args)
+    if call.exec_path:
+        return f"--exec-path={call.exec_path} makes git run its subcommands from there"
     if call.subcommand in ("init", "clone") and has_option(call.args, "--template"):
         return "--template copies hooks into the repository, which git then runs"
     for key, value in call.settings:

@@ -36,10 +36,11 @@ _RC_FILES = frozenset({".bashrc", ".bash_profile", ".bash_login", ".bash_logout"
                        ".zprofile", ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".inputrc", "config.fish",
                        ".pam_environment", "environment", "authorized_keys", "authorized_keys2", "known_hosts",
                        ".netrc", ".gitconfig", "sudoers", "crontab", ".bash_aliases", ".xprofile", ".xinitrc",
-                       ".xsessionrc", "bash.bashrc", "ld.so.preload", ".mkshrc"})
+                       ".xsessionrc", "bash.bashrc", "ld.so.preload", ".mkshrc", "sitecustomize.py",
+                       "usercustomize.py"})
 # Directories whose files a login, a shell or the user's session runs (below the home directory).
 _RC_DIRS = ("/.config/fish/", "/.config/systemd/user/", "/.config/autostart/", "/.config/git/", "/.ssh/",
-            "/.gnupg/", "/.config/environment.d/", "/Library/LaunchAgents/")
+            "/.gnupg/", "/.config/environment.d/", "/Library/LaunchAgents/", "/var/spool/cron/")
 
 
 def default_temp_dirs() -> list[str]:
@@ -88,6 +89,7 @@ def sensitive_file(path: str) -> bool:
     clean = path.replace(HOME, "~")
     parts = [p for p in clean.split("/") if p]
     return bool(parts) and (parts[-1] in _RC_FILES or any(d in clean + "/" for d in _RC_DIRS)
+                            or parts[-1].endswith(".pth")  # Python runs `import` lines of .pth files at start-up
                             or parts[-1] == ".ssh" or clean.startswith(("/etc/profile", "/etc/sudoers",
                                                                         "/etc/cron", "/etc/systemd")))
 
@@ -195,6 +197,8 @@ class PathPolicy:
             return None
         for raw in absolute(target, cwds) or []:
             for path in {normalize_path(raw), resolved(raw)}:
+                if path == _real_home():
+                    return f"{path} is the home directory"
                 if system_path(path) or is_block_device(path) or glob_reaches_system(path):
                     return f"{path} is a system path"
         return None
@@ -206,6 +210,10 @@ class PathPolicy:
         if UNKNOWN in target.replace(HOME, "") and not target.startswith(HOME):
             return "its value is only known when the command runs"
         return self.protected(target, cwds)
+
+
+def _real_home() -> str:
+    return normalize_path(os.path.realpath(os.path.expanduser("~")))
 
 
 def _glob_may_escape(path: str) -> bool:

@@ -22,7 +22,8 @@ def _not_dry_run(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
         if arg == "--":
             break
         name, eq, value = arg.partition("=")
-        if name in ("--dry-run", "-n") and (cmd.name != "npm" or name != "-n"):
+        short = {"semantic-release": "-d", "release-it": "-d"}.get(cmd.name, "-n" if cmd.name != "npm" else "")
+        if name == "--dry-run" or (short and name == short):
             following = args[index + 1] if index + 1 < len(args) else ""
             dry = not ((eq and value.lower() in _FALSE) or (not eq and following.lower() in _FALSE))
         elif name == "--no-dry-run":
@@ -43,6 +44,8 @@ def _api_writes(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
             method = value if eq else (args[index + 1] if index + 1 < len(args) else "")
             if method.upper() == "DELETE":
                 return "a DELETE through the GitHub API removes what it names"
+            if method.upper() in ("PUT", "POST") and any(a.rstrip("/").endswith("/merge") for a in args):
+                return "the GitHub API call merges a pull request"
         elif arg.startswith("-X") and len(arg) > 2 and arg[2:].upper() == "DELETE":
             return "a DELETE through the GitHub API removes what it names"
     return None
@@ -92,7 +95,19 @@ PACK = Pack(
         Rule("release-publish", "the agent never creates or changes releases", ("gh",), words=("release", "delete")),
         Rule("release-publish", "merging a pull request publishes the work", ("gh",), words=("pr", "merge")),
         Rule("release-publish", "deleting a repository is irreversible", ("gh",), words=("repo", "delete")),
-        Rule("release-publish", "the GitHub API call deletes", ("gh",), words=("api",), check=_api_writes),
+        Rule("release-publish", "the GitHub API call deletes or merges", ("gh",), words=("api",), check=_api_writes),
+        Rule("release-publish", "editing a release can publish it", ("gh",), words=("release", "edit")),
+        Rule("release-publish", "the agent never creates or changes releases", ("glab",), words=("release", "create")),
+        Rule("release-publish", "the agent never creates or changes releases", ("glab",), words=("release", "delete")),
+        Rule("release-publish", "merging a merge request publishes the work", ("glab",), words=("mr", "merge")),
+        Rule("package-publish", _REASON, ("cargo",), words=("release",), flags=("--execute", "-x")),
+        Rule("package-publish", _REASON, ("rake", "bundle"), check=lambda c, p: "" if "release" in [
+            a.split("[", 1)[0] for a in operands(c.args)] else None),
+        Rule("package-publish", _REASON, ("pod",), words=("trunk", "push")),
+        Rule("package-publish", _REASON, ("stack",), words=("upload",)),
+        Rule("package-publish", _REASON, ("anaconda",), words=("upload",)),
+        Rule("package-publish", _REASON, ("snapcraft",), check=lambda c, p: "" if operands(c.args)[:1] in (
+            ["upload"], ["release"], ["push"]) else None),
     ),
     value_options={name: _JS_VALUE for name in _JS},
 )

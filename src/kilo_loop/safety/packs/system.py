@@ -91,6 +91,13 @@ PACK = Pack(
                  t.split(".")[0] in ("reboot", "poweroff", "halt", "kexec", "rescue", "emergency", "shutdown",
                                      "soft-reboot", "sleep", "suspend", "hibernate") for t in operands(c.args)[1:])
              else None),
+        Rule("power-state", "shuts down or reboots the machine through D-Bus", ("busctl", "dbus-send", "gdbus",
+                                                                                 "qdbus"),
+             check=lambda c, p: "" if any(w in a for a in c.args for w in (
+                 "PowerOff", "Reboot", "Halt", "KExec", "Suspend", "Hibernate", "RebootWithFlags",
+                 "PowerOffWithFlags")) else None),
+        Rule("kernel-module", "loads or removes a kernel module", ("insmod", "rmmod", "modprobe", "kldload"),
+             unless=("-n", "--dry-run", "--show-depends", "-c", "--showconfig", "-D")),
         Rule("power-state", "switches the machine's runlevel", ("init",),
              check=lambda c, p: "" if set(c.args) & {"0", "1", "6", "s", "S"} else None),
         Rule("kill-all", "signals every process", ("kill",), check=_kills_everything),
@@ -104,6 +111,9 @@ PACK = Pack(
              unless=("-l", "-r", "-e"), check=lambda c, p: "" if operands(c.args, ("-u",)) else None),
     ),
     text_rules=(
+        TextRule("fork-bomb", "an endless loop starting background processes exhausts the machine",
+                 LazyRegex(r"\b(?:while|until)\s+(?:true|:|\[\s*1\s*\]|\(\(\s*1\s*\)\))\s*;?\s*do\b[^;&|]{0,256}&"
+                           r"(?!&)\s*;?\s*done\b")),
         TextRule("fork-bomb", "a fork bomb exhausts the machine's processes",
                  # bounded name and body, anchored at a name boundary: linear on long input
                  # (`name() {…}`, `function name {…}`, a subshell body `name() (…)`; `name|name` or `name & name`)

@@ -61,9 +61,14 @@ _NAME = LazyRegex(r"[A-Za-z_][A-Za-z0-9_]*")
 _STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-"})
 _COPY_WRITERS = frozenset({"cp", "mv", "install", "ln", "rsync", "sponge", "scp"})
 _GLOB = LazyRegex(r"[*?\[]")
+_NAME_GLOB = LazyRegex(r"[*?]|\[[^\]]+\]")
+_SUBSCRIPT_CODE = LazyRegex(r"\[[^\]]*(?:\$\(|`)")
+_SUBSCRIPT_BUILTINS = frozenset({"test", "[", "let", "printf", "read", "unset", "declare", "local", "export", "typeset",
+                                 "readonly", "mapfile", "readarray", "wait", "getopts", "shift", "return", "exit"})
 _POSITIONAL = LazyRegex(r"\"?\$\{?([@*1-9])\}?\"?")
-_SYMLINK_CODE = LazyRegex(r"\b(?:symlink|symlinkSync|link|linkSync|make_symlink|ln_s|ln_sf)\s*\(|\bFileUtils\s*\.\s*ln"
-                          r"|\bmount\b")
+_SYMLINK_CODE = LazyRegex(r"\b(?:symlink|symlinkSync|symlink_to|hardlink_to|make_symlink|ln_s|ln_sf)\b"
+                          r"|\b(?:link|linkSync)\s*\(|\bFileUtils\s*\.\s*ln"
+                          )
 _TREE_CHANGERS = frozenset({"chmod", "chown", "chgrp", "setfacl", "chattr"})
 _MAKEFILES = frozenset({"Makefile", "makefile", "GNUmakefile"})
 _PACKAGE_RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun"})
@@ -145,7 +150,7 @@ class Analyzer:
         """What `$(argv)` prints, when that is known: `mktemp -d` makes a fresh temp dir, `pwd` the
         cwd, `echo`/`printf` their text."""
         if not argv:
-            return UNKNOWN
+            return READ
         name = command_name(argv[0])
         if name == "mktemp":
             opts, i = parse_options(argv[1:], "p", frozenset({"tmpdir", "suffix"}))
@@ -153,11 +158,15 @@ class Analyzer:
             in_tmp = "-t" in opts or not argv[1 + i:]
             if directory and in_tmp and "-p" not in opts and "--tmpdir" not in opts:
                 return posixpath.join(self.temp_root, "tmp.mktemp")
+        if name == "git" and "rev-parse" in argv and any(a in ("--git-dir", "--git-common-dir", "--absolute-git-dir")
+                                                         or a.startswith("--git-path") for a in argv):
+            at = argv.index("--git-path") + 1 if "--git-path" in argv else 0
+            return posixpath.join(".git", argv[at]) if at and at < len(argv) else ".git"
         if name == "pwd" and len(state.cwds) == 1:
             cwd = next(iter(state.cwds))
             return UNKNOWN if cwd is None else cwd
         printed = printed_text(name, argv[1:], None)
-        return printed.rstrip("\n") if printed is not None else UNKNOWN
+        return printed.rstrip("\n") if printed is not None else READ
 
     # -- files
     def _keys(self, path: str, cwds: frozenset[str | None]) -> set[str]:
@@ -171,6 +180,8 @@ class Analyzer:
             self.written[key] = content
 
     def output_redirect(self, target: str, cwds: frozenset[str | None]) -> None:
+        if self.links:
+            target = self._through_links(target, cwds)
         self.out.append(OutputRedirect(target, cwds, self.remote))
         self.wrote(target, None, cwds)
 
@@ -182,6 +193,8 @@ class Analyzer:
                 return PIPE if content is None else content
             if any(key.startswith(d + "/") for d in self.written_dirs):
                 return PIPE
+        if path.startswith(("/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/")):
+            return PIPE  # another descriptor of this shell: a pipe or process substitution
         return PIPE if UNKNOWN in path.replace(HOME, "") else None
 
     def _run_file(self, path: str, state: State, depth: int, language: str | None) -> None:
@@ -228,6 +241,11 @@ class Analyzer:
                 self.out.append(Unanalysable(
                     f"the command name {display(argv[0])!r} is only known when it runs (a variable, substitution "
                     f"or decoded text); {LITERALLY}", rule="unknown-command"))
+                return state, state, None
+            if argv[0] not in ("[", "[[") and _NAME_GLOB.search(argv[0]):
+                self.out.append(Unanalysable(
+                    f"the command name {argv[0]!r} is a wildcard: what it matches is only known when it runs; "
+                    f"{LITERALLY}", rule="unknown-command"))
                 return state, state, None
             if argv[0] in self.aliases and peeled < MAX_WRAPPERS:
                 argv = [*split_words(self.aliases[argv[0]]), *argv[1:]]
@@ -276,6 +294,10 @@ class Analyzer:
         here = state.with_cwds(cwds)
         known_stdin = stdin if stdin != PIPE else None
         self.out.append(SimpleCommand((name, *argv[1:]), cwds, self.remote, tuple(env.items()), known_stdin))
+        if name in _SUBSCRIPT_BUILTINS:
+            for arg in argv[1:]:  # an array subscript in a name these evaluate runs its substitutions
+                if _SUBSCRIPT_CODE.search(arg):
+                    self.script(": " + arg, here, depth + 1)
         special = self._builtin(name, argv[1:], here, stdin, depth)
         if special is not None:
             return special
@@ -402,8 +424,10 @@ class Analyzer:
             if len(args) > at + 2:  # `hash -p /bin/rm ls`: the name `ls` now runs /bin/rm
                 self.aliases[args[at + 2]] = shlex_quote(args[at + 1])
             return state, state, None
-        if name == "trap" and args and not args[0].startswith("-"):
-            self.script(args[0], state, depth + 1)
+        if name == "trap":
+            handler = args[1:] if args[:1] == ["--"] else args
+            if handler and not handler[0].startswith("-"):
+                self.script(handler[0], state, depth + 1)
             return state, state, None
         return None
 
@@ -438,6 +462,9 @@ class Analyzer:
                 value = env[startup] if startup in env else state.vars.get(startup)
                 if startup in env or startup in state.vars:
                     self._run_file(value if value is not None else UNKNOWN, state, depth, None)
+            for index, arg in enumerate(args[:-1]):
+                if arg in ("--rcfile", "--init-file"):  # read like a script before anything else
+                    self._run_file(args[index + 1], state, depth, None)
             command, reads_stdin, script_file = shell_invocation(args)
             if command is not None:
                 self.script(command, state.child_shell(env), depth + 1)
@@ -450,6 +477,9 @@ class Analyzer:
             self._inline(interp, args, state, stdin, env, depth)
         if name in AWKS or name in SEDS:
             programs = [awk_program(args)] if name in AWKS else sed_scripts(args)
+            if set(_option_values(args, "f", ("--file",))) & (_STDIN_FILES | {"-"}):
+                self._stdin_code(stdin if stdin is not None else PIPE, name, state, depth,
+                                 "awk" if name in AWKS else "sed")
             for program in programs:
                 if program is not None:
                     self.out.append(InlineCode("awk" if name in AWKS else "sed", program, state.cwds, self.remote))
@@ -492,6 +522,9 @@ class Analyzer:
                     self.script(value, child, depth + 1)
         if name in ("make", "gmake"):
             files = _option_values(args, "f", ("--file", "--makefile")) or sorted(_MAKEFILES)
+            if any(a in ("-f", "--file", "--makefile") and args[i + 1:i + 2] in (["-"], ["/dev/stdin"])
+                   for i, a in enumerate(args)):
+                self._stdin_code(stdin if stdin is not None else PIPE, name, state, depth, "make")
             if any(a.startswith(("--eval", "-E")) for a in args) or any(
                     self._written_here(f, state.cwds) for f in files):
                 self.out.append(_unknown_code("make runs recipes from text this same command writes or passes"))
@@ -513,6 +546,9 @@ class Analyzer:
     def _inline(self, interp: Interpreter, args: list[str], state: State, stdin: str | None,
                 env: Mapping[str, str | None], depth: int) -> None:
         codes, reads_stdin, script_file = inline_codes(interp, args)
+        if any("://" in a and not a.startswith("-") for a in args[:4]) and (script_file or "").startswith(
+                ("run", "http")):  # `deno run https://…`: a program fetched when it runs
+            self.out.append(_unknown_code(f"{interp.language} runs a program from a URL"))
         if reads_stdin or script_file in _STDIN_FILES:
             self._stdin_code(stdin, interp.language, state, depth, interp.language)
         if script_file is not None:
@@ -616,6 +652,8 @@ def _absolute_or_unknown(path: str, cwds: frozenset[str | None]) -> str:
     return normalize_path(posixpath.join(known[0], path)) if len(known) == 1 and None not in cwds else UNKNOWN
 
 
+_EDITOR_CODE = LazyRegex(r"^(?:silent!?\s+)?(?:py3?|python3?|pyx|lua|perl|ruby|term(?:inal)?|call|exe(?:cute)?)\b"
+                         r"|\bsystem\s*\(")
 _SCRIPT_OPTIONS: dict[str, tuple[str, ...]] = {
     "tar": ("--to-command", "--checkpoint-action", "--use-compress-program", "-I", "--info-script", "-F",
             "--new-volume-script", "--rsh-command"),
@@ -647,7 +685,7 @@ def _option_scripts(name: str, args: Sequence[str]) -> list[str]:
                 value = stripped[1:]
             elif stripped.startswith("shell "):
                 value = stripped[6:]
-            elif any(w in stripped for w in ("system(", "terminal", "py", "lua", "perl", "ruby", "call")):
+            elif _EDITOR_CODE.search(stripped):
                 value = UNKNOWN
             else:
                 continue

@@ -72,6 +72,8 @@ class GitCall(NamedTuple):
     info_only: bool = False
     settings: tuple[tuple[str, str], ...] = ()
     """`-c key=value` pairs, keys as written."""
+    exec_path: str | None = None
+    """`--exec-path=DIR`: where git looks for its subcommands' programs."""
 
     @property
     def nested_scripts(self) -> list[str]:
@@ -85,6 +87,11 @@ class GitCall(NamedTuple):
         if self.subcommand == "rebase":
             opts, _ = parse_options(args, "x", frozenset({"exec"}))
             scripts += [v for k, v in opts.items() if k in ("-x", "--exec") and v]
+        if self.subcommand == "clone":  # `clone -c key=value` writes the new repository's config
+            for index, arg in enumerate(args[:-1]):
+                if arg in ("-c", "--config"):
+                    key, _, value = args[index + 1].partition("=")
+                    scripts += [value.removeprefix("!")] if exec_config_key(key) else []
         if self.subcommand == "bisect" and args[:1] == ["run"] and len(args) > 1:
             scripts.append(" ".join(args[1:]))
         for index, arg in enumerate(args):
@@ -120,10 +127,13 @@ def _parse_git_argv(args: tuple[str, ...]) -> GitCall:
     chdirs: list[str] = []
     settings: list[tuple[str, str]] = []
     aliases: dict[str, str] = {}
+    exec_path: str | None = None
     i = 0
     while i < len(args) and args[i].startswith("-"):
         arg = args[i]
         option = _global_long(arg) if arg.startswith("--") else None
+        if option == "--exec-path" and "=" in arg:
+            exec_path = arg.split("=", 1)[1]
         if option in _GIT_INFO or arg in ("-v", "-h"):
             return GitCall(None, tuple(args[i + 1:]), tuple(chdirs), info_only=True, settings=tuple(settings))
         if option == "--config-env":
@@ -156,7 +166,7 @@ def _parse_git_argv(args: tuple[str, ...]) -> GitCall:
         if words:
             sub, rest = words[0], (*words[1:], *rest)
     info = "--help" in rest or sub == "help"
-    return GitCall(sub, rest, tuple(chdirs), info_only=info, settings=tuple(settings))
+    return GitCall(sub, rest, tuple(chdirs), info_only=info, settings=tuple(settings), exec_path=exec_path)
 
 
 def alias_definition(call: GitCall) -> str | None:

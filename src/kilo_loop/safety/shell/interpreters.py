@@ -47,6 +47,7 @@ AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 SEDS = frozenset({"sed", "gsed"})
 
 _EXEC_HINT = LazyRegex(
+    r"\$`|\bposix_spawnp?\s*\(|"
     r"\b(system|exec|execSync|execFile|execFileSync|spawn|spawnSync|popen|Popen|call|check_call|check_output|"
     r"run|getoutput|getstatusoutput|shell_exec|passthru|proc_open|Open3|capture2e?|capture3|qx|\$)\s*[({'\"\[]"
     # a runner reached under another name: every string in the program may be a command
@@ -55,6 +56,7 @@ _EXEC_HINT = LazyRegex(
 )
 _STRING_LITERAL = LazyRegex(r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"")
 _TEMPLATE = LazyRegex(r"`([^`$]*)`")
+_ARG_LIST = LazyRegex(r"""\b(?:system|exec|spawn)\s*\(?\s*((?:(['"])(?:(?!\2)[^\\\n]|\\.)*\2\s*,\s*)+['"][^'"\n]*['"])""")
 _LIST_LITERAL = LazyRegex(r"\[([^\[\]]*)\]")
 _NAME_THEN_LIST = LazyRegex(r"(['\"])([^'\"\n]*)\1\s*,\s*\[([^\[\]]*)\]")
 _BACKTICKS = LazyRegex(r"`([^`]*)`|%x\{([^}]*)\}|%x\(([^)]*)\)|qx\{([^}]*)\}|qx\(([^)]*)\)|qx/([^/]*)/|qx!([^!]*)!"
@@ -62,6 +64,7 @@ _BACKTICKS = LazyRegex(r"`([^`]*)`|%x\{([^}]*)\}|%x\(([^)]*)\)|qx\{([^}]*)\}|qx\
 
 # Program text that computes what it runs, decodes it, or reaches a function by a computed name.
 _RUNS_SOMETHING = r"(?:system|popen|Popen|run|call|check_output|check_call|getoutput|exec[lv]?p?e?|spawn[lv]?p?e?" \
+                  r"|posix_spawnp?" \
                   r"|execSync|execFileSync|spawnSync|execFile|shell_exec|passthru|proc_open)"
 _NOT_A_LITERAL = r"\s*\(\s*(?![\s'\"\[\])]|f?r?b?['\"])"
 _DYNAMIC: dict[str, LazyRegex] = {
@@ -80,6 +83,7 @@ _DYNAMIC: dict[str, LazyRegex] = {
         r"\beval\s*\(|\bFunction\s*\(|\bBuffer\s*\.\s*from\s*\([^)]*,\s*['\"](?:base64|hex|base64url)['\"]"
         r"|\batob\s*\(|\brequire\s*\(\s*(?!['\"`][\w@/.:-]+['\"`]\s*\))|\bimport\s*\(\s*(?!['\"][\w@/.:-]+['\"]\s*\))"
         r"|\bprocess\s*\.\s*binding\b|\bvm\s*\.\s*run|\[\s*['\"`][^'\"`]*['\"`]\s*\+"
+        r"|\bDeno\s*\.\s*(?:Command|run)\b|\$`[^`]*\$\{"
         rf"|\b(?:exec|execSync|spawn|spawnSync|execFile|execFileSync|fork){_NOT_A_LITERAL}(?!`[^`$]*`)"),
     "ruby": LazyRegex(r"\b(?:eval|instance_eval|class_eval|send|public_send|const_get)\b|\bBase64\b|\.unpack1?\b"
                        r"|#\{|\b(?:system|exec|spawn)\s*\(?\s*(?!['\"])[A-Za-z_$@]"),
@@ -90,8 +94,11 @@ _DYNAMIC: dict[str, LazyRegex] = {
     **{language: LazyRegex(
         r"\b(?:execute|system2?|popen|run|spawn|exec|cmd|shell|unlink|remove|rm|delete|Remove-Item|Invoke-Expression"
         r"|iex|Start-Process|Invoke-Command|FromBase64String|EncodedCommand|rmdir|rmtree|syscmd|esyscmd|eval|load)\b"
-        r"|`|(?:^|\n)\s*[0-9,.$;]*\s*[rwe]?\s*!|\bos\s*:\s*cmd")
-       for language in ("lua", "r", "julia", "powershell", "elixir", "erlang", "lisp", "tcl", "m4", "ed")},
+        r"|`|\bos\s*:\s*cmd")
+       for language in ("lua", "r", "julia", "powershell", "elixir", "erlang", "lisp", "tcl")},
+    "m4": LazyRegex(r"\be?syscmd\b"),
+    "make": LazyRegex(r"(?m)^\t|;|\$\(shell\b"),  # a recipe line, an inline recipe, $(shell …)
+    "ed": LazyRegex(r"(?:^|\n)\s*[0-9,.$;'a-z+-]*\s*[rwe]?\s*!"),
     "awk": LazyRegex(r"\bsystem\s*\(|\|\s*&|\bprintf?\b[^;{}]*\|\s*[\"A-Za-z_$]|\|\s*getline"),
     "sed": LazyRegex(
         r"(?:^|[;\n{}])\s*(?:\d+|\$|/(?:[^/\\\n]|\\.)*/)?\s*(?:,\s*(?:\d+|\$|/(?:[^/\\\n]|\\.)*/))?\s*!?\s*e(?:\s|;|$)"
@@ -117,8 +124,8 @@ def inline_codes(interp: Interpreter, args: Sequence[str]) -> tuple[list[str], b
         if arg == "--":
             rest = args[i + 1:]
             return codes, not codes and not rest, (rest[0] if rest and not codes else None)
-        if arg.startswith("--"):
-            name, eq, value = arg[2:].partition("=")
+        if arg.startswith("--") or (interp.language == "powershell" and arg[1:].partition(":")[0] in interp.code_long):
+            name, eq, value = arg.lstrip("-").partition("=")
             if name in interp.code_long:
                 codes.append(value if eq else (args[i + 1] if i + 1 < len(args) else ""))
                 step = 1 if eq else 2
@@ -136,6 +143,8 @@ def inline_codes(interp: Interpreter, args: Sequence[str]) -> tuple[list[str], b
                     break
         elif arg == "-":
             return codes, not codes, None
+        if codes and codes[-1] == "-":  # `pwsh -Command -`: the code comes from stdin
+            return codes[:-1], True, None
         else:
             return codes, False, (None if codes else arg)
         if codes and interp.first_code_ends_options:
@@ -216,6 +225,8 @@ def shell_strings_in_code(language: str, code: str) -> list[str]:
     code = _join_literals(code)
     found += [_literal_text(m) for m in _STRING_LITERAL.finditer(code)]
     for match in _LIST_LITERAL.finditer(code):
+        found.append(" ".join(_literal_text(m) for m in _STRING_LITERAL.finditer(match.group(1))))
+    for match in _ARG_LIST.finditer(code):  # perl/ruby `system "git", "push"`: one argv
         found.append(" ".join(_literal_text(m) for m in _STRING_LITERAL.finditer(match.group(1))))
     for match in _NAME_THEN_LIST.finditer(code):
         rest = " ".join(_literal_text(m) for m in _STRING_LITERAL.finditer(match.group(3)))

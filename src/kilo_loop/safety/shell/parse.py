@@ -353,6 +353,8 @@ class Walker:
             self.an.output_redirect(target, state.cwds)
         elif operator == "<":
             return self.an.file_content(target, state.cwds)
+        elif operator == "<&" and target not in ("-", "0"):
+            return PIPE  # stdin from another descriptor: a pipe or process substitution opened earlier
         return None
 
     def _output_target(self, node: Node) -> str | None:

@@ -186,8 +186,14 @@ def _npx(args: list[str]) -> Unwrapped:
     return Unwrapped(rest)
 
 
+_BIN_OF = {"@changesets/cli": "changeset", "@vscode/vsce": "vsce", "@lerna/cli": "lerna"}
+
+
 def _package_command(spec: str) -> str:
     """`rimraf@5` → `rimraf`, `@scope/tool@1` → `tool`: the command a package spec runs."""
+    scoped = spec.lower().rsplit("@", 1)[0] if spec.count("@") > 1 else spec.lower()
+    if scoped in _BIN_OF:
+        return _BIN_OF[scoped]
     name = command_name(spec)
     return name.split("@", 1)[0] if not name.startswith("@") else name
 
@@ -247,10 +253,12 @@ _SSH_VALUE = "BbcDEeFIiJLlmOoPpQRSWw"
 def _ssh(args: list[str]) -> Unwrapped:
     _opts, i = parse_options(args, _SSH_VALUE)
     local = tuple(v.split("=", 1)[1] for k, v in _ssh_options(args) if k in ("proxycommand", "localcommand"))
+    remote_command = [v.split("=", 1)[1] for k, v in _ssh_options(args) if k == "remotecommand"]
     if i >= len(args):
         return Unwrapped([], noexec=True, local_scripts=local)
     host, command = args[i], args[i + 1:]
     command = command[1:] if command[:1] == ["--"] else command
+    command = command or remote_command
     if not command:  # the remote login shell reads its commands from stdin
         return Unwrapped([], reads_stdin=True, remote=f"ssh {host}", local_scripts=local)
     return Unwrapped([], script=" ".join(command), remote=f"ssh {host}", local_scripts=local)
@@ -270,6 +278,7 @@ def _ssh_options(args: list[str]) -> list[tuple[str, str]]:
 
 
 _TCL_RUNS = LazyRegex(r"\b(?:spawn|exec)\s+([^;\n\]\}]+)")
+_TCL_SEND = LazyRegex(r"\bsend\s+(?:--\s+)?\"((?:[^\"\\]|\\.)*)\"")
 
 
 def _expect(args: list[str]) -> Unwrapped:
@@ -277,7 +286,10 @@ def _expect(args: list[str]) -> Unwrapped:
     opts, _ = parse_options(args, "cf")
     if "-f" in opts:
         return Unwrapped([], script=UNKNOWN)
-    runs = [m.group(1).strip() for m in _TCL_RUNS.finditer(opts.get("-c", ""))]
+    code = "\n".join(args[i + 1] for i, a in enumerate(args[:-1]) if a == "-c")
+    runs = [m.group(1).strip() for m in _TCL_RUNS.finditer(code)]
+    # what `send` types into a spawned program runs there when that program is a shell
+    runs += [m.group(1).replace("\\r", "\n").replace("\\n", "\n") for m in _TCL_SEND.finditer(code)]
     return Unwrapped([], script="\n".join(runs)) if runs else NOEXEC
 
 
@@ -296,12 +308,12 @@ _KUBECTL_GLOBAL = frozenset({"namespace", "context", "kubeconfig", "cluster", "u
 
 
 def _kubectl_exec(args: list[str]) -> Unwrapped | None:
-    """`kubectl [-n NS] exec POD -- CMD…` (also `oc`), and `oc rsh POD CMD…`."""
+    """`kubectl [-n NS] exec POD -- CMD…` (also `oc`, and `debug … -- CMD`), and `oc rsh POD CMD…`."""
     _, i = parse_options(args, "ns", _KUBECTL_GLOBAL)
     verb = args[i] if i < len(args) else ""
     if verb == "rsh" and len(args) > i + 2:
         return Unwrapped([], script=" ".join(args[i + 2:]), remote="oc rsh")
-    if verb != "exec" or "--" not in args:
+    if verb not in ("exec", "debug") or "--" not in args:
         return None
     command = args[args.index("--") + 1:]
     return Unwrapped([], script=" ".join(command), remote="kubectl exec") if command else NOEXEC
@@ -387,6 +399,67 @@ def _every_operand_a_script(value_short: str, value_long: frozenset[str], script
     return unwrap
 
 
+def _bwrap(args: list[str]) -> Unwrapped:
+    """`bwrap [--bind SRC DST | --dev DIR | …] CMD…`: options take zero, one or two values."""
+    two = {"--bind", "--ro-bind", "--dev-bind", "--bind-try", "--ro-bind-try", "--dev-bind-try", "--symlink",
+           "--setenv", "--file", "--bind-data", "--ro-bind-data"}
+    i = 0
+    while i < len(args) and args[i].startswith("--"):
+        if args[i] == "--":
+            i += 1
+            break
+        i += 3 if args[i] in two else 1 if args[i] in _BWRAP_FLAGS else 2
+    return Unwrapped(args[i:])
+
+
+_BWRAP_FLAGS = frozenset({"--unshare-all", "--share-net", "--unshare-user", "--unshare-ipc", "--unshare-pid",
+                          "--unshare-net", "--unshare-uts", "--unshare-cgroup", "--die-with-parent", "--new-session",
+                          "--as-pid-1", "--clearenv", "--disable-userns", "--unshare-user-try",
+                          "--unshare-cgroup-try"})
+
+
+def _socat(args: list[str]) -> Unwrapped:
+    """socat's `EXEC:CMD` and `SYSTEM:CMD` addresses run a command."""
+    scripts = []
+    for arg in args:
+        kind, colon, rest = arg.partition(":")
+        if colon and kind.upper() in ("EXEC", "SYSTEM"):
+            scripts.append(rest.split(",", 1)[0] if kind.upper() == "EXEC" else rest)
+    return Unwrapped([], script="\n".join(scripts)) if scripts else NOEXEC
+
+
+def _netcat(args: list[str]) -> Unwrapped:
+    """`nc -e PROG`, `nc -c CMD`, `ncat --sh-exec CMD`: a program fed by the network."""
+    for index, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name in ("-c", "--sh-exec", "-e", "--exec", "--lua-exec"):
+            value = value if eq else (args[index + 1] if index + 1 < len(args) else "")
+            # `-e PROG` runs PROG with the connection as its stdin: code from the network
+            return Unwrapped([], script=value if name in ("-c", "--sh-exec") else value + " < /dev/fd/9")
+    return NOEXEC
+
+
+def _remote_runner_after(verbs: tuple[str, ...], keys: tuple[str, ...], label: str) -> Unwrap:
+    """`heroku run CMD`, `fly ssh console -C CMD`, `gcloud compute ssh VM -- CMD`: a command on another machine."""
+    def unwrap(args: list[str]) -> Unwrapped | None:
+        if args[:len(verbs)] != list(verbs):
+            return None
+        rest = args[len(verbs):]
+        if "--" in rest:
+            command = rest[rest.index("--") + 1:]
+            return Unwrapped([], script=" ".join(command), remote=label) if command else NOEXEC
+        for index, arg in enumerate(rest):
+            name, eq, value = arg.partition("=")
+            if name in keys:
+                return Unwrapped([], script=value if eq else (rest[index + 1] if index + 1 < len(rest) else ""),
+                                 remote=label)
+        if not keys:
+            operands = [a for a in rest if not a.startswith("-")]
+            return Unwrapped([], script=operands[0], remote=label) if operands else NOEXEC
+        return NOEXEC
+    return unwrap
+
+
 def _ansible(args: list[str]) -> Unwrapped:
     """`ansible HOSTS -m shell -a 'CMD'`: the command, shell and raw modules run their argument."""
     values: dict[str, str] = {}
@@ -399,6 +472,9 @@ def _ansible(args: list[str]) -> Unwrapped:
             hosts = arg
     module = values.get("m", "command")
     command = values.get("a")
+    if command is not None and module.rsplit(".", 1)[-1] == "file" and "state=absent" in command:
+        path = next((w.split("=", 1)[1] for w in command.split() if w.startswith(("path=", "dest=", "name="))), "")
+        return Unwrapped([], script=f"rm -rf {path or UNKNOWN}", remote=f"ansible {hosts}")
     if command is None or module.rsplit(".", 1)[-1] not in ("command", "shell", "raw", "script"):
         return NOEXEC
     return Unwrapped([], script=command, remote=f"ansible {hosts}")
@@ -420,7 +496,13 @@ def _yarn(args: list[str]) -> Unwrapped | None:
         _, i = parse_options(args[2:], "jW", frozenset({"include", "exclude", "from", "jobs", "since"}))
         rest = args[2 + i:]
         return Unwrapped(["yarn", *rest]) if rest else NOEXEC
+    if args and args[0] in _PACKAGE_BINS:  # `yarn rimraf ~` runs the package's binary
+        return Unwrapped(args)
     return _subcommand_runner(frozenset({"exec", "dlx"}))(args)
+
+
+_PACKAGE_BINS = frozenset({"rimraf", "del-cli", "shx", "lerna", "changeset", "semantic-release", "release-it", "np",
+                           "trash"})
 
 
 def _npm(args: list[str]) -> Unwrapped | None:
@@ -559,7 +641,43 @@ WRAPPERS: dict[str, Unwrap] = {
     "nodemon": _option_script(("--exec", "-x")),
     "entr": lambda args: Unwrapped([], script=" ".join(args[parse_options(args)[1]:])) if "-s" in args else
     _plain()(args),
-    "gcloud": _option_script(("--command",), remote="gcloud compute ssh", verbs=("compute", "ssh")),
+    "gcloud": lambda args: _remote_runner_after(("compute", "ssh"), ("--command",), "gcloud compute ssh")(
+        [*args[:2], *args[3:]] if args[:2] == ["compute", "ssh"] else args),
+    "heroku": _remote_runner_after(("run",), (), "heroku run"),
+    "fly": _remote_runner_after(("ssh", "console"), ("-C", "--command"), "fly ssh"),
+    "flyctl": _remote_runner_after(("ssh", "console"), ("-C", "--command"), "fly ssh"),
+    "pdsh": lambda args: Unwrapped([], script=" ".join(args[parse_options(args, "wxlRfuNtS")[1]:]),
+                                   remote="pdsh") if args else NOEXEC,
+    "clush": lambda args: Unwrapped([], script=" ".join(args[parse_options(args, "wxgXlRfut")[1]:]),
+                                    remote="clush") if args else NOEXEC,
+    "salt": lambda args: Unwrapped([], script=" ".join(args[2:]), remote="salt") if len(args) > 2 and args[1] in (
+        "cmd.run", "cmd.shell", "cmd.script") else None,
+    "socat": _socat,
+    "nc": _netcat,
+    "ncat": _netcat,
+    "netcat": _netcat,
+    "catchsegv": _plain(),
+    "dbus-launch": _plain("", frozenset({"config-file", "autolaunch"})),
+    "ssh-agent": _plain("aEPt"),
+    "pueue": _after_verb(frozenset({"add"}), "wgd", frozenset({"working-directory", "group", "delay", "label",
+                                                                 "after", "priority"})),
+    "tsp": _plain("LDNEgw"),
+    "nq": _plain(),
+    "xcrun": _plain("", frozenset({"sdk", "toolchain"})),
+    "arch": lambda args: Unwrapped(args[parse_options(args, "")[1]:]) if args else NOEXEC,
+    "bwrap": _bwrap,
+    "proot": _plain("rbwqkR"),
+    "flatpak-spawn": _plain(),
+    "distrobox-host-exec": _plain(),
+    "host-spawn": _plain(),
+    "toolbox": _after_verb(frozenset({"run"}), "cdr", frozenset({"container", "distro", "release"})),
+    "distrobox": _after_verb(frozenset({"enter"}), "n", frozenset({"name"}), skip=1),
+    "zellij": _after_verb(frozenset({"run"})),
+    "tox": _after_verb(frozenset({"exec"}), "e", frozenset({"env"})),
+    "xterm": lambda args: Unwrapped(args[args.index("-e") + 1:]) if "-e" in args else NOEXEC,
+    "gnome-terminal": lambda args: Unwrapped(args[args.index("--") + 1:]) if "--" in args else NOEXEC,
+    "x-terminal-emulator": lambda args: Unwrapped(args[args.index("-e") + 1:]) if "-e" in args else NOEXEC,
+    "konsole": lambda args: Unwrapped(args[args.index("-e") + 1:]) if "-e" in args else NOEXEC,
     "watchexec": lambda args: Unwrapped(args[args.index("--") + 1:]) if "--" in args else _every_operand_a_script(
         "wepdi", frozenset({"watch", "exts", "filter", "ignore", "debounce", "shell", "signal"}), frozenset())(args),
     "hyperfine": _every_operand_a_script(
