@@ -16,7 +16,7 @@ from kilo_loop.safety.shell.model import HOME, UNKNOWN, display, normalize_path
 from kilo_loop.safety.shell.words import brace_alternatives
 
 _GLOB = LazyRegex(r"[*?\[]")
-_GLOB_LIMIT = 2000
+_GLOB_LIMIT = 10_000
 _BLOCK_DEVICE = LazyRegex(
     r"/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|rdisk\d|md\d|dm-\d|mapper/|loop\d|sr\d"
     r"|nbd\d|zd\d|bcache\d|disk/|block/|zvol/|[a-z0-9_-]+vg/|vg[a-z0-9_-]*/|ubuntu-vg/|rbd\d|cciss/|md/"
@@ -176,10 +176,16 @@ class PathPolicy:
         return None
 
     def _matches_outside(self, pattern: str) -> str | None:
-        """A wildcard that matches, on disk now, a symlink leading out of the temp directories."""
+        """A wildcard that matches, on disk now, a symlink leading out of the temp directories and
+        the delete goes through it (`/tmp/*/x`, `/tmp/l*/`); `rm -r /tmp/x/*` removes a matched link itself."""
         import glob
         from itertools import islice
 
+        parts = pattern.rstrip("/").split("/")
+        last = max((i for i, part in enumerate(parts) if _GLOB.search(part)), default=-1)
+        if last < 0 or (last == len(parts) - 1 and not pattern.endswith("/")):
+            return None
+        pattern = "/".join(parts[:last + 1])
         matches = list(islice(glob.iglob(pattern), _GLOB_LIMIT + 1))
         if len(matches) > _GLOB_LIMIT:
             return f"its wildcard matches more than {_GLOB_LIMIT} paths, too many to check"

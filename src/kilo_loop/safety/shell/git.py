@@ -18,7 +18,7 @@ EXEC_CONFIG_KEYS = (
     "remote.*.uploadpack", "protocol.ext.allow", "protocol.allow", "include.path", "includeif.*.path",
     "credential.*.helper", "core.alternaterefscommand", "mergetool.*.cmd", "difftool.*.cmd",
     "gpg.ssh.defaultkeycommand", "sendemail.sendmailcmd", "sendemail.tocmd", "sendemail.cccmd", "browser.*.cmd",
-    "sequence.editor", "init.templatedir", "core.worktree",
+    "sequence.editor", "init.templatedir",
 )
 # Environment variables whose value git runs as a command.
 EXEC_ENV = ("GIT_SSH_COMMAND", "GIT_SSH", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_ASKPASS",
