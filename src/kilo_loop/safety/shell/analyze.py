@@ -234,6 +234,7 @@ class Analyzer:
         cwds = state.cwds
         env = dict(env)
         peeled = 0
+        expanded: set[str] = set()
         while True:
             if not argv:
                 return state, state, None
@@ -247,7 +248,12 @@ class Analyzer:
                     f"the command name {argv[0]!r} is a wildcard: what it matches is only known when it runs; "
                     f"{LITERALLY}", rule="unknown-command"))
                 return state, state, None
-            if argv[0] in self.aliases and peeled < MAX_WRAPPERS:
+            if argv[0] in self.aliases and argv[0] not in expanded:  # bash expands a name once per command
+                expanded.add(argv[0])
+                if peeled == MAX_WRAPPERS:
+                    self.out.append(Unanalysable(f"more than {MAX_WRAPPERS} aliases or wrappers are nested; "
+                                                 "run the command with fewer"))
+                    return state, state, None
                 argv = [*split_words(self.aliases[argv[0]]), *argv[1:]]
                 peeled += 1
                 continue
