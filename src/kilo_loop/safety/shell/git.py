@@ -41,6 +41,12 @@ def env_settings(env: Mapping[str, str | None], variables: Mapping[str, str | No
         return variables.get(name, "") if name in variables else ""
 
     options: list[str] = []
+    parameters = get("GIT_CONFIG_PARAMETERS")  # what `git -c` passes to child gits: 'key=value' 'key'='value'
+    if parameters is None:
+        options += ["-c", f"{UNKNOWN}={UNKNOWN}"]
+    elif parameters:
+        for setting in split_words(parameters.replace("'='", "=")):
+            options += ["-c", setting]
     keys = sorted({name[len("GIT_CONFIG_KEY_"):] for name in (*env, *variables) if name.startswith("GIT_CONFIG_KEY_")})
     for index in keys:
         key, value = get(f"GIT_CONFIG_KEY_{index}"), get(f"GIT_CONFIG_VALUE_{index}")

@@ -644,6 +644,8 @@ WRAPPERS: dict[str, Unwrap] = {
     "gcloud": lambda args: _remote_runner_after(("compute", "ssh"), ("--command",), "gcloud compute ssh")(
         [*args[:2], *args[3:]] if args[:2] == ["compute", "ssh"] else args),
     "heroku": _remote_runner_after(("run",), (), "heroku run"),
+    "az": lambda args: _option_script(("--scripts",), remote="az vm run-command")(args) if args[:2] == [
+        "vm", "run-command"] else None,
     "fly": _remote_runner_after(("ssh", "console"), ("-C", "--command"), "fly ssh"),
     "flyctl": _remote_runner_after(("ssh", "console"), ("-C", "--command"), "fly ssh"),
     "pdsh": lambda args: Unwrapped([], script=" ".join(args[parse_options(args, "wxlRfuNtS")[1]:]),
