@@ -32,7 +32,15 @@ from typing import Any, Literal, NamedTuple
 
 from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.packs import PACKS, Pack, enabled_packs
-from kilo_loop.safety.packs.paths import PathPolicy, in_git_dir, is_block_device, sensitive_file
+from kilo_loop.safety.packs.paths import (
+    PathPolicy,
+    absolute,
+    in_git_dir,
+    is_block_device,
+    resolved,
+    sensitive_file,
+    system_file,
+)
 from kilo_loop.safety.packs.rules import Rule, match
 from kilo_loop.safety.shell import (
     InlineCode,
@@ -92,14 +100,21 @@ def _compile(patterns: Sequence[str], key: str) -> tuple[tuple[str, Any], ...]:
 
 
 _RECURSIVE_DELETE_CODE = LazyRegex(
-    r"\b(rmtree|remove_tree|rm_rf|rm_r|remove_dir_all|remove_entry(_secure)?|rimraf|rmRF|deleteRecursively)\b"
-    r"|\b(rmSync|rmdirSync|rm|rmdir|remove|promises\s*\.\s*rm)\s*\((?=[\s\S]*recursive)"
+    r"\b(rmtree|remove_tree|rm_rf|rm_r|remove_dir_all|remove_entry(_secure)?|rimraf|rmRF|deleteRecursively"
+    r"|remove_dir|rm_f)\b"
+    r"|\b(rmSync|rmdirSync|rm|rmdir|remove|removeSync|promises\s*\.\s*rm)\s*\((?=[\s\S]*recursive)"
 )
 _FILE_DELETE_CODE = LazyRegex(
     r"\b(os\s*\.\s*(remove|unlink|removedirs|rmdir)|unlinkSync|unlink|File\s*\.\s*delete|FileUtils\s*\.\s*(rm|remove)"
     r"|Path\s*\([^)]*\)\s*\.\s*unlink)\b")
 _HOME_CODE = LazyRegex(r"homedir\s*\(|expanduser\s*\(|Path\s*\.\s*home\s*\(|os\s*\.\s*environ|process\s*\.\s*env"
                         r"|ENV\s*\[|getenv")
+_SYSTEM_CODE = LazyRegex(r"\bkill\s*\(\s*-\s*1\b|\bkill\s*\(\s*0\s*,|\bfork\s+while\s+fork\b"
+                         r"|while\s*\(?\s*(?:True|true|1)\s*\)?\s*:?\s*\{?\s*(?:os\s*\.\s*)?fork\s*\(")
+_WRITE_CODE = LazyRegex(r"\b(?:write|writeFile|writeFileSync|appendFile|appendFileSync|write_text|write_bytes"
+                        r"|symlink|symlinkSync|link|linkSync|copy|copyfile|copyFileSync|rename|renameSync|move"
+                        r"|createWriteStream)\b|['\"][wa]b?\+?['\"]|>>?|(?:^|[;}\s/])w\s+\S")
+_CODE_STRING = LazyRegex(r"'([^'\n]*)'|\"([^\"\n]*)\"|(?:>>?|\bw)\s*(~?/\S+|\.git/\S+)")
 _CODE_PATH = LazyRegex(r"""['"](~[^'"\n]*|/[^'"\n]*)['"]""")
 
 _BASH_TOOLS = frozenset({"bash", "shell", "sh", "run_shell_command", "execute_command", "exec_command"})
@@ -217,10 +232,16 @@ class Guard:
 
     def _redirect(self, item: OutputRedirect) -> GuardDecision | None:
         target = item.target
-        if "system" in self._enabled and is_block_device(target):
-            return _deny("raw-disk-write", f"redirects output onto the block device {target}", "system")
+        targets = [target, *(absolute(target, item.cwds) or [])]
+        targets += [resolved(t) for t in targets if t.startswith("/")]  # through symlinks on disk
+        if "system" in self._enabled:
+            if any(is_block_device(t) for t in targets):
+                return _deny("raw-disk-write", f"redirects output onto the block device {target}", "system")
+            if any(system_file(t) for t in targets):
+                return _deny("system-file-write", f"redirects output into {target}, a kernel or system file",
+                             "system")
         if "filesystem" in self._enabled:
-            if in_git_dir(target):
+            if any(in_git_dir(t) for t in targets):
                 return _deny("git-dir-write", f"redirects output into {display(target)!r} inside a .git directory "
                              "(hooks there run on the next git command)", "filesystem")
             if sensitive_file(target):
@@ -234,8 +255,19 @@ class Guard:
         if dynamic:
             return _deny("unknown-code", f"{item.language} code computes, decodes or looks up what it runs "
                          f"({dynamic[:60]}), so the guard cannot know it; {LITERALLY}")
+        if "system" in self._enabled:
+            found = _SYSTEM_CODE.search(code)
+            if found:
+                return _deny("kill-all", f"{item.language} code signals every process or forks without end "
+                             f"({found.group(0).strip()})", "system")
         if "filesystem" not in self._enabled:
             return None
+        if _WRITE_CODE.search(code):
+            for literal in _CODE_STRING.finditer(code):
+                path = literal.group(1) or literal.group(2) or literal.group(3) or ""
+                if sensitive_file(path) or ".git/" in path or system_file(path):
+                    return _deny("sensitive-file-write", f"{item.language} code writes {path!r}, a login, shell "
+                                 "start-up, ssh, .git or system file", "filesystem")
         found = _RECURSIVE_DELETE_CODE.search(code)
         if found:
             return _deny("inline-code-delete",

@@ -13,9 +13,12 @@ _DESTROYS = "destroys infrastructure"
 def _cloud_delete(cmd: SimpleCommand, paths: object) -> str | None:
     """`aws ec2 terminate-instances`, `gcloud compute instances delete`, `az group delete`…"""
     found = operands(cmd.args, _AWS_VALUE)
-    verbs = ("delete", "terminate", "remove", "destroy", "purge", "deregister", "rb")
+    verbs = ("delete", "terminate", "remove", "destroy", "purge", "deregister", "rb", "rm", "reset")
     for word in found[:5]:
-        if any(word == v or word.startswith(v + "-") for v in verbs):
+        verb = word.rsplit(":", 1)[-1]  # heroku's `apps:destroy`
+        parts = verb.split("-")
+        if any(verb == v or verb.startswith(v + "-") for v in verbs) or (
+                parts[0] in ("batch", "bulk", "force") and any(p in verbs for p in parts[1:])):
             return f"`{word}` deletes cloud resources"
     return None
 
@@ -39,7 +42,32 @@ PACK = Pack(
         Rule("cloud-storage-delete", "deletes a bucket", ("gsutil",), words=("rb",)),
         Rule("cloud-storage-delete", "deletes objects recursively", ("gcloud",), words=("storage", "rm"),
              flags=("-r", "--recursive")),
-        Rule("cloud-delete", "deletes cloud resources", ("aws", "gcloud", "az", "doctl", "flyctl", "fly", "heroku"),
+        Rule("terraform-destroy", "deletes a workspace and its state", _TF, words=("workspace", "delete")),
+        Rule("terraform-destroy", "deletes a stack and its state", ("pulumi",), words=("stack", "rm")),
+        Rule("terraform-destroy", "removes resources from the state", ("pulumi",), words=("state", "delete")),
+        Rule("terraform-destroy", _DESTROYS, ("sam",), words=("delete",)),
+        Rule("terraform-destroy", _DESTROYS, ("serverless", "sls"), words=("remove",)),
+        Rule("terraform-destroy", _DESTROYS, ("copilot",), check=lambda c, p: "" if "delete" in c.args else None),
+        Rule("cloud-storage-delete", "deletes remote files", ("rclone",),
+             check=lambda c, p: "" if operands(c.args)[:1] and operands(c.args)[0] in (
+                 "purge", "delete", "deletefile", "rmdir", "rmdirs", "cleanup", "sync", "move") else None),
+        Rule("cloud-storage-delete", "deletes every object a wildcard matches", ("gsutil",), words=("rm",),
+             check=lambda c, p: "" if any("*" in a for a in operands(c.args)[1:]) else None),
+        Rule("cloud-storage-delete", "deletes objects recursively", ("s3cmd",), words=("del",),
+             flags=("-r", "--recursive")),
+        Rule("cloud-storage-delete", "deletes a bucket", ("s3cmd",), words=("rb",)),
+        Rule("cloud-storage-delete", "deletes objects recursively", ("mc",), words=("rm",),
+             flags=("-r", "--recursive")),
+        Rule("cloud-storage-delete", "deletes a bucket", ("mc",), words=("rb",)),
+        Rule("terraform-destroy", "writes a plan that destroys everything, to be applied", _TF, words=("plan",),
+             flags=("-destroy",)),
+        Rule("terraform-destroy", "destroys and recreates a resource (its data with it)", _TF, words=("apply",),
+             flags=("-replace",)),
+        Rule("terraform-destroy", _DESTROYS, ("terragrunt",), words=("destroy-all",)),
+        Rule("terraform-destroy", _DESTROYS, ("pulumi",), words=("down",)),
+        Rule("cloud-storage-delete", "deletes objects", ("s5cmd",), words=("rm",)),
+        Rule("cloud-delete", "deletes cloud resources", ("aws", "gcloud", "az", "doctl", "flyctl", "fly", "heroku",
+                                                         "vercel", "netlify"),
              check=_cloud_delete),
     ),
     value_options={"aws": _AWS_VALUE},

@@ -7,17 +7,22 @@ import re
 
 from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.packs.paths import PathPolicy
-from kilo_loop.safety.packs.rules import Pack, Rule
-from kilo_loop.safety.shell.model import SimpleCommand, parse_options
+from kilo_loop.safety.packs.rules import Pack, Rule, operands
+from kilo_loop.safety.shell.model import UNKNOWN, SimpleCommand
 
 _DESTRUCTIVE_SQL = LazyRegex(
     r"\b(drop\s+(table|database|schema|index|view|user|role|collection)|truncate\b|delete\s+from\s+[\w.\"`\[\]]+"
     r"\s*(;|$)|alter\s+table\s+\S+\s+drop\b|dropDatabase\s*\(|\.drop\s*\(|deleteMany\s*\(\s*\{\s*\}\s*\)"
-    r"|flushall|flushdb)", re.IGNORECASE)
+    r"|flushall|flushdb|delete\s+from\s+[\w.\"`\[\]]+\s+where\s+(true|1\s*=\s*1|'1'\s*=\s*'1'|not\s+false)\b"
+    r"|\.(remove|deleteMany)\s*\(\s*(\{\s*\})?\s*\)|drop\s+keyspace"
+    r"|\bupdate\s+[\w.\"`\[\]]+\s+set\b(?![\s\S]*\bwhere\b))", re.IGNORECASE)
+# Client commands that run a shell command: psql `\!`, mysql `system`/`\!`, sqlite3 `.shell`/`.system`.
+_CLIENT_SHELL = LazyRegex(r"(?:^|[\s;])\\!|^\s*system\s|(?:^|\n)\s*\.(?:shell|system)\b", re.MULTILINE)
+_SQL_COMMENT = LazyRegex(r"/\*.*?\*/|--[^\n]*|#[^\n]*", re.DOTALL)
 _SQL_CLIENTS = {
     "psql": ("c", frozenset({"command"})), "mysql": ("e", frozenset({"execute"})),
     "mariadb": ("e", frozenset({"execute"})), "sqlite3": ("", frozenset()), "sqlcmd": ("Q", frozenset()),
-    "mongo": ("", frozenset({"eval"})), "mongosh": ("", frozenset({"eval"})), "cockroach": ("e", frozenset(
+    "mongo": ("", frozenset({"eval"})), "cqlsh": ("e", frozenset({"execute"})), "mongosh": ("", frozenset({"eval"})), "cockroach": ("e", frozenset(
         {"execute"})), "clickhouse-client": ("q", frozenset({"query"})), "duckdb": ("c", frozenset()),
 }
 _VALUE_SHORT = "UhpdfWPoSvFTLn"
@@ -34,13 +39,35 @@ def _sql(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
             attached = (arg.partition("=")[2] if arg.startswith("--") else arg[2:])
             texts.append(attached or (args[index + 1] if index + 1 < len(args) else ""))
     if cmd.name in ("sqlite3", "duckdb"):
-        _, i = parse_options(args, "", frozenset({"cmd", "separator"}))
+        i = 0
+        while i < len(args) and args[i].startswith("-"):
+            if args[i] in ("-cmd", "--cmd", "-separator", "-newline", "-nullvalue", "-init"):
+                if args[i] in ("-cmd", "--cmd") and i + 1 < len(args):
+                    texts.append(args[i + 1])
+                i += 1
+            i += 1
         texts += args[i + 1:]
-    for text in texts:
-        found = _DESTRUCTIVE_SQL.search(text)
+    files = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-f", "--file", "-i", "--init")]
+    if any(UNKNOWN in f for f in files):
+        return "the SQL file is only known when the command runs; write the statements out literally"
+    for index, text in enumerate(texts):
+        if _CLIENT_SHELL.search(text):
+            return "the client runs a shell command (\\!, system, .shell)"
+        if index and UNKNOWN in text:
+            return "the SQL is only known when the command runs; write the statement out literally"
+        found = _DESTRUCTIVE_SQL.search(_SQL_COMMENT.sub(" ", text))
         if found:
             return f"the SQL drops or empties data ({found.group(0).strip()})"
     return None
+
+
+def _django_reset(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    found = operands(cmd.args)
+    if cmd.name in ("python", "python3"):
+        if not found or not found[0].endswith("manage.py"):
+            return None
+        found = found[1:]
+    return "" if found[:1] and found[0] in ("flush", "reset_db", "sqlflush") else None
 
 
 PACK = Pack(
@@ -51,9 +78,26 @@ PACK = Pack(
         Rule("database-drop", "drops a database", ("dropdb", "dropuser")),
         Rule("database-drop", "drops a database", ("mysqladmin",), words=("drop",)),
         Rule("database-drop", "flushes every key", ("redis-cli", "valkey-cli", "keydb-cli"),
-             check=lambda c, p: "" if {a.lower() for a in c.args} & {"flushall", "flushdb"} else None),
+             check=lambda c, p: "" if any(w in a.lower() for a in (*c.args, c.stdin or "") for w in (
+                 "flushall", "flushdb")) else None),
+        Rule("database-drop", "deletes every key under a prefix", ("etcdctl",), words=("del",),
+             flags=("--prefix", "--from-key")),
+        Rule("database-drop", "deletes a key tree", ("consul",), words=("kv", "delete"), flags=("-recurse",)),
         Rule("database-drop", "resets the database", ("rails", "rake", "bin/rails"),
-             check=lambda c, p: "" if any(a in ("db:drop", "db:reset", "db:schema:load") for a in c.args) else None),
+             check=lambda c, p: "" if any(a in ("db:drop", "db:reset", "db:schema:load", "db:migrate:reset",
+                                               "db:purge", "db:truncate_all", "db:seed:replant") for a in c.args)
+             else None),
         Rule("database-drop", "resets the database", ("prisma",), words=("migrate", "reset")),
+        Rule("database-drop", "resets the database", ("prisma",), words=("db", "push"), flags=("--force-reset",)),
+        Rule("database-drop", "empties or resets the database", ("python", "python3", "manage.py", "django-admin"),
+             check=_django_reset),
+        Rule("database-drop", "drops every table", ("php", "artisan"), check=lambda c, p: "" if set(operands(
+            c.args)[:2]) & {"migrate:fresh", "migrate:reset", "migrate:refresh", "db:wipe"} else None),
+        Rule("database-drop", "migrates the database down to nothing", ("alembic",), words=("downgrade", "base")),
+        Rule("database-drop", "migrates the database down to nothing", ("flask",), words=("db", "downgrade")),
+        Rule("database-drop", "drops or resets the database", ("mix",), check=lambda c, p: "" if set(operands(
+            c.args)[:1]) & {"ecto.drop", "ecto.reset", "ecto.rollback"} else None),
+        Rule("database-drop", "drops the schema", ("typeorm", "sequelize", "sequelize-cli", "knex"), check=lambda c, p: "" if set(
+            operands(c.args)[:1]) & {"schema:drop", "db:drop", "migrate:rollback"} else None),
     ),
 )

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kilo_loop.safety.packs.paths import PathPolicy, in_git_dir, sensitive_file, shown
+from kilo_loop.safety.lazy_regex import LazyRegex
+from kilo_loop.safety.packs.paths import PathPolicy, absolute, in_git_dir, sensitive_file, shown
 from kilo_loop.safety.packs.rules import Pack, Rule, operands
 from kilo_loop.safety.shell.analyze import find_roots
-from kilo_loop.safety.shell.model import HOME, UNKNOWN, SimpleCommand, has_option, normalize_path
+from kilo_loop.safety.shell.model import HOME, READ, UNKNOWN, SimpleCommand, has_option, normalize_path
 
 _NAME_TESTS = frozenset({"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex"})
-_DELETERS = frozenset({"rm", "unlink", "shred", "rmdir", "rimraf", "del", "trash", "srm"})
+_DELETERS = frozenset({"rm", "unlink", "shred", "rmdir", "rimraf", "del", "trash", "srm", "del-cli", "trash-put"})
+_MATCHES_ALL = LazyRegex(r"[*?./]*|\.\*|\^?\.[*+]\$?")
+"""A -name/-path/-regex pattern that matches (nearly) every file: `*`, `?*`, `*.*`, `.*`."""
 
 
 def _rm_operands(args: Sequence[str]) -> tuple[set[str], list[str]]:
@@ -45,7 +48,7 @@ def _rm_recursive(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     flags, targets = _rm_operands(cmd.args)
     if flags & {"--help", "--version"}:
         return None
-    recursive = cmd.name in ("rimraf", "del", "trash") or has_option(cmd.args, "-r", "-R", "--recursive")
+    recursive = cmd.name in ("rimraf", "del", "trash", "del-cli", "trash-put") or has_option(cmd.args, "-r", "-R", "--recursive")
     return _recursive_targets(targets, cmd, paths) if recursive else None
 
 
@@ -54,9 +57,14 @@ def _rm_protected(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     if flags & {"--help", "--version"}:
         return None
     for target in targets:
+        if READ in target:
+            return ("it deletes paths read from stdin or printed by a command, which the guard cannot see (like "
+                    "`xargs rm`); list them literally")
         why = paths.protected(target, cmd.cwds)
         if why:
             return f"it deletes {shown(target)!r}: {why}"
+        if sensitive_file(target) and not paths.in_temp(normalize_path(target)):
+            return f"it deletes {shown(target)!r}, a login, shell start-up or ssh file"
     return None
 
 
@@ -67,7 +75,8 @@ def _find_deletes(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
         expression[i + 1].rsplit("/", 1)[-1] in _DELETERS for i, e in enumerate(expression))
     if not deletes:
         return None
-    named = any(e in _NAME_TESTS and expression[i + 1:i + 2] not in (["*"], []) for i, e in enumerate(expression))
+    named = any(e in _NAME_TESTS and expression[i + 1:i + 2] and not _MATCHES_ALL.fullmatch(expression[i + 1])
+                for i, e in enumerate(expression)) and not set(expression) & {"!", "-not", "-o", "-or"}
     for root in roots:
         if named and not root.startswith("/") and UNKNOWN not in root and \
                 not normalize_path(root).startswith("..") and not root.startswith("~"):
@@ -87,7 +96,24 @@ def _xargs_deletes(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
             if name in _DELETERS else None)
 
 
+def _sources_removed(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    """`rsync --remove-source-files`, `tar --remove-files`, `zip -m`: the sources are deleted once copied."""
+    values = {"rsync": ("-e", "--rsh", "--exclude", "--include", "--filter", "-f"), "7z": (), "7za": (), "7zz": (),
+              "tar": ("-f", "--file", "-C", "--directory", "-T", "--files-from", "-X", "--exclude-from"),
+              "zip": ("-b", "-n", "-x", "-i", "-t", "-tt")}[cmd.name]
+    found = operands(cmd.args, values)
+    sources = found[1:] if cmd.name == "zip" else found[2:] if cmd.name.startswith("7z") else \
+        found[:-1] if cmd.name == "rsync" else found
+    for source in sources:
+        why = paths.outside_temp(source, cmd.cwds)
+        if why:
+            return f"it deletes {shown(source)!r} after copying it, but {why}"
+    return None
+
+
 def _rsync_delete(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    if has_option(cmd.args, "--remove-source-files") and not has_option(cmd.args, "--delete", "--del"):
+        return _sources_removed(cmd, paths)
     found = operands(cmd.args, ("-e", "--rsh", "--exclude", "--include", "--filter", "-f"))
     if len(found) < 2:
         return None
@@ -136,6 +162,27 @@ def _written_targets(cmd: SimpleCommand) -> list[str]:
         return operands(cmd.args, ("-e", "-f", "--expression", "--file"))[1 if cmd.name == "sed" else 0:]
     if cmd.name in ("touch", "truncate", "ssh-keygen", "chmod", "chown"):
         return [] if cmd.name in ("chmod", "chown") else operands(cmd.args, ("-s", "--size", "-f", "-r"))
+    if cmd.name == "sponge":
+        return operands(cmd.args)
+    if cmd.name == "find":
+        return [cmd.args[i + 1] for i, a in enumerate(cmd.args[:-1]) if a in ("-fprint", "-fprint0", "-fprintf", "-fls")]
+    if cmd.name == "sort":
+        return [a[2:] if a.startswith("-o") and len(a) > 2 else a.split("=", 1)[1] if a.startswith("--output=")
+                else cmd.args[i + 1] for i, a in enumerate(cmd.args[:-1]) if a in ("-o", "--output") or
+                (a.startswith("-o") and len(a) > 2) or a.startswith("--output=")]
+    if cmd.name in ("tar", "unzip", "bsdtar"):
+        extracts = cmd.name == "unzip" or has_option(cmd.args, "-x", "--extract", "--get") or (
+            cmd.args[:1] and not cmd.args[0].startswith("-") and "x" in cmd.args[0])
+        flag = ("-d",) if cmd.name == "unzip" else ("-C", "--directory")
+        return [cmd.args[i + 1] if "=" not in a else a.split("=", 1)[1] for i, a in enumerate(cmd.args[:-1])
+                if a.split("=", 1)[0] in flag] if extracts else []
+    if cmd.name in ("curl", "wget"):
+        from kilo_loop.safety.shell.analyze import downloaded_files
+
+        return downloaded_files(cmd.name, cmd.args)
+    if cmd.name == "scp":
+        found = operands(cmd.args, ("-P", "-i", "-o", "-F", "-J", "-S", "-c", "-l"))
+        return [t.split(":", 1)[1] or "~" for t in found[-1:] if ":" in t.split("/", 1)[0]] + _copy_destination(cmd)
     return _copy_destination(cmd)
 
 
@@ -148,17 +195,19 @@ def _sensitive_write(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
 
 def _git_dir_write(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     for target in _written_targets(cmd):
-        if in_git_dir(target):
+        if any(in_git_dir(t) for t in [target, *(absolute(target, cmd.cwds) or [])]):
             return f"it writes {shown(target)!r} inside a .git directory (hooks there run on the next git command)"
     return None
 
 
-_WRITERS = ("cp", "mv", "install", "ln", "tee", "dd", "sed", "perl", "touch", "truncate", "rsync")
+_WRITERS = ("cp", "mv", "install", "ln", "tee", "dd", "sed", "perl", "touch", "truncate", "rsync", "sponge", "curl",
+            "wget", "scp", "find", "sort", "tar", "unzip", "bsdtar")
 PACK = Pack(
     name="filesystem",
     title="filesystem: recursive deletes outside temp, system/home/.git paths, login and ssh files",
     rules=(
-        Rule("rm-recursive", "a recursive delete outside a temp directory", ("rm", "rimraf", "del", "trash"),
+        Rule("rm-recursive", "a recursive delete outside a temp directory",
+             ("rm", "rimraf", "del", "trash", "del-cli", "trash-put"),
              check=_rm_recursive),
         Rule("rm-protected", "deletes a system or .git path", ("rm", "unlink", "shred", "rmdir", "srm"),
              check=_rm_protected),
@@ -167,6 +216,17 @@ PACK = Pack(
         Rule("rsync-delete", "rsync --delete removes files from the target", ("rsync",),
              flags=("--delete", "--delete-before", "--delete-during", "--delete-after", "--delete-delay",
                     "--delete-excluded", "--remove-source-files", "--del"), check=_rsync_delete),
+        Rule("archive-removes-sources", "deletes the files it archives", ("tar",),
+             flags=("--remove-files",), check=_sources_removed),
+        Rule("archive-removes-sources", "deletes the files it archives", ("7z", "7za", "7zz"),
+             check=lambda c, p: _sources_removed(c, p) if "-sdel" in c.args else None),
+        Rule("config-runs-code", "an npm setting that makes npm run a program of the agent's choosing", ("npm",
+                                                                                                       "pnpm", "yarn"),
+             words=("config", "set"), check=lambda c, p: "" if any(a.split("=", 1)[0].lstrip("-") in (
+                 "script-shell", "node-options", "shell", "git", "editor", "browser", "viewer", "init-module",
+                 "onload-script") for a in operands(c.args)[2:3]) else None),
+        Rule("archive-removes-sources", "deletes the files it archives", ("zip",),
+             check=lambda c, p: _sources_removed(c, p) if has_option(c.args, "-m", "--move") else None),
         Rule("recursive-permission-change", "a recursive permission change on a broad path",
              ("chmod", "chown", "chgrp", "setfacl", "chattr"), check=_permission_broad),
         Rule("mv-protected", "moves a system, home or ssh path away", ("mv",), check=_moves_protected),

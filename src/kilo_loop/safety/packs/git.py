@@ -18,6 +18,7 @@ from kilo_loop.safety.shell.model import UNKNOWN, SimpleCommand, has_option
 _ABORT = ("--abort", "--quit", "--skip", "--show-current-patch")
 
 
+
 def _git(sub: str | tuple[str, ...], flags: Sequence[str] = (), unless: Sequence[str] = (),
          first: Sequence[str] = (), when: Check | None = None) -> Check:
     """A check for `git <sub> …`: one of `flags` present (if any), none of `unless`, the first
@@ -89,16 +90,39 @@ def _config_runs_code(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     return None
 
 
+def _fetch_forced(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    """`git fetch origin +main:main` / `fetch -f origin x:main`: a local branch is overwritten."""
+    specs = [s for s in operands(cmd.args)[1:] if ":" in s and not s.endswith(":")]
+    forced = has_option(cmd.args, "-f", "--force")
+    if any(s.startswith("+") or forced for s in specs):
+        return "it force-updates a local branch from the remote, dropping its commits"
+    return None
+
+
+def _clean_deletes(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    """`git clean` deletes untracked files unless it only lists them; whether it needs `-f` is a
+    setting (`clean.requireForce`) the guard cannot see."""
+    return None if has_option(cmd.args, "-n", "--dry-run") else ""
+
+
 def _global_settings(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     call: GitCall = parse_git_argv(cmd.args)
+    if call.exec_path:
+        return f"--exec-path={call.exec_path} makes git run its subcommands from there"
+    if call.subcommand in ("init", "clone") and has_option(call.args, "--template"):
+        return "--template copies hooks into the repository, which git then runs"
     for key, value in call.settings:
+        if key.lower() == "help.autocorrect" and value.lower() not in ("0", "false", "never", "show", "off", "no"):
+            return f"-c {key}={value} makes git run the command it guesses a typo meant"
+        if key.lower() == "init.templatedir":
+            return f"-c {key} copies hooks into the repository, which git then runs"
         if key.lower() in ("protocol.ext.allow", "protocol.allow") and value.lower() in ("always", "user"):
             return f"-c {key}={value} lets git run an ext:: transport command"
         if key.lower() == "core.hookspath":
             return f"-c {key} makes git run hooks from {value!r}"
         if key.lower() == "include.path" or key.lower().startswith("includeif."):
             return f"-c {key} pulls in settings from {value!r}, which may run commands"
-    if any(a.lower().startswith(("ext::", "fd::")) for a in call.args):
+    if any(a.lower().split("=", 1)[-1].startswith(("ext::", "fd::")) for a in call.args):
         return "the ext:: transport runs a shell command"
     return None
 
@@ -121,12 +145,24 @@ PACK = Pack(
              check=_git(("push", "send-pack"))),
         Rule("git-reset-hard", "git reset --hard/--merge/--keep discards uncommitted changes", ("git",),
              check=_git("reset", flags=("--hard", "--merge", "--keep"))),
-        Rule("git-clean-force", "git clean -f deletes untracked files for good", ("git",),
-             check=_git("clean", flags=("-f", "--force"), unless=("-n", "--dry-run"))),
+        Rule("git-clean-force", "git clean deletes untracked files for good", ("git",),
+             check=_git("clean", when=_clean_deletes)),
         Rule("git-checkout-discard", "git checkout of paths discards uncommitted work", ("git",),
              check=_git("checkout", when=_checkout_discards)),
         Rule("git-checkout-force", "a forced switch discards uncommitted changes", ("git",),
              check=_git("switch", flags=("-f", "--force", "--discard-changes"))),
+        Rule("git-branch-force-move", "switch -C / checkout -B resets an existing branch, dropping its commits",
+             ("git",), check=_git("switch", flags=("-C", "--force-create"))),
+        Rule("git-branch-force-move", "switch -C / checkout -B resets an existing branch, dropping its commits",
+             ("git",), check=_git("checkout", flags=("-B",))),
+        Rule("git-checkout-discard", "checkout-index -f overwrites files with their staged version", ("git",),
+             check=_git("checkout-index", flags=("-f", "--force"))),
+        Rule("git-checkout-discard", "read-tree -u rewrites the working tree", ("git",),
+             check=_git("read-tree", flags=("-u",))),
+        Rule("git-history-rewrite", "a forced fetch into a local branch discards its commits", ("git",),
+             check=_git("fetch", when=_fetch_forced)),
+        Rule("git-history-rewrite", "git prune deletes unreachable commits for good", ("git",),
+             check=_git("prune", unless=("-n", "--dry-run"))),
         Rule("git-restore", "git restore discards uncommitted changes", ("git",),
              check=_git("restore", when=_restore_discards)),
         Rule("git-stash-drop", "dropping stashes loses their changes for good", ("git",),

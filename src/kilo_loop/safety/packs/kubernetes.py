@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.packs.rules import Pack, Rule
+
+_ZERO_REPLICAS = LazyRegex(r"[\"']?replicas[\"']?\s*:\s*0\b")
 
 _VALUE = ("-n", "--namespace", "--context", "--kubeconfig", "--cluster", "--user", "-l", "--selector", "-o",
           "--output", "-f", "--filename", "-c", "--container", "-s", "--server", "--as", "--token")
@@ -21,6 +24,19 @@ PACK = Pack(
         Rule("helm-uninstall", "uninstalls a release and its resources", ("helm",), words=("uninstall",)),
         Rule("helm-uninstall", "uninstalls a release and its resources", ("helm",), words=("delete",)),
         Rule("helm-uninstall", "uninstalls a release and its resources", ("helm",), words=("del",)),
+        Rule("kubectl-delete", "scales a workload to zero", ("kubectl", "oc", "k"), words=("patch",),
+             check=lambda c, p: "" if any(_ZERO_REPLICAS.search(a) for a in c.args) else None),
+        Rule("kubectl-delete", "a NoExecute taint evicts every pod from the node", ("kubectl", "oc", "k"),
+             words=("taint",), check=lambda c, p: "" if any(a.endswith(":NoExecute") for a in c.args) else None),
+        Rule("kubectl-delete", "deletes an application and its resources", ("argocd",), words=("app", "delete")),
+        Rule("kubectl-delete", "uninstalls Flux and what it manages", ("flux",), words=("uninstall",)),
+        Rule("cluster-delete", "deletes a whole cluster", ("eksctl",), words=("delete",)),
+        Rule("cluster-delete", "wipes the node's cluster state", ("kubeadm",), words=("reset",)),
+        Rule("helm-uninstall", "uninstalls every release of the helmfile", ("helmfile",), words=("destroy",)),
+        Rule("helm-uninstall", "uninstalls every release of the helmfile", ("helmfile",), words=("delete",)),
+        Rule("cluster-delete", "deletes a whole cluster", ("kind", "k3d", "ctlptl"), words=("delete",)),
+        Rule("cluster-delete", "deletes a whole cluster", ("k3d",), words=("cluster", "delete")),
+        Rule("cluster-delete", "deletes a whole cluster", ("minikube",), words=("delete",)),
     ),
     value_options={"kubectl": _VALUE, "oc": _VALUE, "k": _VALUE, "helm": _VALUE},
 )

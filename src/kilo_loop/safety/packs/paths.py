@@ -16,10 +16,16 @@ from kilo_loop.safety.shell.model import HOME, UNKNOWN, display, normalize_path
 from kilo_loop.safety.shell.words import brace_alternatives
 
 _GLOB = LazyRegex(r"[*?\[]")
+_GLOB_LIMIT = 10_000
 _BLOCK_DEVICE = LazyRegex(
     r"/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|rdisk\d|md\d|dm-\d|mapper/|loop\d|sr\d"
-    r"|nbd\d|zd\d|bcache\d|disk/|block/|zvol/|[a-z0-9_-]+vg/|vg[a-z0-9_-]*/|ubuntu-vg/|rbd\d|cciss/)"
+    r"|nbd\d|zd\d|bcache\d|disk/|block/|zvol/|[a-z0-9_-]+vg/|vg[a-z0-9_-]*/|ubuntu-vg/|rbd\d|cciss/|md/"
+    r"|root$|mem$|kmem$|port$|sg\d|st\d)"
 )
+# Files the kernel or the system reads: writing one reboots the machine (`/proc/sysrq-trigger`),
+# changes what every program loads (`/etc/ld.so.preload`) or who may log in (`/etc/passwd`).
+_SYSTEM_FILE_DIRS = ("/proc/", "/sys/", "/etc/", "/boot/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/usr/bin/",
+                     "/usr/sbin/", "/usr/lib/", "/usr/libexec/")
 # Directories whose contents belong to the system: never deleted or recursively re-permissioned.
 SYSTEM_DIRS = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/sys", "/proc",
                "/dev", "/var/lib", "/System", "/Library")
@@ -27,9 +33,14 @@ SYSTEM_DIRS = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/li
 # but projects live below them, so only the directory itself is protected.
 TOP_DIRS = ("/", "/home", "/root", "/opt", "/srv", "/var", "/Users", "/mnt", "/media")
 _RC_FILES = frozenset({".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
-                       ".zprofile", ".zlogin", ".kshrc", ".cshrc", ".tcshrc", ".inputrc", "config.fish",
+                       ".zprofile", ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".inputrc", "config.fish",
                        ".pam_environment", "environment", "authorized_keys", "authorized_keys2", "known_hosts",
-                       ".netrc", ".gitconfig", "sudoers", "crontab"})
+                       ".netrc", ".gitconfig", "sudoers", "crontab", ".bash_aliases", ".xprofile", ".xinitrc",
+                       ".xsessionrc", "bash.bashrc", "ld.so.preload", ".mkshrc", "sitecustomize.py",
+                       "usercustomize.py"})
+# Directories whose files a login, a shell or the user's session runs (below the home directory).
+_RC_DIRS = ("/.config/fish/", "/.config/systemd/user/", "/.config/autostart/", "/.config/git/", "/.ssh/",
+            "/.gnupg/", "/.config/environment.d/", "/Library/LaunchAgents/", "/var/spool/cron/")
 
 
 def default_temp_dirs() -> list[str]:
@@ -77,9 +88,15 @@ def sensitive_file(path: str) -> bool:
     """Login, shell start-up and credential files: writing one changes what runs or who gets in."""
     clean = path.replace(HOME, "~")
     parts = [p for p in clean.split("/") if p]
-    return bool(parts) and (parts[-1] in _RC_FILES or "/.ssh/" in clean + "/" or "/.gnupg/" in clean + "/"
+    return bool(parts) and (parts[-1] in _RC_FILES or any(d in clean + "/" for d in _RC_DIRS)
+                            or parts[-1].endswith(".pth")  # Python runs `import` lines of .pth files at start-up
                             or parts[-1] == ".ssh" or clean.startswith(("/etc/profile", "/etc/sudoers",
                                                                         "/etc/cron", "/etc/systemd")))
+
+
+def system_file(path: str) -> bool:
+    """A file under /etc, /proc, /sys, /boot or the system's program directories (not /usr/local)."""
+    return path.startswith("/") and normalize_path(path).startswith(_SYSTEM_FILE_DIRS)
 
 
 def resolved(path: str) -> str:
@@ -152,6 +169,30 @@ class PathPolicy:
             real = resolved(raw)
             if real != path and (real in self.roots or not self.in_temp(real)):
                 return f"it resolves through a symlink to {real}"
+            if _GLOB.search(raw):
+                why = self._matches_outside(raw)
+                if why:
+                    return why
+        return None
+
+    def _matches_outside(self, pattern: str) -> str | None:
+        """A wildcard that matches, on disk now, a symlink leading out of the temp directories and
+        the delete goes through it (`/tmp/*/x`, `/tmp/l*/`); `rm -r /tmp/x/*` removes a matched link itself."""
+        import glob
+        from itertools import islice
+
+        parts = pattern.rstrip("/").split("/")
+        last = max((i for i, part in enumerate(parts) if _GLOB.search(part)), default=-1)
+        if last < 0 or (last == len(parts) - 1 and not pattern.endswith("/")):
+            return None
+        pattern = "/".join(parts[:last + 1])
+        matches = list(islice(glob.iglob(pattern), _GLOB_LIMIT + 1))
+        if len(matches) > _GLOB_LIMIT:
+            return f"its wildcard matches more than {_GLOB_LIMIT} paths, too many to check"
+        for found in matches:
+            real = resolved(found)
+            if real in self.roots or not self.in_temp(real):
+                return f"its wildcard matches {found}, which resolves to {real}"
         return None
 
     def protected(self, target: str, cwds: frozenset[str | None]) -> str | None:
@@ -162,6 +203,8 @@ class PathPolicy:
             return None
         for raw in absolute(target, cwds) or []:
             for path in {normalize_path(raw), resolved(raw)}:
+                if path == _real_home():
+                    return f"{path} is the home directory"
                 if system_path(path) or is_block_device(path) or glob_reaches_system(path):
                     return f"{path} is a system path"
         return None
@@ -173,6 +216,10 @@ class PathPolicy:
         if UNKNOWN in target.replace(HOME, "") and not target.startswith(HOME):
             return "its value is only known when the command runs"
         return self.protected(target, cwds)
+
+
+def _real_home() -> str:
+    return normalize_path(os.path.realpath(os.path.expanduser("~")))
 
 
 def _glob_may_escape(path: str) -> bool:

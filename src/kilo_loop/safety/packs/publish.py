@@ -2,25 +2,85 @@
 
 from __future__ import annotations
 
-from kilo_loop.safety.packs.rules import Pack, Rule
+from kilo_loop.safety.packs.paths import PathPolicy
+from kilo_loop.safety.packs.rules import Pack, Rule, operands
+from kilo_loop.safety.shell.model import SimpleCommand
 
 _REASON = "the agent never publishes packages; the operator releases"
 _JS = ("npm", "pnpm", "yarn", "bun")
+_JS_VALUE = ("-w", "--workspace", "--filter", "-F", "-C", "--dir", "--prefix", "--tag", "--access", "--otp",
+             "--registry", "--cwd")
+_FALSE = ("false", "0", "no")
+
+
+def _not_dry_run(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    """Publishes unless the last word on dry running says so: `--dry-run`, not `--dry-run=false`,
+    `--dry-run false` or a later `--no-dry-run`."""
+    dry = False
+    args = cmd.args
+    for index, arg in enumerate(args):
+        if arg == "--":
+            break
+        name, eq, value = arg.partition("=")
+        short = {"semantic-release": "-d", "release-it": "-d"}.get(cmd.name, "-n" if cmd.name != "npm" else "")
+        if name == "--dry-run" or (short and name == short):
+            following = args[index + 1] if index + 1 < len(args) else ""
+            dry = not ((eq and value.lower() in _FALSE) or (not eq and following.lower() in _FALSE))
+        elif name == "--no-dry-run":
+            dry = False
+    return None if dry else ""
+
+
+def _gradle_publish(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    tasks = [t.rsplit(":", 1)[-1] for t in operands(cmd.args)]
+    return "" if any(t.startswith("publish") and "MavenLocal" not in t for t in tasks) else None
+
+
+def _api_writes(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    args = list(cmd.args)
+    for index, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name in ("-X", "--method"):
+            method = value if eq else (args[index + 1] if index + 1 < len(args) else "")
+            if method.upper() == "DELETE":
+                return "a DELETE through the GitHub API removes what it names"
+            if method.upper() in ("PUT", "POST") and any(a.rstrip("/").endswith("/merge") for a in args):
+                return "the GitHub API call merges a pull request"
+        elif arg.startswith("-X") and len(arg) > 2 and arg[2:].upper() == "DELETE":
+            return "a DELETE through the GitHub API removes what it names"
+    return None
 PACK = Pack(
     name="publish",
     title="publish: npm/pnpm/yarn/bun, cargo, PyPI, gems, lerna, changesets, releases",
     rules=(
-        Rule("npm-publish", _REASON, _JS, words=("publish",), unless=("--dry-run",)),
+        Rule("npm-publish", _REASON, _JS, words=("publish",), check=_not_dry_run),
         Rule("npm-publish", _REASON, _JS, words=("unpublish",)),
-        Rule("npm-publish", _REASON, ("yarn",), words=("npm", "publish"), unless=("--dry-run",)),
+        Rule("npm-publish", _REASON, ("yarn",), words=("npm", "publish"), check=_not_dry_run),
         Rule("npm-publish", "deprecating a published version changes the registry", ("npm",), words=("deprecate",)),
         Rule("npm-publish", "moving a dist-tag changes what users install", ("npm", "pnpm"),
              words=("dist-tag", "add")),
         Rule("package-publish", _REASON, ("cargo",), words=("publish",), unless=("--dry-run", "-n")),
         Rule("package-publish", _REASON, ("cargo",), words=("yank",)),
         Rule("package-publish", _REASON, ("twine",), words=("upload",)),
-        Rule("package-publish", _REASON, ("poetry", "uv", "flit", "hatch", "pdm"), words=("publish",),
-             unless=("--dry-run",)),
+        Rule("package-publish", _REASON, ("poetry", "uv", "flit", "hatch", "pdm", "maturin", "deno", "jsr", "vsce",
+                                          "ovsx"), words=("publish",), check=_not_dry_run),
+        Rule("package-publish", _REASON, ("maturin",), words=("upload",)),
+        Rule("package-publish", _REASON, ("python", "python3"), words=("twine", "upload")),
+        Rule("package-publish", _REASON, ("dart", "flutter"), words=("pub", "publish"), check=_not_dry_run),
+        Rule("package-publish", _REASON, ("semantic-release", "release-it", "np", "changeset-release"),
+             check=_not_dry_run),
+        Rule("package-publish", _REASON, ("goreleaser",), words=("release",),
+             unless=("--snapshot", "--skip-publish")),
+        Rule("package-publish", "lerna version commits, tags and pushes", ("lerna",), words=("version",),
+             unless=("--no-push", "--no-git-tag-version")),
+        Rule("package-publish", _REASON, ("nx",), words=("release",), check=_not_dry_run),
+        Rule("package-publish", _REASON, ("mix",), words=("hex.publish",)),
+        Rule("package-publish", _REASON, ("cabal",), words=("upload",)),
+        Rule("package-publish", _REASON, ("nuget",), words=("push",)),
+        Rule("package-publish", _REASON, ("helm",), words=("push",)),
+        Rule("package-publish", _REASON, ("gradle", "gradlew"), check=_gradle_publish),
+        Rule("package-publish", _REASON, ("mvn", "./mvnw", "mvnw"), check=lambda c, p: "" if any(
+            t in ("release:perform", "deploy:deploy") for t in operands(c.args)) else None),
         Rule("package-publish", _REASON, ("gem",), words=("push",)),
         Rule("package-publish", _REASON, ("gem",), words=("yank",)),
         Rule("package-publish", _REASON, ("lerna",), words=("publish",)),
@@ -35,5 +95,19 @@ PACK = Pack(
         Rule("release-publish", "the agent never creates or changes releases", ("gh",), words=("release", "delete")),
         Rule("release-publish", "merging a pull request publishes the work", ("gh",), words=("pr", "merge")),
         Rule("release-publish", "deleting a repository is irreversible", ("gh",), words=("repo", "delete")),
+        Rule("release-publish", "the GitHub API call deletes or merges", ("gh",), words=("api",), check=_api_writes),
+        Rule("release-publish", "editing a release can publish it", ("gh",), words=("release", "edit")),
+        Rule("release-publish", "the agent never creates or changes releases", ("glab",), words=("release", "create")),
+        Rule("release-publish", "the agent never creates or changes releases", ("glab",), words=("release", "delete")),
+        Rule("release-publish", "merging a merge request publishes the work", ("glab",), words=("mr", "merge")),
+        Rule("package-publish", _REASON, ("cargo",), words=("release",), flags=("--execute", "-x")),
+        Rule("package-publish", _REASON, ("rake", "bundle"), check=lambda c, p: "" if "release" in [
+            a.split("[", 1)[0] for a in operands(c.args)] else None),
+        Rule("package-publish", _REASON, ("pod",), words=("trunk", "push")),
+        Rule("package-publish", _REASON, ("stack",), words=("upload",)),
+        Rule("package-publish", _REASON, ("anaconda",), words=("upload",)),
+        Rule("package-publish", _REASON, ("snapcraft",), check=lambda c, p: "" if operands(c.args)[:1] in (
+            ["upload"], ["release"], ["push"]) else None),
     ),
+    value_options={name: _JS_VALUE for name in _JS},
 )

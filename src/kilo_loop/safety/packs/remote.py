@@ -13,5 +13,7 @@ PACK = Pack(
              check=lambda c, p: "" if any(
                  ":" in a and a.split(":", 1)[1] in ("/", "/etc", "/usr", "/bin", "~", "/root", "~/.ssh")
                  for a in c.args[-1:]) else None),
+        Rule("remote-copy", "adds a key to a remote host's authorized_keys", ("ssh-copy-id",),
+             unless=("-n", "--help")),
     ),
 )

@@ -4,22 +4,41 @@ fork bombs."""
 from __future__ import annotations
 
 from kilo_loop.safety.lazy_regex import LazyRegex
-from kilo_loop.safety.packs.paths import PathPolicy, is_block_device
+from kilo_loop.safety.packs.paths import PathPolicy, absolute, is_block_device, resolved, system_file
 from kilo_loop.safety.packs.rules import Pack, Rule, TextRule, operands
 from kilo_loop.safety.shell.model import SimpleCommand, has_option
 
 _INFO = ("-l", "--list", "-h", "--help", "-V", "--version", "-s", "--show")
 
 
+_DD = ("dd", "dcfldd", "dc3dd", "ddrescue", "ddpt", "sg_dd")
+
+
 def _device_target(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
-    if cmd.name == "dd":
+    if cmd.name in _DD and cmd.name != "ddrescue":
         targets = [a[3:] for a in cmd.args if a.startswith("of=")]
-    elif cmd.name == "tee":
+    elif cmd.name in ("tee", "sponge"):
         targets = operands(cmd.args)
     else:
         targets = operands(cmd.args)[-1:]
-    device = next((t for t in targets if is_block_device(t)), None)
-    return f"it writes raw data onto the block device {device}" if device else None
+    for target in targets:
+        for path in absolute(target, cmd.cwds) or [target]:
+            if is_block_device(path) or is_block_device(resolved(path)):
+                return f"it writes raw data onto the block device {path}"
+            if system_file(path):
+                return f"it writes {path}, a kernel or system file"
+    return None
+
+
+def _kills_everything(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    """`kill -9 -1`, `kill -- -1`, `kill -s KILL -1`: pid -1 (a first `-1` alone is a signal number);
+    pid 0 (and `-0`) is the caller's own process group, the loop included."""
+    if "-1" in cmd.args[1:]:
+        return "pid -1 is every process the user may signal"
+    pids = operands(cmd.args, ("-s", "-n", "--signal"))
+    if "0" in pids or "-0" in pids:  # (operands: `-0` counts only after `--`; `kill -0 PID` only checks)
+        return "pid 0 is the whole process group, the agent and the loop included"
+    return "pid 1 is init" if cmd.args[-1:] == ("1",) and len(cmd.args) > 1 else None
 
 
 def _formats(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
@@ -28,11 +47,6 @@ def _formats(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     return ""
 
 
-def _kills_everything(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
-    """`kill -9 -1`, `kill -- -1`, `kill -s KILL -1`: pid -1 (a first `-1` alone is a signal number)."""
-    if "-1" in cmd.args[1:]:
-        return "pid -1 is every process the user may signal"
-    return "pid 1 is init" if cmd.args[-1:] == ("1",) and len(cmd.args) > 1 else None
 
 
 _POWER = ("shutdown", "reboot", "halt", "poweroff", "kexec", "telinit")
@@ -40,12 +54,26 @@ PACK = Pack(
     name="system",
     title="system: raw disks, filesystems and volumes, power state, killing all processes, fork bombs",
     rules=(
-        Rule("raw-disk-write", "writes raw data onto a block device", ("dd", "cp", "mv", "install", "tee"),
-             check=_device_target),
+        Rule("raw-disk-write", "writes raw data onto a block device",
+             (*_DD, "cp", "mv", "install", "tee", "sponge", "ln"), check=_device_target),
         Rule("raw-disk-write", "formats, wipes or repartitions a disk",
              ("mkfs", "mke2fs", "mkswap", "wipefs", "blkdiscard", "sgdisk", "sfdisk", "parted", "fdisk", "gdisk",
               "cfdisk", "mkfs.ext2", "mkfs.ext3", "mkfs.ext4", "mkfs.xfs", "mkfs.btrfs", "mkfs.vfat", "mkfs.fat",
-              "mkfs.ntfs", "mkfs.exfat", "mkntfs", "badblocks", "hdparm", "nvme", "sdelete"), check=_formats),
+              "mkfs.ntfs", "mkfs.exfat", "mkntfs", "badblocks", "hdparm", "nvme", "sdelete", "mkfs.f2fs",
+              "mkfs.minix", "mkfs.jfs", "mkfs.reiserfs", "mkfs.msdos", "mkfs.bfs", "mkfs.cramfs", "mkfs.udf",
+              "mkfs.hfsplus", "mkfs.erofs", "mkdosfs", "mkexfatfs", "mke2fs", "newfs", "zerofree"), check=_formats),
+        Rule("raw-disk-write", "erases or repartitions a disk", ("diskutil",), check=lambda c, p: "" if any(
+            w.lower().startswith(("erase", "zero", "random", "secure", "partition", "reformat", "apfs"))
+            for w in operands(c.args)[:1]) else None),
+        Rule("volume-remove", "deletes a btrfs subvolume or device", ("btrfs",),
+             check=lambda c, p: "" if operands(c.args)[:2] in (["subvolume", "delete"], ["device", "delete"],
+                                                               ["device", "remove"], ["subvolume", "del"]) else None),
+        Rule("volume-remove", "a bind mount makes one path stand for another", ("mount",),
+             check=lambda c, p: "" if any(a in ("--bind", "--rbind", "-B", "--move", "-M") or
+                                          (a.startswith("bind") or ",bind" in a) for a in c.args) else None),
+        Rule("user-remove", "deletes a user and their home directory", ("userdel", "deluser"),
+             check=lambda c, p: "" if has_option(c.args, "-r", "--remove", "--remove-home", "--remove-all-files")
+             else None),
         Rule("volume-remove", "removes or shrinks a logical volume, volume group or pool",
              ("lvremove", "vgremove", "pvremove", "lvreduce", "vgreduce", "lvresize", "pvmove", "zpool", "zfs",
               "mdadm", "cryptsetup", "dmsetup"), check=lambda c, p: "" if c.name.startswith(("lv", "vg", "pv"))
@@ -57,20 +85,39 @@ PACK = Pack(
              check=lambda c, p: "" if set(operands(c.args)[:1]) & {
                  "poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "rescue", "emergency",
                  "soft-reboot", "isolate", "terminate-user", "kill-user"} else None),
+        Rule("power-state", "shuts down or reboots the machine", ("systemctl",),
+             check=lambda c, p: "" if operands(c.args)[:1] and operands(c.args)[0] in (
+                 "start", "restart", "isolate", "reload-or-restart", "try-restart") and any(
+                 t.split(".")[0] in ("reboot", "poweroff", "halt", "kexec", "rescue", "emergency", "shutdown",
+                                     "soft-reboot", "sleep", "suspend", "hibernate") for t in operands(c.args)[1:])
+             else None),
+        Rule("power-state", "shuts down or reboots the machine through D-Bus", ("busctl", "dbus-send", "gdbus",
+                                                                                 "qdbus"),
+             check=lambda c, p: "" if any(w in a for a in c.args for w in (
+                 "PowerOff", "Reboot", "Halt", "KExec", "Suspend", "Hibernate", "RebootWithFlags",
+                 "PowerOffWithFlags")) else None),
+        Rule("kernel-module", "loads or removes a kernel module", ("insmod", "rmmod", "modprobe", "kldload"),
+             unless=("-n", "--dry-run", "--show-depends", "-c", "--showconfig", "-D")),
         Rule("power-state", "switches the machine's runlevel", ("init",),
              check=lambda c, p: "" if set(c.args) & {"0", "1", "6", "s", "S"} else None),
         Rule("kill-all", "signals every process", ("kill",), check=_kills_everything),
         Rule("kill-all", "kills every process", ("killall5", "killall", "pkill"),
-             check=lambda c, p: "" if c.name == "killall5" or (has_option(c.args, "-u", "--user") and c.name ==
-             "pkill" and not operands(c.args, ("-u", "--user", "-s", "--signal")))
+             check=lambda c, p: "" if c.name == "killall5" or (has_option(c.args, "-u", "--user") and
+                                                                c.name in ("pkill", "killall") and
+                                                                not operands(c.args, ("-u", "--user", "-s", "--signal")))
              or operands(c.args, ("-s", "--signal", "-u", "--user")) in ([".*"], ["."], ["-1"]) else None),
         Rule("crontab-remove", "removes every cron job", ("crontab",), flags=("-r",)),
         Rule("crontab-install", "replaces the cron table with jobs that run later, outside the loop", ("crontab",),
              unless=("-l", "-r", "-e"), check=lambda c, p: "" if operands(c.args, ("-u",)) else None),
     ),
     text_rules=(
+        TextRule("fork-bomb", "an endless loop starting background processes exhausts the machine",
+                 LazyRegex(r"\b(?:while|until)\s+(?:true|:|\[\s*1\s*\]|\(\(\s*1\s*\)\))\s*;?\s*do\b[^;&|]{0,256}&"
+                           r"(?!&)\s*;?\s*done\b")),
         TextRule("fork-bomb", "a fork bomb exhausts the machine's processes",
                  # bounded name and body, anchored at a name boundary: linear on long input
-                 LazyRegex(r"(?<![\w:.])([\w:.]{1,64})\s*\(\s*\)\s*\{[^}]{0,256}?\1\s*\|\s*\1\s*&")),
+                 # (`name() {…}`, `function name {…}`, a subshell body `name() (…)`; `name|name` or `name & name`)
+                 LazyRegex(r"(?<![\w:.])(?:function\s+([\w:.]{1,64})(?:\s*\(\s*\))?|([\w:.]{1,64})\s*\(\s*\))"
+                           r"\s*[{(][^})]{0,256}?(?(1)\1|\2)\s*[|&]\s*(?(1)\1|\2)(?![\w:.])")),
     ),
 )

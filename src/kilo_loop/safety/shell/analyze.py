@@ -34,6 +34,7 @@ from kilo_loop.safety.shell.model import (
     HOME,
     KEEP,
     LITERALLY,
+    READ,
     UNKNOWN,
     Analysis,
     Executed,
@@ -45,6 +46,7 @@ from kilo_loop.safety.shell.model import (
     display,
     normalize_path,
     parse_options,
+    split_words,
 )
 from kilo_loop.safety.shell.parse import PIPE, TooDeep, walk_script
 from kilo_loop.safety.shell.words import echo_escapes, printf_text
@@ -57,7 +59,19 @@ SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "yash", "
                     "tcsh"})
 _NAME = LazyRegex(r"[A-Za-z_][A-Za-z0-9_]*")
 _STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-"})
-_COPY_WRITERS = frozenset({"cp", "mv", "install", "ln", "rsync"})
+_COPY_WRITERS = frozenset({"cp", "mv", "install", "ln", "rsync", "sponge", "scp"})
+_GLOB = LazyRegex(r"[*?\[]")
+_NAME_GLOB = LazyRegex(r"[*?]|\[[^\]]+\]")
+_SUBSCRIPT_CODE = LazyRegex(r"\[[^\]]*(?:\$\(|`)")
+_SUBSCRIPT_BUILTINS = frozenset({"test", "[", "let", "printf", "read", "unset", "declare", "local", "export", "typeset",
+                                 "readonly", "mapfile", "readarray", "wait", "getopts", "shift", "return", "exit"})
+_POSITIONAL = LazyRegex(r"\"?\$\{?([@*1-9])\}?\"?")
+_SYMLINK_CODE = LazyRegex(r"\b(?:symlink|symlinkSync|symlink_to|hardlink_to|make_symlink|ln_s|ln_sf)\b"
+                          r"|\b(?:link|linkSync)\s*\(|\bFileUtils\s*\.\s*ln"
+                          )
+_TREE_CHANGERS = frozenset({"chmod", "chown", "chgrp", "setfacl", "chattr"})
+_MAKEFILES = frozenset({"Makefile", "makefile", "GNUmakefile"})
+_PACKAGE_RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun"})
 
 Outcome = tuple[State, State, str | None]
 """A command's flow, plus what it prints when that is plain data (for `echo … | sh`)."""
@@ -78,25 +92,41 @@ class Analyzer:
         self.remote: str | None = None
         self.written: dict[str, str | None] = {}
         self.links: dict[str, str] = {}
-        """Symlinks this command makes (`ln -s TARGET LINK`): absolute link path → target."""
+        """Paths that stand for others: symlinks this command makes (`ln -s TARGET LINK`), bind mounts,
+        and what it moves (`mv SRC DST`): absolute path → what it really is."""
+        self.moved: dict[str, str] = {}
+        """What this command moves (`mv SRC DST`): absolute destination → source. Deleting the
+        destination, or a directory holding it, deletes what was at the source."""
+        self.unknown_links = False
+        """Program text in this command made links the guard cannot see (`os.symlink(…)`)."""
+        self.aliases: dict[str, str] = {}
+        self.functions: dict[str, str] = {}
+        self.calling: list[str] = []
+        self.written_dirs: set[str] = set()
+        """Directories this command fills with files it does not show (`git clone URL DIR`)."""
 
     @property
     def temp_root(self) -> str:
         return self._temp_root if isinstance(self._temp_root, str) else self._temp_root()
 
     # -- scripts
-    def script(self, text: str, state: State, depth: int) -> tuple[State, State]:
+    def script(self, text: str, state: State, depth: int, stdin: str | None = None) -> tuple[State, State]:
         if depth > self.max_depth:
             self.out.append(Unanalysable(f"commands nested more than {self.max_depth} levels deep"))
             return state, state
         if not text.strip():
             return state, state
-        return walk_script(self, text, state, depth)
+        return walk_script(self, text, state, depth, stdin)
 
-    def _remote_script(self, host: str, text: str, state: State, depth: int) -> None:
+    def _remote_script(self, host: str, text: str | None, state: State, depth: int, stdin: str | None) -> None:
+        """Code run on another machine: `text`, reading `stdin`; or (no text) what the remote shell reads
+        on stdin (`ssh host <<< CMD`)."""
         saved, self.remote = self.remote, host
         try:
-            self.script(text, State(frozenset({None})), depth + 1)
+            if text is None:
+                self._stdin_code(stdin, host, State(frozenset({None})), depth)
+            else:
+                self.script(text, State(frozenset({None})), depth + 1, stdin)
         finally:
             self.remote = saved
 
@@ -120,7 +150,7 @@ class Analyzer:
         """What `$(argv)` prints, when that is known: `mktemp -d` makes a fresh temp dir, `pwd` the
         cwd, `echo`/`printf` their text."""
         if not argv:
-            return UNKNOWN
+            return READ
         name = command_name(argv[0])
         if name == "mktemp":
             opts, i = parse_options(argv[1:], "p", frozenset({"tmpdir", "suffix"}))
@@ -128,11 +158,15 @@ class Analyzer:
             in_tmp = "-t" in opts or not argv[1 + i:]
             if directory and in_tmp and "-p" not in opts and "--tmpdir" not in opts:
                 return posixpath.join(self.temp_root, "tmp.mktemp")
+        if name == "git" and "rev-parse" in argv and any(a in ("--git-dir", "--git-common-dir", "--absolute-git-dir")
+                                                         or a.startswith("--git-path") for a in argv):
+            at = argv.index("--git-path") + 1 if "--git-path" in argv else 0
+            return posixpath.join(".git", argv[at]) if at and at < len(argv) else ".git"
         if name == "pwd" and len(state.cwds) == 1:
             cwd = next(iter(state.cwds))
             return UNKNOWN if cwd is None else cwd
         printed = printed_text(name, argv[1:], None)
-        return printed.rstrip("\n") if printed is not None else UNKNOWN
+        return printed.rstrip("\n") if printed is not None else READ
 
     # -- files
     def _keys(self, path: str, cwds: frozenset[str | None]) -> set[str]:
@@ -146,6 +180,8 @@ class Analyzer:
             self.written[key] = content
 
     def output_redirect(self, target: str, cwds: frozenset[str | None]) -> None:
+        if self.links:
+            target = self._through_links(target, cwds)
         self.out.append(OutputRedirect(target, cwds, self.remote))
         self.wrote(target, None, cwds)
 
@@ -155,6 +191,10 @@ class Analyzer:
             if key in self.written:
                 content = self.written[key]
                 return PIPE if content is None else content
+            if any(key.startswith(d + "/") for d in self.written_dirs):
+                return PIPE
+        if path.startswith(("/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/")):
+            return PIPE  # another descriptor of this shell: a pipe or process substitution
         return PIPE if UNKNOWN in path.replace(HOME, "") else None
 
     def _run_file(self, path: str, state: State, depth: int, language: str | None) -> None:
@@ -194,6 +234,7 @@ class Analyzer:
         cwds = state.cwds
         env = dict(env)
         peeled = 0
+        expanded: set[str] = set()
         while True:
             if not argv:
                 return state, state, None
@@ -201,6 +242,27 @@ class Analyzer:
                 self.out.append(Unanalysable(
                     f"the command name {display(argv[0])!r} is only known when it runs (a variable, substitution "
                     f"or decoded text); {LITERALLY}", rule="unknown-command"))
+                return state, state, None
+            if argv[0] not in ("[", "[[") and _NAME_GLOB.search(argv[0]):
+                self.out.append(Unanalysable(
+                    f"the command name {argv[0]!r} is a wildcard: what it matches is only known when it runs; "
+                    f"{LITERALLY}", rule="unknown-command"))
+                return state, state, None
+            if argv[0] in self.aliases and argv[0] not in expanded:  # bash expands a name once per command
+                expanded.add(argv[0])
+                if peeled == MAX_WRAPPERS:
+                    self.out.append(Unanalysable(f"more than {MAX_WRAPPERS} aliases or wrappers are nested; "
+                                                 "run the command with fewer"))
+                    return state, state, None
+                argv = [*split_words(self.aliases[argv[0]]), *argv[1:]]
+                peeled += 1
+                continue
+            if argv[0] in self.functions:
+                return self._call(argv, state.with_cwds(cwds), depth)
+            if "/" not in argv[0] and self._written_name(argv[0], cwds):
+                self.out.append(Unanalysable(
+                    f"`{argv[0]}` may run a file this same command wrote under that name; {LITERALLY}",
+                    rule="unknown-command"))
                 return state, state, None
             step = unwrap(command_name(argv[0]), list(argv[1:]))
             if step is None:
@@ -218,8 +280,8 @@ class Analyzer:
             here = state.with_cwds(cwds).child_shell(env)
             for local in step.local_scripts:
                 self.script(local, here, depth + 1)
-            if step.remote is not None and step.script is not None:
-                self._remote_script(step.remote, step.script, here, depth)
+            if step.remote is not None and (step.script is not None or step.reads_stdin):
+                self._remote_script(step.remote, step.script, here, depth, stdin)
                 return state, state, None
             if step.script is not None:
                 self.script(step.script, here, depth + 1)
@@ -229,11 +291,19 @@ class Analyzer:
                 return state, state, None
             argv = _apply_xargs(step.argv, step.xargs_replace) if step.xargs_replace is not None else step.argv
         name = command_name(argv[0])
-        if self.links:
+        if self.unknown_links:
+            argv = [argv[0], *(UNKNOWN + arg if arg.startswith("/") else arg for arg in argv[1:])]
+        if self.links or self.moved:
             argv = [argv[0], *(self._through_links(arg, cwds) for arg in argv[1:])]
+        if name == "git":
+            argv = [argv[0], *git_argv.env_settings(env, state.vars), *argv[1:]]
         here = state.with_cwds(cwds)
         known_stdin = stdin if stdin != PIPE else None
         self.out.append(SimpleCommand((name, *argv[1:]), cwds, self.remote, tuple(env.items()), known_stdin))
+        if name in _SUBSCRIPT_BUILTINS:
+            for arg in argv[1:]:  # an array subscript in a name these evaluate runs its substitutions
+                if _SUBSCRIPT_CODE.search(arg):
+                    self.script(": " + arg, here, depth + 1)
         special = self._builtin(name, argv[1:], here, stdin, depth)
         if special is not None:
             return special
@@ -242,19 +312,71 @@ class Analyzer:
         return self._external(name, argv[1:], here, stdin, env, depth)
 
     def _through_links(self, arg: str, cwds: frozenset[str | None]) -> str:
-        """`arg` with a leading path through a link made earlier in this command replaced by its target."""
+        """`arg` with a leading path through a link made earlier in this command replaced by its target
+        (`of=PATH` too); a wildcard that may match such a link is unknown."""
+        prefix = ""
+        if arg.startswith(("of=", "if=")):
+            prefix, arg = arg[:3], arg[3:]
         for key in self._keys(arg, cwds) if arg and not arg.startswith("-") else ():
             for link, target in self.links.items():
                 if key == link or key.startswith(link + "/"):
-                    return target + key[len(link):] + ("/" if arg.endswith("/") else "")
-        return arg
+                    return prefix + target + key[len(link):] + ("/" if arg.endswith("/") else "")
+                if _GLOB.search(key) and _glob_may_match(key, link):
+                    return prefix + UNKNOWN + arg
+            for destination, source in self.moved.items():
+                if destination.startswith(key + "/"):
+                    return prefix + source
+        return prefix + arg
+
+    def _written_here(self, path: str, cwds: frozenset[str | None]) -> bool:
+        """This command writes the file `path` itself (not just a directory it is in)."""
+        return UNKNOWN not in path and any(key in self.written for key in self._keys(path, cwds))
+
+    def _written_name(self, name: str, cwds: frozenset[str | None]) -> bool:
+        """A file this command wrote (or linked) is named like the command about to run."""
+        return any(posixpath.basename(key) == name for key in (*self.written, *self.links))
+
+    def _call(self, argv: list[str], state: State, depth: int) -> Outcome:
+        """A shell function defined in this command: its body runs with the call's arguments."""
+        name = argv[0]
+        if name in self.calling:
+            self.out.append(Unanalysable(f"the function {name!r} calls itself (a fork bomb is one); {LITERALLY}",
+                                         rule="unknown-command"))
+            return state, state, None
+        quoted = " ".join(shlex_quote(a) for a in argv[1:])
+        body = _POSITIONAL.sub(lambda m: quoted if m.group(1) in ("@", "*") else
+                               shlex_quote(argv[int(m.group(1))]) if int(m.group(1)) < len(argv) else "''",
+                               self.functions[name])
+        self.calling.append(name)
+        try:
+            succ, fail = self.script(body, state, depth + 1)
+        finally:
+            self.calling.pop()
+        return succ, fail, None
 
     def _record_link(self, args: Sequence[str], cwds: frozenset[str | None]) -> None:
-        found = [a for a in args if not a.startswith("-")]
-        if len(found) != 2 or not any((a.startswith("-") and "s" in a.lstrip("-")[:1]) or a == "--symbolic"
-                                      for a in args):
+        directory = None
+        rest: list[str] = []
+        for index, arg in enumerate(args):
+            if arg.startswith("--target-directory="):
+                directory = arg.split("=", 1)[1]
+            elif _names_directory(arg) and index + 1 < len(args):
+                directory = args[index + 1]
+            elif not (index and _names_directory(args[index - 1])):
+                rest.append(arg)
+        found = [a for a in rest if not a.startswith("-")]
+        symbolic = any((a.startswith("-") and not a.startswith("--") and "s" in a) or a == "--symbolic" for a in args)
+        if not symbolic:
             return
-        target, link = found
+        if directory is not None:
+            for target in found:
+                self._link(target, posixpath.join(directory, posixpath.basename(target.rstrip("/")) or "x"), cwds)
+            return
+        if len(found) != 2:
+            return
+        self._link(found[0], found[1], cwds)
+
+    def _link(self, target: str, link: str, cwds: frozenset[str | None]) -> None:
         for key in self._keys(link, cwds):
             base = posixpath.dirname(key)
             self.links[key] = target if target.startswith(("/", HOME)) or UNKNOWN in target else \
@@ -284,7 +406,9 @@ class Analyzer:
         if name == "popd":
             return state.with_cwds(frozenset({None})), state, None
         if name in ("export", "declare", "typeset", "local", "readonly"):
-            declared = [(a.split("=", 1)[0], a.split("=", 1)[1] if "=" in a else KEEP) for a in args]
+            nameref = any(a.startswith("-") and "n" in a for a in args)
+            declared = [(a.split("=", 1)[0], None if nameref else a.split("=", 1)[1] if "=" in a else KEEP)
+                        for a in args]
             new = self.declaration(name, declared, state)
             return new, new, None
         if name in ("read", "mapfile", "readarray", "getopts", "unset", "printf"):
@@ -297,10 +421,19 @@ class Analyzer:
         if name == "alias":
             for arg in args:
                 if "=" in arg:
-                    self.script(arg.split("=", 1)[1], state, depth + 1)
+                    alias, value = arg.split("=", 1)
+                    self.script(value, state, depth + 1)
+                    self.aliases[alias] = value
             return state, state, None
-        if name == "trap" and args and not args[0].startswith("-"):
-            self.script(args[0], state, depth + 1)
+        if name == "hash" and "-p" in args:
+            at = args.index("-p")
+            if len(args) > at + 2:  # `hash -p /bin/rm ls`: the name `ls` now runs /bin/rm
+                self.aliases[args[at + 2]] = shlex_quote(args[at + 1])
+            return state, state, None
+        if name == "trap":
+            handler = args[1:] if args[:1] == ["--"] else args
+            if handler and not handler[0].startswith("-"):
+                self.script(handler[0], state, depth + 1)
             return state, state, None
         return None
 
@@ -314,7 +447,8 @@ class Analyzer:
         new = state
         for arg in args:
             if _NAME.fullmatch(arg):
-                new = new.with_var(arg, "" if name == "unset" else None)
+                new = new.with_var(arg, "" if name == "unset" else READ if name in ("read", "mapfile", "readarray")
+                                   else None)
         return new, new, None
 
     def _source(self, args: list[str], state: State, stdin: str | None, depth: int) -> Outcome:
@@ -334,6 +468,9 @@ class Analyzer:
                 value = env[startup] if startup in env else state.vars.get(startup)
                 if startup in env or startup in state.vars:
                     self._run_file(value if value is not None else UNKNOWN, state, depth, None)
+            for index, arg in enumerate(args[:-1]):
+                if arg in ("--rcfile", "--init-file"):  # read like a script before anything else
+                    self._run_file(args[index + 1], state, depth, None)
             command, reads_stdin, script_file = shell_invocation(args)
             if command is not None:
                 self.script(command, state.child_shell(env), depth + 1)
@@ -346,6 +483,9 @@ class Analyzer:
             self._inline(interp, args, state, stdin, env, depth)
         if name in AWKS or name in SEDS:
             programs = [awk_program(args)] if name in AWKS else sed_scripts(args)
+            if set(_option_values(args, "f", ("--file",))) & (_STDIN_FILES | {"-"}):
+                self._stdin_code(stdin if stdin is not None else PIPE, name, state, depth,
+                                 "awk" if name in AWKS else "sed")
             for program in programs:
                 if program is not None:
                     self.out.append(InlineCode("awk" if name in AWKS else "sed", program, state.cwds, self.remote))
@@ -353,6 +493,21 @@ class Analyzer:
             self._find_exec(args, state, depth)
         if name == "ln":
             self._record_link(args, state.cwds)
+        if name == "mv":
+            found = [a for a in args if not a.startswith("-")]
+            for source in found[:-1] if len(found) >= 2 else ():
+                destination = found[-1]
+                if destination.endswith("/") or _is_directory(destination, state.cwds):
+                    destination = posixpath.join(destination, posixpath.basename(source.rstrip("/")))
+                origin = source if source.startswith(("/", HOME)) or UNKNOWN in source else \
+                    _absolute_or_unknown(source, state.cwds)
+                self._link(origin, destination, state.cwds)
+                for key in self._keys(destination, state.cwds):
+                    self.moved[key] = origin
+        if name == "mount" and len([a for a in args if not a.startswith("-")]) >= 2:
+            found = [a for a in args if not a.startswith("-")]
+            self._link(found[-2], found[-1], state.cwds)
+        self._runs_other_code(name, args, state, env, stdin, depth)
         if name == "git":
             self._git(args, state, env, depth)
         if name == "tee" or name in _COPY_WRITERS or name in ("curl", "wget"):
@@ -360,9 +515,46 @@ class Analyzer:
                 self.wrote(target, stdin if name == "tee" and stdin != PIPE else None, state.cwds)
         return state, state, printed_text(name, args, stdin)
 
+    def _runs_other_code(self, name: str, args: list[str], state: State, env: Mapping[str, str | None],
+                         stdin: str | None, depth: int) -> None:
+        """Commands that run a shell command given in an option, a package script, a Makefile or stdin."""
+        child = state.child_shell(env)
+        for script in _option_scripts(name, args):
+            self.script(script, child, depth + 1)
+        if name == "npm" and args[:2] == ["pkg", "set"]:
+            for setting in args[2:]:
+                key, _, value = setting.partition("=")
+                if key.startswith("scripts."):
+                    self.script(value, child, depth + 1)
+        if name in ("make", "gmake"):
+            files = _option_values(args, "f", ("--file", "--makefile")) or sorted(_MAKEFILES)
+            if any(a in ("-f", "--file", "--makefile") and args[i + 1:i + 2] in (["-"], ["/dev/stdin"])
+                   for i, a in enumerate(args)):
+                self._stdin_code(stdin if stdin is not None else PIPE, name, state, depth, "make")
+            if any(a.startswith(("--eval", "-E")) for a in args) or any(
+                    self._written_here(f, state.cwds) for f in files):
+                self.out.append(_unknown_code("make runs recipes from text this same command writes or passes"))
+        if name in _PACKAGE_RUNNERS and self._written_here("package.json", state.cwds):
+            self.out.append(_unknown_code(f"{name} runs scripts from a package.json this same command writes"))
+        if name == "less":
+            for variable in ("LESSOPEN", "LESSCLOSE"):
+                preprocessor = env[variable] if variable in env else state.vars.get(variable, "")
+                if preprocessor is None:
+                    self.out.append(_unknown_code(f"less runs ${variable}, whose value is only known at run time"))
+                elif preprocessor:
+                    self.script(preprocessor.lstrip("|-").replace("%s", "file"), child, depth + 1)
+        if name in ("ed", "red", "ex", "m4", "tclsh", "wish", "lua", "luajit"):
+            language = "tcl" if name in ("tclsh", "wish") else "lua" if name.startswith("lua") else \
+                "m4" if name == "m4" else "ed"
+            if not (language == "lua" and [a for a in args if not a.startswith("-")]):
+                self._stdin_code(stdin, name, child, depth, language)
+
     def _inline(self, interp: Interpreter, args: list[str], state: State, stdin: str | None,
                 env: Mapping[str, str | None], depth: int) -> None:
         codes, reads_stdin, script_file = inline_codes(interp, args)
+        if any("://" in a and not a.startswith("-") for a in args[:4]) and (script_file or "").startswith(
+                ("run", "http")):  # `deno run https://…`: a program fetched when it runs
+            self.out.append(_unknown_code(f"{interp.language} runs a program from a URL"))
         if reads_stdin or script_file in _STDIN_FILES:
             self._stdin_code(stdin, interp.language, state, depth, interp.language)
         if script_file is not None:
@@ -370,6 +562,8 @@ class Analyzer:
         for code in codes:
             self.out.append(InlineCode(interp.language, code, state.cwds, self.remote))
             self._code_strings(interp.language, code, state.child_shell(env), depth)
+            if _SYMLINK_CODE.search(code):
+                self.unknown_links = True
 
     def _code_strings(self, language: str, code: str, state: State, depth: int) -> None:
         for script in shell_strings_in_code(language, code):
@@ -379,6 +573,12 @@ class Analyzer:
         call = git_argv.parse_git_argv(args)
         for script in ([call.shell_alias] if call.shell_alias else []) + call.nested_scripts:
             self.script(script, state.child_shell(env), depth + 1)
+        alias = git_argv.alias_definition(call)
+        if alias is not None:  # `git config alias.p push`: what `git p` will run is judged now
+            self.script("git " + alias, state.child_shell(env), depth + 1)
+        if call.subcommand == "clone":
+            for directory in git_argv.clone_directory(call):
+                self.written_dirs |= self._keys(directory, state.cwds)
         for variable in git_argv.EXEC_ENV:
             value = env[variable] if variable in env else state.vars.get(variable, "")
             if value is None:
@@ -395,10 +595,30 @@ class Analyzer:
                 while end < len(expression) and expression[end] not in (";", "+"):
                     end += 1
                 for root in roots:
-                    argv = [root if w == "{}" else w.replace("{}", UNKNOWN) for w in expression[i + 1:end]]
+                    words = expression[i + 1:end]
+                    runs_code = bool(words) and (command_name(words[0]) in SHELLS or
+                                                 interpreter(command_name(words[0])) is not None)
+                    argv = [UNKNOWN if w == "{}" and runs_code else root if w == "{}" else
+                            w.replace("{}", UNKNOWN) for w in words]
+                    if argv and command_name(argv[0]) in _TREE_CHANGERS:
+                        argv.insert(1, "-R")  # applied to every file under the root: a recursive change
                     self.run_simple(argv, state, None, {}, depth)
                 i = end
             i += 1
+
+
+def shlex_quote(word: str) -> str:
+    import shlex
+
+    return shlex.quote(word)
+
+
+def _glob_may_match(pattern: str, path: str) -> bool:
+    """The wildcard path `pattern` may match `path` or something below it."""
+    from fnmatch import fnmatchcase
+
+    want, have = pattern.split("/"), path.split("/")
+    return len(want) >= len(have) and all(fnmatchcase(h, w) for w, h in zip(want, have, strict=False))
 
 
 def _environ_has(name: str) -> bool:
@@ -419,6 +639,66 @@ def find_roots(args: Sequence[str]) -> tuple[list[str], list[str]]:
     return roots or ["."], list(args[i:])
 
 
+def _names_directory(arg: str) -> bool:
+    """`ln -t DIR` / `-st DIR` / `--target-directory DIR`: the next word is the directory links go in."""
+    return arg == "--target-directory" or (arg.startswith("-") and not arg.startswith("--") and arg.endswith("t"))
+
+
+def _is_directory(path: str, cwds: frozenset[str | None]) -> bool:
+    import os
+
+    if UNKNOWN in path:
+        return False
+    return any(os.path.isdir(p) for p in ([path] if path.startswith("/") else
+                                          [posixpath.join(c, path) for c in cwds if c]))
+
+
+def _absolute_or_unknown(path: str, cwds: frozenset[str | None]) -> str:
+    known = [c for c in cwds if c]
+    return normalize_path(posixpath.join(known[0], path)) if len(known) == 1 and None not in cwds else UNKNOWN
+
+
+_EDITOR_CODE = LazyRegex(r"^(?:silent!?\s+)?(?:py3?|python3?|pyx|lua|perl|ruby|term(?:inal)?|call|exe(?:cute)?)\b"
+                         r"|\bsystem\s*\(")
+_SCRIPT_OPTIONS: dict[str, tuple[str, ...]] = {
+    "tar": ("--to-command", "--checkpoint-action", "--use-compress-program", "-I", "--info-script", "-F",
+            "--new-volume-script", "--rsh-command"),
+    "rsync": ("-e", "--rsh", "--rsync-path"),
+    "zip": ("-TT", "--unzip-command"),
+    "vim": ("-c", "--cmd"), "vi": ("-c", "--cmd"), "nvim": ("-c", "--cmd"), "view": ("-c", "--cmd"),
+    "gdb": ("-ex", "--ex", "-iex", "-eval-command", "--eval-command"),
+}
+
+
+def _option_scripts(name: str, args: Sequence[str]) -> list[str]:
+    """Shell strings given to a command's options that run them (`tar --to-command=CMD`, `rsync -e CMD`,
+    vim's and gdb's `!CMD` / `shell CMD`)."""
+    keys = _SCRIPT_OPTIONS.get(name, ())
+    scripts: list[str] = []
+    for index, arg in enumerate(args):
+        key, eq, value = arg.partition("=")
+        if key not in keys:
+            if name in ("vim", "vi", "nvim", "view") and arg.startswith("+"):
+                key, value, eq = "-c", arg[1:], "="
+            else:
+                continue
+        value = value if eq else (args[index + 1] if index + 1 < len(args) else "")
+        if key == "--checkpoint-action":
+            value = value.split("=", 1)[1] if value.startswith("exec=") else ""
+        if name in ("vim", "vi", "nvim", "view", "gdb"):
+            stripped = value.lstrip(": ")
+            if stripped.startswith("!"):
+                value = stripped[1:]
+            elif stripped.startswith("shell "):
+                value = stripped[6:]
+            elif _EDITOR_CODE.search(stripped):
+                value = UNKNOWN
+            else:
+                continue
+        scripts.append(value)
+    return [s for s in scripts if s]
+
+
 def _apply_xargs(argv: list[str], replace: str) -> list[str]:
     """xargs adds arguments read from stdin: unknown words, at the replace-string or at the end."""
     if replace:
@@ -427,12 +707,31 @@ def _apply_xargs(argv: list[str], replace: str) -> list[str]:
     return [*argv, UNKNOWN]
 
 
+def downloaded_files(name: str, args: Sequence[str]) -> list[str]:
+    """The files `curl`/`wget` save: `-o FILE`/`-O FILE`, or the URL's last part (`curl -O URL`, `wget URL`)."""
+    named = _option_values(args, "o" if name == "curl" else "O", ("--output", "--output-document"))
+    urls = [a for a in args if "://" in a and not a.startswith("-")]
+    short_o = any(a.startswith("-") and not a.startswith("--") and "O" in a for a in args)
+    if name == "wget":
+        remote_name = not short_o and not any(a.startswith("--output-document") for a in args)
+    else:
+        remote_name = short_o or any(a in ("--remote-name", "--remote-name-all") for a in args)
+    if remote_name:
+        prefix = _option_values(args, "P", ("--directory-prefix",)) if name == "wget" else []
+        directory = prefix[-1] if prefix else ""
+        for url in urls:
+            base = url.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+            if base and "://" not in base:
+                named.append(posixpath.join(directory, base) if directory else base)
+    return named
+
+
 def _written_by(name: str, args: Sequence[str]) -> list[str]:
     """Files a command writes (for `cmd … && sh FILE`)."""
     if name == "tee":
         return [a for a in args if not a.startswith("-")]
     if name in ("curl", "wget"):
-        return _option_values(args, "o" if name == "curl" else "O", ("--output", "--output-document"))
+        return downloaded_files(name, args)
     operands = [a for a in args if not a.startswith("-")]
     return operands[-1:] if len(operands) >= 2 else []
 

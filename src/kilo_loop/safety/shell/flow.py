@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import NamedTuple
 
-from kilo_loop.safety.shell.model import UNKNOWN, normalize_path
+from kilo_loop.safety.shell.model import READ, UNKNOWN, normalize_path
 
 
 def chdir(cwd: str | None, target: str, cdpath: bool = False) -> str | None:
@@ -40,7 +40,8 @@ class State(NamedTuple):
         merged: dict[str, str | None] = {}
         for name in set(self.vars) | set(other.vars):
             mine, theirs = self.vars.get(name, UNKNOWN), other.vars.get(name, UNKNOWN)
-            merged[name] = mine if mine == theirs and mine != UNKNOWN else None
+            # a value that may have been read from stdin stays so (rm "$f" after `read f` is judged as data)
+            merged[name] = mine if mine == theirs and mine != UNKNOWN else READ if READ in (mine, theirs) else None
         return State(self.cwds | other.cwds, merged)
 
     def with_var(self, name: str, value: str | None) -> State:

@@ -3,11 +3,11 @@ commands git itself would run (`!aliases`, `core.sshCommand`, `rebase --exec`, �
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from kilo_loop.safety.shell.model import parse_options, split_words
+from kilo_loop.safety.shell.model import UNKNOWN, parse_options, split_words
 
 # Config keys (lower case; `*` is any subsection) whose value git runs as a shell command.
 EXEC_CONFIG_KEYS = (
@@ -16,16 +16,42 @@ EXEC_CONFIG_KEYS = (
     "diff.*.textconv", "diff.*.command", "merge.*.driver", "filter.*.clean", "filter.*.smudge",
     "filter.*.process", "pager.*", "uploadpack.packobjectshook", "remote.*.receivepack",
     "remote.*.uploadpack", "protocol.ext.allow", "protocol.allow", "include.path", "includeif.*.path",
+    "credential.*.helper", "core.alternaterefscommand", "mergetool.*.cmd", "difftool.*.cmd",
+    "gpg.ssh.defaultkeycommand", "sendemail.sendmailcmd", "sendemail.tocmd", "sendemail.cccmd", "browser.*.cmd",
+    "sequence.editor", "init.templatedir",
 )
 # Environment variables whose value git runs as a command.
 EXEC_ENV = ("GIT_SSH_COMMAND", "GIT_SSH", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_ASKPASS",
             "GIT_SEQUENCE_EDITOR", "GIT_PROXY_COMMAND", "GIT_CONFIG_PARAMETERS", "GIT_EXEC_PATH", "PAGER", "EDITOR",
             "VISUAL", "SSH_ASKPASS")
 # Options of clone/fetch/push/ls-remote/archive/difftool whose value git runs as a command.
-_EXEC_OPTIONS = ("--upload-pack", "--receive-pack", "--exec", "--extcmd", "--tool-cmd")
+_EXEC_OPTIONS = ("--upload-pack", "--receive-pack", "--exec", "--extcmd", "--tool-cmd", "--open-files-in-pager",
+                 "--sendmail-cmd", "--to-cmd", "--cc-cmd")
 _GIT_LONG_ARG = ("--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix", "--list-cmds",
                  "--exec-path", "--attr-source")
 _GIT_INFO = ("--version", "--help", "--html-path", "--man-path", "--info-path")
+
+
+def env_settings(env: Mapping[str, str | None], variables: Mapping[str, str | None]) -> list[str]:
+    """`GIT_CONFIG_COUNT=n GIT_CONFIG_KEY_i=… GIT_CONFIG_VALUE_i=…` as the `-c key=value` options they stand for
+    (a value not known here stays unknown)."""
+    def get(name: str) -> str | None:
+        if name in env:
+            return env[name]
+        return variables.get(name, "") if name in variables else ""
+
+    options: list[str] = []
+    parameters = get("GIT_CONFIG_PARAMETERS")  # what `git -c` passes to child gits: 'key=value' 'key'='value'
+    if parameters is None:
+        options += ["-c", f"{UNKNOWN}={UNKNOWN}"]
+    elif parameters:
+        for setting in split_words(parameters.replace("'='", "=")):
+            options += ["-c", setting]
+    keys = sorted({name[len("GIT_CONFIG_KEY_"):] for name in (*env, *variables) if name.startswith("GIT_CONFIG_KEY_")})
+    for index in keys:
+        key, value = get(f"GIT_CONFIG_KEY_{index}"), get(f"GIT_CONFIG_VALUE_{index}")
+        options += ["-c", f"{key if key is not None else UNKNOWN}={value if value is not None else UNKNOWN}"]
+    return options
 
 
 def exec_config_key(key: str) -> bool:
@@ -52,24 +78,38 @@ class GitCall(NamedTuple):
     info_only: bool = False
     settings: tuple[tuple[str, str], ...] = ()
     """`-c key=value` pairs, keys as written."""
+    exec_path: str | None = None
+    """`--exec-path=DIR`: where git looks for its subcommands' programs."""
 
     @property
     def nested_scripts(self) -> list[str]:
         """Shell command strings git itself would run for this call."""
         args = list(self.args)
-        scripts = [value for key, value in self.settings if exec_config_key(key) and value]
+        # a credential helper or alias starting with `!` is a shell command
+        scripts = [value.removeprefix("!") for key, value in self.settings if exec_config_key(key) and value]
         if self.subcommand == "submodule" and args[:1] == ["foreach"]:
             rest = [a for a in args[1:] if a not in ("--recursive", "-q", "--quiet")]
             scripts += [" ".join(rest)] if rest else []
         if self.subcommand == "rebase":
             opts, _ = parse_options(args, "x", frozenset({"exec"}))
             scripts += [v for k, v in opts.items() if k in ("-x", "--exec") and v]
+        if self.subcommand == "clone":  # `clone -c key=value` writes the new repository's config
+            for index, arg in enumerate(args[:-1]):
+                if arg in ("-c", "--config"):
+                    key, _, value = args[index + 1].partition("=")
+                    scripts += [value.removeprefix("!")] if exec_config_key(key) else []
         if self.subcommand == "bisect" and args[:1] == ["run"] and len(args) > 1:
             scripts.append(" ".join(args[1:]))
         for index, arg in enumerate(args):
             name, eq, value = arg.partition("=")
-            if name in _EXEC_OPTIONS or (name in ("-u", "-x") and self.subcommand in ("clone", "difftool")):
+            if arg == "--":
+                break
+            # git takes any unique prefix of a long option (`--upload-p` is `--upload-pack`)
+            long = len(name) > 4 and name.startswith("--") and any(o.startswith(name) for o in _EXEC_OPTIONS)
+            if long or (name in ("-u", "-x") and self.subcommand in ("clone", "difftool")):
                 scripts.append(value if eq else (args[index + 1] if index + 1 < len(args) else ""))
+            elif self.subcommand == "grep" and arg.startswith("-O") and len(arg) > 2:
+                scripts.append(arg[2:])
         return [script for script in scripts if script]
 
 
@@ -93,12 +133,21 @@ def _parse_git_argv(args: tuple[str, ...]) -> GitCall:
     chdirs: list[str] = []
     settings: list[tuple[str, str]] = []
     aliases: dict[str, str] = {}
+    exec_path: str | None = None
     i = 0
     while i < len(args) and args[i].startswith("-"):
         arg = args[i]
         option = _global_long(arg) if arg.startswith("--") else None
+        if option == "--exec-path" and "=" in arg:
+            exec_path = arg.split("=", 1)[1]
         if option in _GIT_INFO or arg in ("-v", "-h"):
             return GitCall(None, tuple(args[i + 1:]), tuple(chdirs), info_only=True, settings=tuple(settings))
+        if option == "--config-env":
+            spec = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
+            key, _, variable = spec.rpartition("=")
+            settings.append((key, "$" + variable if variable else ""))
+            i += 1 if "=" in arg else 2
+            continue
         if arg in ("-C", "-c") or (option in _GIT_LONG_ARG and "=" not in arg):
             value = args[i + 1] if i + 1 < len(args) else ""
             if arg == "-C":
@@ -123,4 +172,30 @@ def _parse_git_argv(args: tuple[str, ...]) -> GitCall:
         if words:
             sub, rest = words[0], (*words[1:], *rest)
     info = "--help" in rest or sub == "help"
-    return GitCall(sub, rest, tuple(chdirs), info_only=info, settings=tuple(settings))
+    return GitCall(sub, rest, tuple(chdirs), info_only=info, settings=tuple(settings), exec_path=exec_path)
+
+
+def alias_definition(call: GitCall) -> str | None:
+    """`git config [--global] alias.NAME VALUE` (or `config set`): the VALUE of a non-shell alias."""
+    if call.subcommand != "config":
+        return None
+    words = [a for a in call.args if not a.startswith("-")]
+    if words[:1] == ["set"]:
+        words = words[1:]
+    if len(words) == 2 and words[0].lower().startswith("alias.") and not words[1].startswith("!"):
+        return words[1]
+    return None
+
+
+def clone_directory(call: GitCall) -> list[str]:
+    """The directory `git clone URL [DIR]` fills."""
+    _, i = parse_options(call.args, "obcujl", frozenset({"origin", "branch", "config", "upload-pack", "template",
+                                                         "reference", "depth", "separate-git-dir", "filter",
+                                                         "jobs", "shallow-since", "shallow-exclude"}))
+    operands = list(call.args[i:])
+    if len(operands) >= 2:
+        return [operands[1]]
+    if operands:
+        base = operands[0].rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+        return [base.removesuffix(".git")] if base else []
+    return []

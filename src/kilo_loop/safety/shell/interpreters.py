@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.shell.model import parse_options
+from kilo_loop.safety.shell.words import ansi_c
 
 
 class Interpreter(NamedTuple):
@@ -32,11 +33,21 @@ _INTERPRETERS: list[tuple[LazyRegex, Interpreter]] = [
     (LazyRegex(r"ruby[0-9.]*|jruby"), _RUBY),
     (LazyRegex(r"perl[0-9.]*"), _PERL),
     (LazyRegex(r"php[0-9.]*"), _PHP),
+    # languages whose programs the guard does not read: code that may run or delete anything is denied
+    (LazyRegex(r"lua[0-9.]*|luajit"), Interpreter("lua", "e", arg_short="l")),
+    (LazyRegex(r"r|rscript"), Interpreter("r", "e", frozenset({"eval"}))),
+    (LazyRegex(r"julia"), Interpreter("julia", "eE", frozenset({"eval", "print"}))),
+    (LazyRegex(r"pwsh|powershell(\.exe)?"), Interpreter("powershell", "c", frozenset(
+        {"command", "Command", "c", "encodedcommand", "EncodedCommand", "ec"}))),
+    (LazyRegex(r"elixir|iex"), Interpreter("elixir", "e", frozenset({"eval"}))),
+    (LazyRegex(r"erl"), Interpreter("erlang", "", frozenset({"eval"}))),
+    (LazyRegex(r"racket|guile|sbcl|clisp|gnuplot|octave"), Interpreter("lisp", "ecx", frozenset({"eval"}))),
 ]
 AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 SEDS = frozenset({"sed", "gsed"})
 
 _EXEC_HINT = LazyRegex(
+    r"\$`|\bposix_spawnp?\s*\(|"
     r"\b(system|exec|execSync|execFile|execFileSync|spawn|spawnSync|popen|Popen|call|check_call|check_output|"
     r"run|getoutput|getstatusoutput|shell_exec|passthru|proc_open|Open3|capture2e?|capture3|qx|\$)\s*[({'\"\[]"
     # a runner reached under another name: every string in the program may be a command
@@ -44,6 +55,8 @@ _EXEC_HINT = LazyRegex(
     r"|child_process|\bKernel\b|\bIPC::"
 )
 _STRING_LITERAL = LazyRegex(r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"")
+_TEMPLATE = LazyRegex(r"`([^`$]*)`")
+_ARG_LIST = LazyRegex(r"""\b(?:system|exec|spawn)\s*\(?\s*((?:(['"])(?:(?!\2)[^\\\n]|\\.)*\2\s*,\s*)+['"][^'"\n]*['"])""")
 _LIST_LITERAL = LazyRegex(r"\[([^\[\]]*)\]")
 _NAME_THEN_LIST = LazyRegex(r"(['\"])([^'\"\n]*)\1\s*,\s*\[([^\[\]]*)\]")
 _BACKTICKS = LazyRegex(r"`([^`]*)`|%x\{([^}]*)\}|%x\(([^)]*)\)|qx\{([^}]*)\}|qx\(([^)]*)\)|qx/([^/]*)/|qx!([^!]*)!"
@@ -51,6 +64,7 @@ _BACKTICKS = LazyRegex(r"`([^`]*)`|%x\{([^}]*)\}|%x\(([^)]*)\)|qx\{([^}]*)\}|qx\
 
 # Program text that computes what it runs, decodes it, or reaches a function by a computed name.
 _RUNS_SOMETHING = r"(?:system|popen|Popen|run|call|check_output|check_call|getoutput|exec[lv]?p?e?|spawn[lv]?p?e?" \
+                  r"|posix_spawnp?" \
                   r"|execSync|execFileSync|spawnSync|execFile|shell_exec|passthru|proc_open)"
 _NOT_A_LITERAL = r"\s*\(\s*(?![\s'\"\[\])]|f?r?b?['\"])"
 _DYNAMIC: dict[str, LazyRegex] = {
@@ -60,18 +74,31 @@ _DYNAMIC: dict[str, LazyRegex] = {
         r"|\bfromhex\b|\b(?:b64|b32|b16|a85|b85|urlsafe_b64)decode\b|\bunhexlify\b|\bcodecs\s*\.\s*decode\b"
         r"|\bmarshal\b|\bpickle\s*\.\s*loads?\b|\bctypes\b|\bvars\s*\(\s*(?:os|subprocess|shutil)\b|__dict__"
         r"|\bglobals\s*\(\s*\)\s*\[|\bos\s*\.\s*exec|\bpty\s*\.\s*spawn"
-        rf"|\b(?:os|subprocess|commands)\s*\.\s*{_RUNS_SOMETHING}{_NOT_A_LITERAL}"),
+        rf"|\b(?:os|subprocess|commands)\s*\.\s*{_RUNS_SOMETHING}{_NOT_A_LITERAL}"
+        # a runner's command built by formatting, or the runner kept under another name
+        rf"|\b{_RUNS_SOMETHING}\s*\(\s*\[?\s*[rRbBuU]?[fF][rRbB]?['\"][^'\"]*\{{"
+        rf"|\b{_RUNS_SOMETHING}\s*\(\s*\[?\s*[rRbBuU]?['\"][^'\"]*['\"]\s*(?:%|\.\s*format\b)"
+        rf"|\b(?:os|subprocess|pty)\s*\.\s*{_RUNS_SOMETHING}\b(?!\s*\()"),
     "node": LazyRegex(
         r"\beval\s*\(|\bFunction\s*\(|\bBuffer\s*\.\s*from\s*\([^)]*,\s*['\"](?:base64|hex|base64url)['\"]"
         r"|\batob\s*\(|\brequire\s*\(\s*(?!['\"`][\w@/.:-]+['\"`]\s*\))|\bimport\s*\(\s*(?!['\"][\w@/.:-]+['\"]\s*\))"
         r"|\bprocess\s*\.\s*binding\b|\bvm\s*\.\s*run|\[\s*['\"`][^'\"`]*['\"`]\s*\+"
+        r"|\bDeno\s*\.\s*(?:Command|run)\b|\$`[^`]*\$\{"
         rf"|\b(?:exec|execSync|spawn|spawnSync|execFile|execFileSync|fork){_NOT_A_LITERAL}(?!`[^`$]*`)"),
     "ruby": LazyRegex(r"\b(?:eval|instance_eval|class_eval|send|public_send|const_get)\b|\bBase64\b|\.unpack1?\b"
                        r"|#\{|\b(?:system|exec|spawn)\s*\(?\s*(?!['\"])[A-Za-z_$@]"),
     "perl": LazyRegex(r"\beval\b|\bpack\s*\(|\bMIME::Base64\b|\bdecode_base64\b"
-                       r"|\b(?:system|exec)\s*\(?\s*[$@]|`[^`]*\$|qx[{(][^)}]*\$"),
+                       r"|\b(?:system|exec|open)\s*\(?\s*(?:[$@<]|STDIN)|`[^`]*\$|qx[{(][^)}]*\$"),
     "php": LazyRegex(r"\beval\s*\(|\bbase64_decode\b|\bhex2bin\b|\bcreate_function\b|\$\w+\s*\("
                       r"|\b(?:system|exec|shell_exec|passthru|popen|proc_open)\s*\(\s*\$"),
+    **{language: LazyRegex(
+        r"\b(?:execute|system2?|popen|run|spawn|exec|cmd|shell|unlink|remove|rm|delete|Remove-Item|Invoke-Expression"
+        r"|iex|Start-Process|Invoke-Command|FromBase64String|EncodedCommand|rmdir|rmtree|syscmd|esyscmd|eval|load)\b"
+        r"|`|\bos\s*:\s*cmd")
+       for language in ("lua", "r", "julia", "powershell", "elixir", "erlang", "lisp", "tcl")},
+    "m4": LazyRegex(r"\be?syscmd\b"),
+    "make": LazyRegex(r"(?m)^\t|;|\$\(shell\b"),  # a recipe line, an inline recipe, $(shell …)
+    "ed": LazyRegex(r"(?:^|\n)\s*[0-9,.$;'a-z+-]*\s*[rwe]?\s*!"),
     "awk": LazyRegex(r"\bsystem\s*\(|\|\s*&|\bprintf?\b[^;{}]*\|\s*[\"A-Za-z_$]|\|\s*getline"),
     "sed": LazyRegex(
         r"(?:^|[;\n{}])\s*(?:\d+|\$|/(?:[^/\\\n]|\\.)*/)?\s*(?:,\s*(?:\d+|\$|/(?:[^/\\\n]|\\.)*/))?\s*!?\s*e(?:\s|;|$)"
@@ -87,6 +114,8 @@ def interpreter(name: str) -> Interpreter | None:
 def inline_codes(interp: Interpreter, args: Sequence[str]) -> tuple[list[str], bool, str | None]:
     """The code strings passed on the command line, whether the program is read from stdin,
     and the script file it runs (None when there is none)."""
+    if interp.language == "node" and args[:1] == ["eval"]:  # `deno eval CODE`
+        return [a for a in args[1:] if not a.startswith("-")][:1], False, None
     codes: list[str] = []
     i = 0
     while i < len(args):
@@ -95,8 +124,8 @@ def inline_codes(interp: Interpreter, args: Sequence[str]) -> tuple[list[str], b
         if arg == "--":
             rest = args[i + 1:]
             return codes, not codes and not rest, (rest[0] if rest and not codes else None)
-        if arg.startswith("--"):
-            name, eq, value = arg[2:].partition("=")
+        if arg.startswith("--") or (interp.language == "powershell" and arg[1:].partition(":")[0] in interp.code_long):
+            name, eq, value = arg.lstrip("-").partition("=")
             if name in interp.code_long:
                 codes.append(value if eq else (args[i + 1] if i + 1 < len(args) else ""))
                 step = 1 if eq else 2
@@ -114,6 +143,8 @@ def inline_codes(interp: Interpreter, args: Sequence[str]) -> tuple[list[str], b
                     break
         elif arg == "-":
             return codes, not codes, None
+        if codes and codes[-1] == "-":  # `pwsh -Command -`: the code comes from stdin
+            return codes[:-1], True, None
         else:
             return codes, False, (None if codes else arg)
         if codes and interp.first_code_ends_options:
@@ -165,7 +196,21 @@ def dynamic_code(language: str, code: str) -> str | None:
 
 def _literal_text(match: re.Match[str]) -> str:
     raw = match.group(1) if match.group(1) is not None else match.group(2)
-    return re.sub(r"\\(.)", r"\1", raw or "")
+    return ansi_c(raw or "")
+
+
+_JOINED_LITERALS = LazyRegex(r"""(['"])((?:(?!\1)[^\\\n]|\\.)*)\1\s*(?:\+|\.(?!\w))?\s*"""
+                             r"""(['"])((?:(?!\3)[^\\\n]|\\.)*)\3""")
+
+
+def _join_literals(code: str) -> str:
+    """`'git ' + 'push'`, `'rm' ' -rf ~'` (adjacent literals), `"git" . " push"` as one literal."""
+    for _ in range(16):
+        joined = _JOINED_LITERALS.sub(lambda m: '"' + (m.group(2) + m.group(4)).replace('"', '\\"') + '"', code)
+        if joined == code:
+            break
+        code = joined
+    return code
 
 
 def shell_strings_in_code(language: str, code: str) -> list[str]:
@@ -175,8 +220,13 @@ def shell_strings_in_code(language: str, code: str) -> list[str]:
         found += [next(g for g in m.groups() if g is not None) for m in _BACKTICKS.finditer(code)]
     if not _EXEC_HINT.search(code):
         return found
+    if language == "node":
+        found += [m.group(1) for m in _TEMPLATE.finditer(code)]
+    code = _join_literals(code)
     found += [_literal_text(m) for m in _STRING_LITERAL.finditer(code)]
     for match in _LIST_LITERAL.finditer(code):
+        found.append(" ".join(_literal_text(m) for m in _STRING_LITERAL.finditer(match.group(1))))
+    for match in _ARG_LIST.finditer(code):  # perl/ruby `system "git", "push"`: one argv
         found.append(" ".join(_literal_text(m) for m in _STRING_LITERAL.finditer(match.group(1))))
     for match in _NAME_THEN_LIST.finditer(code):
         rest = " ".join(_literal_text(m) for m in _STRING_LITERAL.finditer(match.group(3)))

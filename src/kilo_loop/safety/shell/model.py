@@ -16,6 +16,9 @@ UNKNOWN = "\x00"
 HOME = UNKNOWN + "~"
 """The home directory (`~`, `$HOME`): unknown too, but worth naming in messages."""
 
+READ = UNKNOWN + "<data>"
+"""Data only known at run time: what `read` takes from stdin or a command substitution prints
+(`… | while read f; do rm "$f"; done`, `rm $(git ls-files)`)."""
 KEEP = UNKNOWN + "keep"
 """A declared name with no value (`export NAME`): its value is kept."""
 LITERALLY = "write the command out literally, with no variables, substitutions or decoding in its name or code"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Language, Node, Parser
 
+from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.shell.flow import Flow, State, Step, fold
 from kilo_loop.safety.shell.grammar import bash_language
 from kilo_loop.safety.shell.model import HOME, KEEP, UNKNOWN, Unanalysable
@@ -41,6 +42,7 @@ _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
 _EXPANSIONS = frozenset({"simple_expansion", "expansion", "command_substitution", "arithmetic_expansion"})
 _OUTPUT_OPERATORS = frozenset({">", ">>", ">|", "&>", "&>>", ">&", "<>"})
 _LOOP_PASSES_NESTING = 3
+_ARITH_NAME = LazyRegex(r"(?<![\w$])[A-Za-z_]\w*")
 PIPE = UNKNOWN
 """stdin that comes from a pipe or file whose content cannot be known."""
 
@@ -164,8 +166,11 @@ class Walker:
             return self._branches(node, state)
         if kind == "function_definition":
             body = node.child_by_field_name("body")
+            name = node.child_by_field_name("name")
             if body is not None:
                 self.walk(body, state)
+                if name is not None:  # a call runs the body again, with the call's arguments
+                    self.an.functions[self.text(name)] = self.text(body)
             return state, state
         if kind == "negated_command":
             succ, fail = self.sequence(node.children, state)
@@ -348,6 +353,8 @@ class Walker:
             self.an.output_redirect(target, state.cwds)
         elif operator == "<":
             return self.an.file_content(target, state.cwds)
+        elif operator == "<&" and target not in ("-", "0"):
+            return PIPE  # stdin from another descriptor: a pipe or process substitution opened earlier
         return None
 
     def _output_target(self, node: Node) -> str | None:
@@ -396,9 +403,14 @@ class Walker:
 
     def _declared(self, node: Node, state: State) -> list[tuple[str, str | None]]:
         declared: list[tuple[str, str | None]] = []
+        flags = "".join(self.text(c)[1:] for c in node.children[1:] if c.type == "word" and self.text(c)[:1] == "-")
         for child in node.children[1:]:
             if child.type == "variable_assignment":
-                declared.append(self._assignment(child, state))
+                name, value = self._assignment(child, state)
+                if "i" in flags and value:  # an integer's value is evaluated as arithmetic
+                    self.arithmetic_values([value], state)
+                # a nameref (`declare -n r=X`) stands for another variable: its value is not known here
+                declared.append((name, None if "n" in flags else value))
             elif child.type == "variable_name":
                 declared.append((self.text(child), KEEP))
             elif child.is_named:
@@ -511,7 +523,15 @@ class Walker:
             return value
         self.substitutions(node, state)
         literal = self.text(node)[3:-2].strip()
+        self.arithmetic_values([self.an.lookup(m.group(0), state) for m in _ARITH_NAME.finditer(literal)], state)
         return literal if literal.isdigit() else UNKNOWN
+
+    def arithmetic_values(self, values: Sequence[str | None], state: State) -> None:
+        """Arithmetic evaluates a variable's value as an expression, and an array subscript in it runs
+        its command substitutions (`x='a[$(cmd)]'; echo $((x))`)."""
+        for value in values:
+            if value and ("$(" in value or "`" in value):
+                self.an.script(": " + value, state, self.depth + 1)
 
     def _plain_argv(self, inner: Sequence[Node], state: State) -> list[str] | None:
         if len(inner) != 1 or inner[0].type != "command":
@@ -537,6 +557,12 @@ class Walker:
         name = self.text(named[0])
         if not operators:
             return self.an.variable(name, state)
+        if operators[0] == "@" and "P" in operators and named[0].type == "variable_name":
+            # `${x@P}` expands x as a prompt string, running the command substitutions in it
+            value = self.an.lookup(name, state)
+            if value is None or "$(" in value or "`" in value:
+                self.an.script(": " + (value if value is not None else "$(" + UNKNOWN + ")"), state, self.depth + 1)
+            return UNKNOWN
         value = self.an.lookup(name, state) if named[0].type == "variable_name" else None
         if operators[0] in (":-", "-", ":=", "=") and len(named) <= 2 and value is not None:
             if value == "":
@@ -623,7 +649,7 @@ class _Fields:
         return self._done
 
 
-def walk_script(analyzer: Analyzer, text: str, state: State, depth: int) -> Flow:
+def walk_script(analyzer: Analyzer, text: str, state: State, depth: int, stdin: str | None = None) -> Flow:
     """Parse `text` and walk it; unparsable text is reported as Unanalysable."""
     source = text.replace(HOME, "${HOME}").replace(UNKNOWN, "${__kilo_loop_unknown__}").encode(
         "utf-8", "surrogatepass")
@@ -632,4 +658,6 @@ def walk_script(analyzer: Analyzer, text: str, state: State, depth: int) -> Flow
         analyzer.out.append(Unanalysable(
             f"{root}; an input the guard cannot parse is denied — write it as plain bash", rule="unparsable"))
         return state, state
-    return Walker(analyzer, source, depth).run(root, state)
+    walker = Walker(analyzer, source, depth)
+    walker.piped_stdin = stdin
+    return walker.run(root, state)

@@ -186,8 +186,14 @@ def _npx(args: list[str]) -> Unwrapped:
     return Unwrapped(rest)
 
 
+_BIN_OF = {"@changesets/cli": "changeset", "@vscode/vsce": "vsce", "@lerna/cli": "lerna"}
+
+
 def _package_command(spec: str) -> str:
     """`rimraf@5` → `rimraf`, `@scope/tool@1` → `tool`: the command a package spec runs."""
+    scoped = spec.lower().rsplit("@", 1)[0] if spec.count("@") > 1 else spec.lower()
+    if scoped in _BIN_OF:
+        return _BIN_OF[scoped]
     name = command_name(spec)
     return name.split("@", 1)[0] if not name.startswith("@") else name
 
@@ -247,12 +253,14 @@ _SSH_VALUE = "BbcDEeFIiJLlmOoPpQRSWw"
 def _ssh(args: list[str]) -> Unwrapped:
     _opts, i = parse_options(args, _SSH_VALUE)
     local = tuple(v.split("=", 1)[1] for k, v in _ssh_options(args) if k in ("proxycommand", "localcommand"))
+    remote_command = [v.split("=", 1)[1] for k, v in _ssh_options(args) if k == "remotecommand"]
     if i >= len(args):
         return Unwrapped([], noexec=True, local_scripts=local)
     host, command = args[i], args[i + 1:]
     command = command[1:] if command[:1] == ["--"] else command
-    if not command:
-        return Unwrapped([], noexec=True, local_scripts=local)
+    command = command or remote_command
+    if not command:  # the remote login shell reads its commands from stdin
+        return Unwrapped([], reads_stdin=True, remote=f"ssh {host}", local_scripts=local)
     return Unwrapped([], script=" ".join(command), remote=f"ssh {host}", local_scripts=local)
 
 
@@ -270,6 +278,7 @@ def _ssh_options(args: list[str]) -> list[tuple[str, str]]:
 
 
 _TCL_RUNS = LazyRegex(r"\b(?:spawn|exec)\s+([^;\n\]\}]+)")
+_TCL_SEND = LazyRegex(r"\bsend\s+(?:--\s+)?\"((?:[^\"\\]|\\.)*)\"")
 
 
 def _expect(args: list[str]) -> Unwrapped:
@@ -277,7 +286,10 @@ def _expect(args: list[str]) -> Unwrapped:
     opts, _ = parse_options(args, "cf")
     if "-f" in opts:
         return Unwrapped([], script=UNKNOWN)
-    runs = [m.group(1).strip() for m in _TCL_RUNS.finditer(opts.get("-c", ""))]
+    code = "\n".join(args[i + 1] for i, a in enumerate(args[:-1]) if a == "-c")
+    runs = [m.group(1).strip() for m in _TCL_RUNS.finditer(code)]
+    # what `send` types into a spawned program runs there when that program is a shell
+    runs += [m.group(1).replace("\\r", "\n").replace("\\n", "\n") for m in _TCL_SEND.finditer(code)]
     return Unwrapped([], script="\n".join(runs)) if runs else NOEXEC
 
 
@@ -292,11 +304,216 @@ def _osascript(args: list[str]) -> Unwrapped:
     return Unwrapped([], script="\n".join(scripts)) if scripts else NOEXEC
 
 
+_KUBECTL_GLOBAL = frozenset({"namespace", "context", "kubeconfig", "cluster", "user", "server", "as", "token"})
+
+
 def _kubectl_exec(args: list[str]) -> Unwrapped | None:
-    if not args or args[0] != "exec" or "--" not in args:
+    """`kubectl [-n NS] exec POD -- CMD…` (also `oc`, and `debug … -- CMD`), and `oc rsh POD CMD…`."""
+    _, i = parse_options(args, "ns", _KUBECTL_GLOBAL)
+    verb = args[i] if i < len(args) else ""
+    if verb == "rsh" and len(args) > i + 2:
+        return Unwrapped([], script=" ".join(args[i + 2:]), remote="oc rsh")
+    if verb not in ("exec", "debug") or "--" not in args:
         return None
     command = args[args.index("--") + 1:]
     return Unwrapped([], script=" ".join(command), remote="kubectl exec") if command else NOEXEC
+
+
+def _container_exec(args: list[str]) -> Unwrapped | None:
+    """`docker exec [opts] CONTAINER CMD…` (also `docker container exec`, podman, nerdctl)."""
+    rest = args[1:] if args[:1] == ["container"] else args
+    if rest[:1] != ["exec"]:
+        return None
+    _, i = parse_options(rest[1:], "euw", frozenset({"env", "env-file", "user", "workdir", "detach-keys"}))
+    command = rest[1 + i + 1:]
+    return Unwrapped([], script=" ".join(command), remote="container exec") if command else NOEXEC
+
+
+def _after_verb(verbs: frozenset[str], short_arg: str = "", long_arg: frozenset[str] = frozenset(),
+                skip: int = 0) -> Unwrap:
+    """`op run -- CMD`, `aws-vault exec PROFILE -- CMD`, `lerna exec -- CMD`: after `--` when there is one,
+    else after the verb's options (and `skip` operands)."""
+    def unwrap(args: list[str]) -> Unwrapped | None:
+        _, i = parse_options(args, short_arg, long_arg)
+        if i >= len(args) or args[i] not in verbs:
+            return None
+        rest = args[i + 1:]
+        if "--" in rest:
+            return Unwrapped(rest[rest.index("--") + 1:])
+        _, j = parse_options(rest, short_arg, long_arg)
+        return Unwrapped(rest[j + skip:])
+    return unwrap
+
+
+def _remote_runner(host_opts: str, host_long: frozenset[str], label: str) -> Unwrap:
+    """`mosh [opts] HOST -- CMD…`: the command after the host runs on that host."""
+    def unwrap(args: list[str]) -> Unwrapped:
+        _, i = parse_options(args, host_opts, host_long)
+        command = args[i + 1:]
+        command = command[1:] if command[:1] == ["--"] else command
+        if i >= len(args) or not command:
+            return NOEXEC
+        return Unwrapped([], script=" ".join(command), remote=f"{label} {args[i]}")
+    return unwrap
+
+
+def _option_script(keys: tuple[str, ...], short_arg: str = "", long_arg: frozenset[str] = frozenset(),
+                   remote: str | None = None, verbs: tuple[str, ...] = ()) -> Unwrap:
+    """A command that runs the shell string given to one of `keys` (`nix-shell --run CMD`,
+    `vagrant ssh -c CMD`, `nodemon --exec CMD`); only after `verbs` when they are given."""
+    def unwrap(args: list[str]) -> Unwrapped | None:
+        if verbs and args[:len(verbs)] != list(verbs):
+            return None
+        scripts: list[str] = []
+        for index, arg in enumerate(args):
+            name, eq, value = arg.partition("=")
+            if name in keys:
+                scripts.append(value if eq and name.startswith("--") else (
+                    args[index + 1] if index + 1 < len(args) else ""))
+        if not scripts:
+            return None if verbs else NOEXEC
+        return Unwrapped([], script="\n".join(scripts), remote=remote)
+    return unwrap
+
+
+def _every_operand_a_script(value_short: str, value_long: frozenset[str], script_keys: frozenset[str]) -> Unwrap:
+    """`hyperfine 'CMD' 'CMD'…`, `concurrently 'CMD'…`: each operand (and some option values) is a shell string."""
+    def unwrap(args: list[str]) -> Unwrapped:
+        scripts: list[str] = []
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            name, eq, value = arg.partition("=")
+            takes = (name.startswith("--") and name[2:] in value_long) or (
+                len(arg) == 2 and arg.startswith("-") and arg[1] in value_short)
+            if takes:
+                if not eq:
+                    value = args[i + 1] if i + 1 < len(args) else ""
+                    i += 1
+                if name in script_keys:
+                    scripts.append(value)
+            elif not arg.startswith("-") or arg == "-":
+                scripts.append(arg)
+            i += 1
+        return Unwrapped([], script="\n".join(scripts)) if scripts else NOEXEC
+    return unwrap
+
+
+def _bwrap(args: list[str]) -> Unwrapped:
+    """`bwrap [--bind SRC DST | --dev DIR | …] CMD…`: options take zero, one or two values."""
+    two = {"--bind", "--ro-bind", "--dev-bind", "--bind-try", "--ro-bind-try", "--dev-bind-try", "--symlink",
+           "--setenv", "--file", "--bind-data", "--ro-bind-data"}
+    i = 0
+    while i < len(args) and args[i].startswith("--"):
+        if args[i] == "--":
+            i += 1
+            break
+        i += 3 if args[i] in two else 1 if args[i] in _BWRAP_FLAGS else 2
+    return Unwrapped(args[i:])
+
+
+_BWRAP_FLAGS = frozenset({"--unshare-all", "--share-net", "--unshare-user", "--unshare-ipc", "--unshare-pid",
+                          "--unshare-net", "--unshare-uts", "--unshare-cgroup", "--die-with-parent", "--new-session",
+                          "--as-pid-1", "--clearenv", "--disable-userns", "--unshare-user-try",
+                          "--unshare-cgroup-try"})
+
+
+def _socat(args: list[str]) -> Unwrapped:
+    """socat's `EXEC:CMD` and `SYSTEM:CMD` addresses run a command."""
+    scripts = []
+    for arg in args:
+        kind, colon, rest = arg.partition(":")
+        if colon and kind.upper() in ("EXEC", "SYSTEM"):
+            scripts.append(rest.split(",", 1)[0] if kind.upper() == "EXEC" else rest)
+    return Unwrapped([], script="\n".join(scripts)) if scripts else NOEXEC
+
+
+def _netcat(args: list[str]) -> Unwrapped:
+    """`nc -e PROG`, `nc -c CMD`, `ncat --sh-exec CMD`: a program fed by the network."""
+    for index, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name in ("-c", "--sh-exec", "-e", "--exec", "--lua-exec"):
+            value = value if eq else (args[index + 1] if index + 1 < len(args) else "")
+            # `-e PROG` runs PROG with the connection as its stdin: code from the network
+            return Unwrapped([], script=value if name in ("-c", "--sh-exec") else value + " < /dev/fd/9")
+    return NOEXEC
+
+
+def _remote_runner_after(verbs: tuple[str, ...], keys: tuple[str, ...], label: str) -> Unwrap:
+    """`heroku run CMD`, `fly ssh console -C CMD`, `gcloud compute ssh VM -- CMD`: a command on another machine."""
+    def unwrap(args: list[str]) -> Unwrapped | None:
+        if args[:len(verbs)] != list(verbs):
+            return None
+        rest = args[len(verbs):]
+        if "--" in rest:
+            command = rest[rest.index("--") + 1:]
+            return Unwrapped([], script=" ".join(command), remote=label) if command else NOEXEC
+        for index, arg in enumerate(rest):
+            name, eq, value = arg.partition("=")
+            if name in keys:
+                return Unwrapped([], script=value if eq else (rest[index + 1] if index + 1 < len(rest) else ""),
+                                 remote=label)
+        if not keys:
+            operands = [a for a in rest if not a.startswith("-")]
+            return Unwrapped([], script=operands[0], remote=label) if operands else NOEXEC
+        return NOEXEC
+    return unwrap
+
+
+def _ansible(args: list[str]) -> Unwrapped:
+    """`ansible HOSTS -m shell -a 'CMD'`: the command, shell and raw modules run their argument."""
+    values: dict[str, str] = {}
+    hosts = "hosts"
+    for index, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name in ("-m", "--module-name", "-a", "--args"):
+            values[name.lstrip("-")[:1]] = value if eq else (args[index + 1] if index + 1 < len(args) else "")
+        elif index == 0 and not arg.startswith("-"):
+            hosts = arg
+    module = values.get("m", "command")
+    command = values.get("a")
+    if command is not None and module.rsplit(".", 1)[-1] == "file" and "state=absent" in command:
+        path = next((w.split("=", 1)[1] for w in command.split() if w.startswith(("path=", "dest=", "name="))), "")
+        return Unwrapped([], script=f"rm -rf {path or UNKNOWN}", remote=f"ansible {hosts}")
+    if command is None or module.rsplit(".", 1)[-1] not in ("command", "shell", "raw", "script"):
+        return NOEXEC
+    return Unwrapped([], script=command, remote=f"ansible {hosts}")
+
+
+def _nix(args: list[str]) -> Unwrapped | None:
+    """`nix develop -c CMD…` / `nix shell PKG… --command CMD…` run CMD."""
+    if args[:1] not in (["develop"], ["shell"]):
+        return None
+    for flag in ("-c", "--command"):
+        if flag in args:
+            return Unwrapped(args[args.index(flag) + 1:])
+    return None
+
+
+def _yarn(args: list[str]) -> Unwrapped | None:
+    """`yarn exec CMD`, `yarn dlx PKG`, and `yarn workspaces foreach [opts] CMD…` (runs `yarn CMD…`)."""
+    if args[:2] == ["workspaces", "foreach"]:
+        _, i = parse_options(args[2:], "jW", frozenset({"include", "exclude", "from", "jobs", "since"}))
+        rest = args[2 + i:]
+        return Unwrapped(["yarn", *rest]) if rest else NOEXEC
+    if args and args[0] in _PACKAGE_BINS:  # `yarn rimraf ~` runs the package's binary
+        return Unwrapped(args)
+    return _subcommand_runner(frozenset({"exec", "dlx"}))(args)
+
+
+_PACKAGE_BINS = frozenset({"rimraf", "del-cli", "shx", "lerna", "changeset", "semantic-release", "release-it", "np",
+                           "trash"})
+
+
+def _npm(args: list[str]) -> Unwrapped | None:
+    """`npm exec -c CMD` / `--call CMD` runs a shell string; `npm exec X` runs X."""
+    _, i = parse_options(args, "w", frozenset({"workspace"}))
+    if i < len(args) and args[i] in ("exec", "x"):
+        opts, _ = parse_options(args[i + 1:], "cw", frozenset({"package", "call", "workspace"}))
+        call = opts.get("-c", opts.get("--call"))
+        if call is not None:
+            return Unwrapped([], script=call)
+    return _subcommand_runner(frozenset({"exec", "x"}), "cw", frozenset({"package", "call", "workspace"}))(args)
 
 
 WRAPPERS: dict[str, Unwrap] = {
@@ -361,9 +578,9 @@ WRAPPERS: dict[str, Unwrap] = {
     "uvx": _npx,
     "pipx": _subcommand_runner(frozenset({"run"})),
     "corepack": _corepack,
-    "npm": _subcommand_runner(frozenset({"exec", "x"}), "cw", frozenset({"package", "call", "workspace"})),
+    "npm": _npm,
     "pnpm": _subcommand_runner(frozenset({"exec", "dlx"}), "C", frozenset({"dir", "filter"})),
-    "yarn": _subcommand_runner(frozenset({"exec", "dlx"})),
+    "yarn": _yarn,
     "bun": _subcommand_runner(frozenset({"x"})),
     "poetry": _subcommand_runner(frozenset({"run"}), "C", frozenset({"directory", "project"})),
     "pipenv": _subcommand_runner(frozenset({"run"})),
@@ -377,6 +594,106 @@ WRAPPERS: dict[str, Unwrap] = {
     "micromamba": _subcommand_runner(frozenset({"run"}), "np", frozenset({"name", "prefix"})),
     "direnv": lambda args: Unwrapped(args[2:]) if args[:1] == ["exec"] else None,
     "kubectl": _kubectl_exec,
+    "oc": _kubectl_exec,
+    "k": _kubectl_exec,
+    "docker": _container_exec,
+    "podman": _container_exec,
+    "nerdctl": _container_exec,
+    "lxc": _after_verb(frozenset({"exec"}), skip=1),
+    "incus": _after_verb(frozenset({"exec"}), skip=1),
+    "multipass": _after_verb(frozenset({"exec"}), skip=1),
+    "bundle": _subcommand_runner(frozenset({"exec"})),
+    "shx": _plain(),
+    "cross-env": lambda args: Unwrapped(strip_assignments(args)[0]),
+    "cross-env-shell": lambda args: Unwrapped([], script=" ".join(strip_assignments(args)[0])),
+    "env-cmd": _plain("fre", frozenset({"file", "environments"})),
+    "gosu": _plain(skip=1),
+    "su-exec": _plain(skip=1),
+    "setuidgid": _plain(skip=1),
+    "chpst": _plain("ugUen/"),
+    "fakeroot": _plain("lisb", frozenset({"lib", "faked"})),
+    "eatmydata": _plain(),
+    "nocache": _plain(),
+    "tini": _plain("ep"),
+    "dumb-init": _plain("r", frozenset({"rewrite"})),
+    "setpriv": _plain("", frozenset({"reuid", "regid", "ruid", "euid", "rgid", "egid", "groups", "inh-caps",
+                                      "ambient-caps", "bounding-set", "securebits", "selinux-label",
+                                      "apparmor-profile", "pdeathsig", "landlock-access", "landlock-rule"})),
+    "systemd-inhibit": _plain("", frozenset({"what", "who", "why", "mode"})),
+    "faketime": _plain("f", skip=1),
+    "proxychains": _plain("fq"),
+    "proxychains4": _plain("fq"),
+    "torsocks": _plain("uapP"),
+    "perf": _subcommand_runner(frozenset({"stat", "record", "trace"}), "eoptrCGFcm"),
+    "dotenv": _plain("evcp"),
+    "dotenvx": _after_verb(frozenset({"run"}), "f", frozenset({"env-file", "env"})),
+    "op": _after_verb(frozenset({"run"}), "", frozenset({"env-file"})),
+    "doppler": _after_verb(frozenset({"run"}), "pc", frozenset({"project", "config"})),
+    "infisical": _after_verb(frozenset({"run"}), "", frozenset({"env", "path"})),
+    "aws-vault": _after_verb(frozenset({"exec"}), skip=1),
+    "mise": _after_verb(frozenset({"exec", "x"})),
+    "rtx": _after_verb(frozenset({"exec", "x"})),
+    "asdf": _subcommand_runner(frozenset({"exec"})),
+    "lerna": _after_verb(frozenset({"exec"})),
+    "nx": _after_verb(frozenset({"exec"})),
+    "nix-shell": _option_script(("--run", "--command")),
+    "nix": _nix,
+    "nodemon": _option_script(("--exec", "-x")),
+    "entr": lambda args: Unwrapped([], script=" ".join(args[parse_options(args)[1]:])) if "-s" in args else
+    _plain()(args),
+    "gcloud": lambda args: _remote_runner_after(("compute", "ssh"), ("--command",), "gcloud compute ssh")(
+        [*args[:2], *args[3:]] if args[:2] == ["compute", "ssh"] else args),
+    "heroku": _remote_runner_after(("run",), (), "heroku run"),
+    "az": lambda args: _option_script(("--scripts",), remote="az vm run-command")(args) if args[:2] == [
+        "vm", "run-command"] else None,
+    "fly": _remote_runner_after(("ssh", "console"), ("-C", "--command"), "fly ssh"),
+    "flyctl": _remote_runner_after(("ssh", "console"), ("-C", "--command"), "fly ssh"),
+    "pdsh": lambda args: Unwrapped([], script=" ".join(args[parse_options(args, "wxlRfuNtS")[1]:]),
+                                   remote="pdsh") if args else NOEXEC,
+    "clush": lambda args: Unwrapped([], script=" ".join(args[parse_options(args, "wxgXlRfut")[1]:]),
+                                    remote="clush") if args else NOEXEC,
+    "salt": lambda args: Unwrapped([], script=" ".join(args[2:]), remote="salt") if len(args) > 2 and args[1] in (
+        "cmd.run", "cmd.shell", "cmd.script") else None,
+    "socat": _socat,
+    "nc": _netcat,
+    "ncat": _netcat,
+    "netcat": _netcat,
+    "catchsegv": _plain(),
+    "dbus-launch": _plain("", frozenset({"config-file", "autolaunch"})),
+    "ssh-agent": _plain("aEPt"),
+    "pueue": _after_verb(frozenset({"add"}), "wgd", frozenset({"working-directory", "group", "delay", "label",
+                                                                 "after", "priority"})),
+    "tsp": _plain("LDNEgw"),
+    "nq": _plain(),
+    "xcrun": _plain("", frozenset({"sdk", "toolchain"})),
+    "arch": lambda args: Unwrapped(args[parse_options(args, "")[1]:]) if args else NOEXEC,
+    "bwrap": _bwrap,
+    "proot": _plain("rbwqkR"),
+    "flatpak-spawn": _plain(),
+    "distrobox-host-exec": _plain(),
+    "host-spawn": _plain(),
+    "toolbox": _after_verb(frozenset({"run"}), "cdr", frozenset({"container", "distro", "release"})),
+    "distrobox": _after_verb(frozenset({"enter"}), "n", frozenset({"name"}), skip=1),
+    "zellij": _after_verb(frozenset({"run"})),
+    "tox": _after_verb(frozenset({"exec"}), "e", frozenset({"env"})),
+    "xterm": lambda args: Unwrapped(args[args.index("-e") + 1:]) if "-e" in args else NOEXEC,
+    "gnome-terminal": lambda args: Unwrapped(args[args.index("--") + 1:]) if "--" in args else NOEXEC,
+    "x-terminal-emulator": lambda args: Unwrapped(args[args.index("-e") + 1:]) if "-e" in args else NOEXEC,
+    "konsole": lambda args: Unwrapped(args[args.index("-e") + 1:]) if "-e" in args else NOEXEC,
+    "watchexec": lambda args: Unwrapped(args[args.index("--") + 1:]) if "--" in args else _every_operand_a_script(
+        "wepdi", frozenset({"watch", "exts", "filter", "ignore", "debounce", "shell", "signal"}), frozenset())(args),
+    "hyperfine": _every_operand_a_script(
+        "wrmMpcsnuSPLN", frozenset({"warmup", "runs", "min-runs", "max-runs", "prepare", "cleanup", "setup",
+                                    "conclude", "command-name", "time-unit", "shell", "export-json",
+                                    "export-csv", "export-markdown", "style", "output"}),
+        frozenset({"-p", "-c", "-s", "--prepare", "--cleanup", "--setup", "--conclude"})),
+    "concurrently": _every_operand_a_script("npcsk", frozenset({"names", "prefix", "prefix-colors", "kill-signal",
+                                                               "max-processes", "success", "restart-tries"}),
+                                            frozenset()),
+    "mosh": _remote_runner("p", frozenset({"ssh", "port", "predict", "server", "family", "bind-server"}), "mosh"),
+    "autossh": _remote_runner("M" + _SSH_VALUE, frozenset(), "ssh"),
+    "vagrant": _option_script(("-c", "--command"), remote="vagrant ssh", verbs=("ssh",)),
+    "ansible": _ansible,
 }
 
 
