@@ -183,6 +183,16 @@ def _identity(find: Finder) -> Finder:
     return find
 
 
+def _dispatch_table(rules: tuple[Rule, ...]) -> dict[int, tuple[Handler, Rule]]:
+    """Group number of each rule in ``combined_pattern(rules)`` -> its handler and the rule."""
+    table: dict[int, tuple[Handler, Rule]] = {}
+    group = 1
+    for rule in rules:
+        table[group] = (_HANDLERS[rule.kind], rule)
+        group += 1 + re.compile(rule.pattern).groups
+    return table
+
+
 def _settle(data: bytes, match_start: int, outcome: Outcome) -> Outcome:
     """Make edits context-proof, so redacting twice changes nothing more:
     a PEM marker swallowed by another rule's value is given back to the PEM rule, and a
@@ -265,11 +275,17 @@ class Engine:
         self._finders = _finders(lanes)
         # Each rule is wrapped in its own group, which closes after any group inside it: the
         # match's ``lastindex`` is the group of the rule that matched.
-        self._dispatch: dict[int, tuple[Handler, Rule]] = {}
-        group = 1
-        for rule in rules:
-            self._dispatch[group] = (_HANDLERS[rule.kind], rule)
-            group += 1 + re.compile(rule.pattern).groups
+        # keyed by ``id()``: a compiled pattern's hash is computed over its whole program each time
+        self._dispatch: dict[int, dict[int, tuple[Handler, Rule]]] = {id(self._precise): _dispatch_table(rules)}
+        # A candidate that only one lane found can only be matched by that lane's rules (each lane's
+        # scan finds every start its rules' exact patterns have), so the exact match there tries
+        # those alone: a base64 run or a generic value is not put to the hundred other rules first.
+        self._lane_precise: list[re.Pattern[bytes]] = []
+        for name, _ in lanes if self._finders else []:
+            members = tuple(rule for rule in rules if (rule.lane or "text") == name)
+            pattern = re.compile(sp.combined_pattern(members).encode())
+            self._lane_precise.append(pattern)
+            self._dispatch[id(pattern)] = _dispatch_table(members)
 
     def scan(self, data: bytes) -> tuple[bytes | None, bytes | None]:
         """(redacted bytes or None when nothing changed, header re-opening an unfinished block).
@@ -297,7 +313,7 @@ class Engine:
             if match is None:
                 break
             start, group = match.start(), match.lastindex or 0
-            handler, rule = dispatch[group]
+            handler, rule = dispatch[id(match.re)][group]
             # ``match.span``, never ``match.regs``: the alternation has over a hundred groups and
             # building all their spans costs more than the rule's whole judgement
             outcome = _settle(data, start, handler(data, match.span, group, rule, last))
@@ -324,20 +340,23 @@ class Engine:
         size = len(data)
         lanes = range(len(finders))
         since = [0] * len(finders)
+        lane_precise = self._lane_precise
 
         def next_match(pos: int) -> re.Match[bytes] | None:
             while pos < size:
-                best = -1
+                best = owner = -1  # owner: the one lane with a candidate at ``best`` (-1: several)
                 for lane in lanes:
                     candidate = found[lane]
                     if since[lane] > pos or (0 <= candidate < pos):
                         candidate = found[lane] = finders[lane](data, pos)
                         since[lane] = pos
                     if candidate >= 0 and (best < 0 or candidate < best):
-                        best = candidate
+                        best, owner = candidate, lane
+                    elif candidate == best >= 0:
+                        owner = -1
                 if best < 0:
                     return None
-                match = precise.match(data, best)
+                match = (precise if owner < 0 else lane_precise[owner]).match(data, best)
                 if match is not None:
                     return match
                 pos = best + 1
