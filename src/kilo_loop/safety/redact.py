@@ -237,7 +237,29 @@ def _apply_edits(data: bytes, edits: Sequence[Edit]) -> bytes | None:
     return b"".join(pieces)
 
 
-_ANSI = re.compile(rb"\x1b\[[0-9;:?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b\r\n]*(?:\x07|\x1b\\\\)|\x1b[@-Z\\-_]")
+_ANSI = re.compile(
+    rb"\x1b\[[0-9;:?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b\r\n]*(?:\x07|\x1b\\\\)|\x1b[@-Z\\-_]"
+    # written out as an escape: in a JSON string (``\u001b[32m``), in ``echo -e``/``printf`` text
+    rb"|(?:\\u001[bB]|\\x1[bB]|\\033|\\e)\[[0-9;]*[A-Za-z]"
+)
+_TEXT_ESCAPES = (b"u001b[", b"u001B[", b"x1b[", b"x1B[", b"033[", b"e[")
+_BACKSLASH_VISITS = 4096
+
+
+def _may_hold_ansi(data: bytes) -> bool:
+    """Whether ``data`` may hold a colour code, cheaply: ESC is one memchr; a written-out escape is
+    looked for at each backslash (a few hundred in a MB of agent output), and past a few thousand
+    of them by a search for each form (a multi-byte search costs a millisecond a MB)."""
+    if b"\x1b" in data:
+        return True
+    pos = data.find(b"\\")
+    for _ in range(_BACKSLASH_VISITS):
+        if pos < 0:
+            return False
+        if data.startswith(_TEXT_ESCAPES, pos + 1):
+            return True
+        pos = data.find(b"\\", pos + 1)
+    return any(b"\\" + escape in data for escape in _TEXT_ESCAPES)
 
 
 def _strip_ansi(data: bytes) -> tuple[bytes, list[tuple[int, int]]]:
@@ -291,7 +313,7 @@ class Engine:
         """(redacted bytes or None when nothing changed, header re-opening an unfinished block).
         Terminal colour codes are looked through: a key split by them is still found, and the
         codes inside a redacted span go with it."""
-        if b"\x1b" in data:
+        if _may_hold_ansi(data):
             plain, removed = _strip_ansi(data)
             if removed:
                 edits, open_block = self._edits(plain)
