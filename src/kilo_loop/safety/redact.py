@@ -12,11 +12,14 @@ What is replaced, and with what (the secret part always becomes ``[REDACTED]``):
   ``SK[REDACTED]`` (Twilio), ``123456789:[REDACTED]`` (Telegram; the bot id stays),
   ``https://hooks.slack.com/services/[REDACTED]``, Discord webhooks (id kept) and bot tokens,
   Mailgun, Mailchimp, Shopify, PyPI, DigitalOcean, Linear, Postman, Groq, Replicate, xAI,
-  Perplexity, Databricks, Square, age, Supabase, Notion, Atlassian, Vault (``hvs.[REDACTED]``).
+  Perplexity, Databricks, Square, age, Supabase, Notion, Atlassian, Vault (``hvs.[REDACTED]``),
+  Tailscale, Pulumi, Grafana, New Relic, Dynatrace; an Entra ID client secret from its ``8Q~``.
 * URL signatures keep the parameter: Azure SAS ``sig=[REDACTED]``, S3 presigned
   ``X-Amz-Signature=[REDACTED]`` / ``X-Amz-Security-Token=``, v2 ``Signature=``.
 * Passwords given as command arguments: ``mysql -p[REDACTED]``, ``sshpass -p [REDACTED]``,
-  ``docker login -p [REDACTED]``, ``-passin pass:[REDACTED]``, ``.netrc`` (``machine h login u
+  ``docker login -p [REDACTED]``, ``-passin pass:[REDACTED]``, the password options of mongosh,
+  redis-cli, sqlcmd, ldapsearch, 7z/zip, keytool (``-storepass``) and redis (``--requirepass``,
+  ``requirepass`` in redis.conf), HTML form fields (``name="csrf_token" value=…``), ``.netrc`` (``machine h login u
   password [REDACTED]``) and ``.pgpass`` lines (``host:port:db:user:[REDACTED]``); Datadog
   keys (32/40 hex) named in prose.
 * Secret-named assignments keep key, separator and quotes: ``password=[REDACTED]``,
@@ -31,14 +34,18 @@ What is replaced, and with what (the secret part always becomes ``[REDACTED]``):
 * A random-looking value (20+ characters mixing cases and digits) after any ``=`` or ``:``:
   ``mimi=[REDACTED]``.
   Not a CamelCase name, a ``go.sum`` ``h1:`` hash or a checksummed ``0x…`` address.
-* Percent-encoded separators count (``password%3D[REDACTED]%26…``, ``Bearer%20[REDACTED]``).
+* Percent-encoded separators count (``password%3D[REDACTED]%26…``, ``Bearer%20[REDACTED]``, twice
+  encoded ``%253D``), and so do JSON's ``\\u0022`` quotes and the HTML entity ``&#61;``.
 * URL userinfo keeps the user: ``https://user:[REDACTED]@host``.
 * PEM private keys keep their ``-----BEGIN/END … PRIVATE KEY-----`` lines; every body line
-  becomes ``[REDACTED]`` (behind a log prefix like ``api-1  | `` too, and in string literals).
+  becomes ``[REDACTED]`` (behind a log prefix like ``api-1  | ``, a CRI or syslog head, a
+  line-number gutter or ``> `` too, and in string literals); a PuTTY key's ``Private-Lines``.
 * A 40-character AWS secret key alone on its line or on a line about AWS; a base64 run that
   decodes to an env file holding a secret (a wrapped blob goes whole); in CSV under a header
-  naming secret columns (``user,password``), those cells.
-* Terminal colour codes are looked through: a key split by them is still found.
+  naming secret columns (``user,password``, or ``| user | password |`` in query output and
+  markdown), those cells.
+* Terminal colour codes are looked through, also written out as escapes (``\\u001b[32m``): a key
+  split by them is still found.
 
 Git SHAs, UUIDs, ``ses_…``/``msg_…`` ids, ``sha512-…`` integrity hashes and prose pass unchanged.
 ``redact_value`` redacts strings inside dicts/lists/tuples and, under a secret-named key, the whole
