@@ -199,7 +199,7 @@ def _csv_header(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outc
     delimiter = _csv_delimiter(data[line_start:content]) if line_start >= 0 else b""
     header = _table_cells(data, line_start, content, delimiter) if delimiter else []
     columns = sp.csv_secret_columns([_text(data[a:b]) for a, b in header])
-    if not columns:
+    if not columns or (delimiter == b"|" and not _rule_follows(data, eol)):
         return Outcome(_SKIP, match_start + 1)
     names = [_text(data[a:b]) for a, b in header]
     edits: list[Edit] = []
@@ -215,10 +215,23 @@ def _csv_header(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outc
             return Outcome(tuple(edits), line)
         edits.extend(_csv_row(data, line, row_end, [(cells[i], names[i]) for i in columns]))
         line = end + 1
-    return Outcome(tuple(edits), len(data), data[line_start:content] + b"\n")
+    # re-opened with the header, and for a "|" table whose rule was seen, a rule under it
+    ruled = b"-\n" if delimiter == b"|" and eol + 1 < len(data) else b""
+    return Outcome(tuple(edits), len(data), data[line_start:content] + b"\n" + ruled)
 
 
 _TABLE_RULE = b"-+|:= \t"
+
+
+def _rule_follows(data: bytes, eol: int) -> bool:
+    """A "|" table's header has a rule under it (``----+----``, ``|---|``); a row of a table about
+    fields (``password | text``, psql's ``\\d``) has another row.  At the end of the data: not yet known,
+    taken as a header (the next block re-opens it and decides again)."""
+    line = eol + 1
+    if line >= len(data):
+        return True
+    end = _content_end(data, line, _line_end(data, line))
+    return end > line and not data[line:end].strip(_TABLE_RULE)
 
 
 def _csv_delimiter(line: bytes) -> bytes:

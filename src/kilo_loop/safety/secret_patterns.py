@@ -148,7 +148,7 @@ def numeric_is_secret(key: str) -> bool:
 # --- values -----------------------------------------------------------------------------------
 
 _LITERAL_VALUES = frozenset(
-    {"null", "none", "nil", "true", "false", "undefined", "string", "str", "number", "int", "bool",
+    {"null", "none", "nil", "true", "false", "yes", "no", "undefined", "string", "str", "number", "int", "bool",
      "boolean", "bytes", "any", "object", "unknown"}
 )
 _PLACEHOLDER_RE = re.compile(
