@@ -12,11 +12,14 @@ What is replaced, and with what (the secret part always becomes ``[REDACTED]``):
   ``SK[REDACTED]`` (Twilio), ``123456789:[REDACTED]`` (Telegram; the bot id stays),
   ``https://hooks.slack.com/services/[REDACTED]``, Discord webhooks (id kept) and bot tokens,
   Mailgun, Mailchimp, Shopify, PyPI, DigitalOcean, Linear, Postman, Groq, Replicate, xAI,
-  Perplexity, Databricks, Square, age, Supabase, Notion, Atlassian, Vault (``hvs.[REDACTED]``).
+  Perplexity, Databricks, Square, age, Supabase, Notion, Atlassian, Vault (``hvs.[REDACTED]``),
+  Tailscale, Pulumi, Grafana, New Relic, Dynatrace; an Entra ID client secret from its ``8Q~``.
 * URL signatures keep the parameter: Azure SAS ``sig=[REDACTED]``, S3 presigned
   ``X-Amz-Signature=[REDACTED]`` / ``X-Amz-Security-Token=``, v2 ``Signature=``.
 * Passwords given as command arguments: ``mysql -p[REDACTED]``, ``sshpass -p [REDACTED]``,
-  ``docker login -p [REDACTED]``, ``-passin pass:[REDACTED]``, ``.netrc`` (``machine h login u
+  ``docker login -p [REDACTED]``, ``-passin pass:[REDACTED]``, the password options of mongosh,
+  redis-cli, sqlcmd, ldapsearch, 7z/zip, keytool (``-storepass``) and redis (``--requirepass``,
+  ``requirepass`` in redis.conf), HTML form fields (``name="csrf_token" value=…``), ``.netrc`` (``machine h login u
   password [REDACTED]``) and ``.pgpass`` lines (``host:port:db:user:[REDACTED]``); Datadog
   keys (32/40 hex) named in prose.
 * Secret-named assignments keep key, separator and quotes: ``password=[REDACTED]``,
@@ -31,14 +34,18 @@ What is replaced, and with what (the secret part always becomes ``[REDACTED]``):
 * A random-looking value (20+ characters mixing cases and digits) after any ``=`` or ``:``:
   ``mimi=[REDACTED]``.
   Not a CamelCase name, a ``go.sum`` ``h1:`` hash or a checksummed ``0x…`` address.
-* Percent-encoded separators count (``password%3D[REDACTED]%26…``, ``Bearer%20[REDACTED]``).
+* Percent-encoded separators count (``password%3D[REDACTED]%26…``, ``Bearer%20[REDACTED]``, twice
+  encoded ``%253D``), and so do JSON's ``\\u0022`` quotes and the HTML entity ``&#61;``.
 * URL userinfo keeps the user: ``https://user:[REDACTED]@host``.
 * PEM private keys keep their ``-----BEGIN/END … PRIVATE KEY-----`` lines; every body line
-  becomes ``[REDACTED]`` (behind a log prefix like ``api-1  | `` too, and in string literals).
+  becomes ``[REDACTED]`` (behind a log prefix like ``api-1  | ``, a CRI or syslog head, a
+  line-number gutter or ``> `` too, and in string literals); a PuTTY key's ``Private-Lines``.
 * A 40-character AWS secret key alone on its line or on a line about AWS; a base64 run that
   decodes to an env file holding a secret (a wrapped blob goes whole); in CSV under a header
-  naming secret columns (``user,password``), those cells.
-* Terminal colour codes are looked through: a key split by them is still found.
+  naming secret columns (``user,password``, or ``| user | password |`` in query output and
+  markdown), those cells.
+* Terminal colour codes are looked through, also written out as escapes (``\\u001b[32m``): a key
+  split by them is still found.
 
 Git SHAs, UUIDs, ``ses_…``/``msg_…`` ids, ``sha512-…`` integrity hashes and prose pass unchanged.
 ``redact_value`` redacts strings inside dicts/lists/tuples and, under a secret-named key, the whole
@@ -183,6 +190,16 @@ def _identity(find: Finder) -> Finder:
     return find
 
 
+def _dispatch_table(rules: tuple[Rule, ...]) -> dict[int, tuple[Handler, Rule]]:
+    """Group number of each rule in ``combined_pattern(rules)`` -> its handler and the rule."""
+    table: dict[int, tuple[Handler, Rule]] = {}
+    group = 1
+    for rule in rules:
+        table[group] = (_HANDLERS[rule.kind], rule)
+        group += 1 + re.compile(rule.pattern).groups
+    return table
+
+
 def _settle(data: bytes, match_start: int, outcome: Outcome) -> Outcome:
     """Make edits context-proof, so redacting twice changes nothing more:
     a PEM marker swallowed by another rule's value is given back to the PEM rule, and a
@@ -227,7 +244,29 @@ def _apply_edits(data: bytes, edits: Sequence[Edit]) -> bytes | None:
     return b"".join(pieces)
 
 
-_ANSI = re.compile(rb"\x1b\[[0-9;:?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b\r\n]*(?:\x07|\x1b\\\\)|\x1b[@-Z\\-_]")
+_ANSI = re.compile(
+    rb"\x1b\[[0-9;:?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b\r\n]*(?:\x07|\x1b\\\\)|\x1b[@-Z\\-_]"
+    # written out as an escape: in a JSON string (``\u001b[32m``), in ``echo -e``/``printf`` text
+    rb"|(?:\\u001[bB]|\\x1[bB]|\\033|\\e)\[[0-9;]*[A-Za-z]"
+)
+_TEXT_ESCAPES = (b"u001b[", b"u001B[", b"x1b[", b"x1B[", b"033[", b"e[")
+_BACKSLASH_VISITS = 4096
+
+
+def _may_hold_ansi(data: bytes) -> bool:
+    """Whether ``data`` may hold a colour code, cheaply: ESC is one memchr; a written-out escape is
+    looked for at each backslash (a few hundred in a MB of agent output), and past a few thousand
+    of them by a search for each form (a multi-byte search costs a millisecond a MB)."""
+    if b"\x1b" in data:
+        return True
+    pos = data.find(b"\\")
+    for _ in range(_BACKSLASH_VISITS):
+        if pos < 0:
+            return False
+        if data.startswith(_TEXT_ESCAPES, pos + 1):
+            return True
+        pos = data.find(b"\\", pos + 1)
+    return any(b"\\" + escape in data for escape in _TEXT_ESCAPES)
 
 
 def _strip_ansi(data: bytes) -> tuple[bytes, list[tuple[int, int]]]:
@@ -265,17 +304,23 @@ class Engine:
         self._finders = _finders(lanes)
         # Each rule is wrapped in its own group, which closes after any group inside it: the
         # match's ``lastindex`` is the group of the rule that matched.
-        self._dispatch: dict[int, tuple[Handler, Rule]] = {}
-        group = 1
-        for rule in rules:
-            self._dispatch[group] = (_HANDLERS[rule.kind], rule)
-            group += 1 + re.compile(rule.pattern).groups
+        # keyed by ``id()``: a compiled pattern's hash is computed over its whole program each time
+        self._dispatch: dict[int, dict[int, tuple[Handler, Rule]]] = {id(self._precise): _dispatch_table(rules)}
+        # A candidate that only one lane found can only be matched by that lane's rules (each lane's
+        # scan finds every start its rules' exact patterns have), so the exact match there tries
+        # those alone: a base64 run or a generic value is not put to the hundred other rules first.
+        self._lane_precise: list[re.Pattern[bytes]] = []
+        for name, _ in lanes if self._finders else []:
+            members = tuple(rule for rule in rules if (rule.lane or "text") == name)
+            pattern = re.compile(sp.combined_pattern(members).encode())
+            self._lane_precise.append(pattern)
+            self._dispatch[id(pattern)] = _dispatch_table(members)
 
     def scan(self, data: bytes) -> tuple[bytes | None, bytes | None]:
         """(redacted bytes or None when nothing changed, header re-opening an unfinished block).
         Terminal colour codes are looked through: a key split by them is still found, and the
         codes inside a redacted span go with it."""
-        if b"\x1b" in data:
+        if _may_hold_ansi(data):
             plain, removed = _strip_ansi(data)
             if removed:
                 edits, open_block = self._edits(plain)
@@ -297,7 +342,7 @@ class Engine:
             if match is None:
                 break
             start, group = match.start(), match.lastindex or 0
-            handler, rule = dispatch[group]
+            handler, rule = dispatch[id(match.re)][group]
             # ``match.span``, never ``match.regs``: the alternation has over a hundred groups and
             # building all their spans costs more than the rule's whole judgement
             outcome = _settle(data, start, handler(data, match.span, group, rule, last))
@@ -324,20 +369,23 @@ class Engine:
         size = len(data)
         lanes = range(len(finders))
         since = [0] * len(finders)
+        lane_precise = self._lane_precise
 
         def next_match(pos: int) -> re.Match[bytes] | None:
             while pos < size:
-                best = -1
+                best = owner = -1  # owner: the one lane with a candidate at ``best`` (-1: several)
                 for lane in lanes:
                     candidate = found[lane]
                     if since[lane] > pos or (0 <= candidate < pos):
                         candidate = found[lane] = finders[lane](data, pos)
                         since[lane] = pos
                     if candidate >= 0 and (best < 0 or candidate < best):
-                        best = candidate
+                        best, owner = candidate, lane
+                    elif candidate == best >= 0:
+                        owner = -1
                 if best < 0:
                     return None
-                match = precise.match(data, best)
+                match = (precise if owner < 0 else lane_precise[owner]).match(data, best)
                 if match is not None:
                     return match
                 pos = best + 1

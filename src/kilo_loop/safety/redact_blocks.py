@@ -45,10 +45,15 @@ def _pem(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
 
 
 # A log line's prefix: ``api-1  | `` (docker compose), ``[pod/api/app] `` (kubectl --prefix), a
-# timestamp, or a timestamp and one of those.
+# timestamp, or a timestamp and one of those or a CRI stream tag (``stdout F ``, the kubelet's log
+# files); a syslog/journald head (``May 01 10:00:00 web1 app[812]: ``); a line-number gutter
+# (``cat -n``, an agent's file view ``    12→``); a quote or comment marker (``> ``, ``# ``, ``// ``).
 _TIMESTAMP = rb"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.,]+(?:Z|[+-][0-9:]+)?[ \t]+"
 _LOG_PREFIX = re.compile(
-    rb"(?:" + _TIMESTAMP + rb")?(?:[^\r\n|]{1,60}\|[ \t]*|\[[^\]\r\n]{1,60}\][ \t]*)|" + _TIMESTAMP
+    rb"(?:" + _TIMESTAMP + rb")?(?:[^\r\n|]{1,60}\|[ \t]*|\[[^\]\r\n]{1,60}\][ \t]*)|"
+    + _TIMESTAMP + rb"(?:std(?:out|err)[ \t]+[FP][ \t]+)?"
+    rb"|[A-Z][a-z]{2}[ \t]+[0-9]{1,2}[ \t]+[0-9:]{8}[ \t]+[^ \t\r\n]{1,60}[ \t]+[^ \t\r\n:]{1,60}:[ \t]+"
+    rb"|[ \t]*[0-9]{1,7}(?:\t|\xe2\x86\x92)|(?:>[ \t]?)+|(?:#|//|;)[ \t]?"
 )
 
 
@@ -101,10 +106,15 @@ def _line_arg(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcom
     match_start, value_end = span(g)
     line_start = _line_start(data, match_start)
     eol = _line_end(data, value_end)
-    alone = line_start >= 0 and not data[line_start:match_start].strip() and not data[value_end:eol].strip()
+    alone = line_start >= 0 and not data[value_end:eol].strip() and _bare_or_prefix(data[line_start:match_start])
     if not alone or (rule.name == "pgpass" and _ipv6_like(data[match_start:value_end])):
         return Outcome(_SKIP, match_start + 1)
     return _arg(data, span, g, rule, floor)
+
+
+def _bare_or_prefix(before: bytes) -> bool:
+    """Nothing but blanks before a match, or a log prefix (``db-1  | ``)."""
+    return not before.strip() or bool(_LOG_PREFIX.fullmatch(before))
 
 
 _IPV6_HEAD = re.compile(rb"(?:[0-9A-Fa-f]{1,4}:){4}")
@@ -160,7 +170,10 @@ def _aws_secret(data: bytes, start: int, end: int) -> bool:
         return False
     line_start = max(_line_start(data, start), 0)
     eol = _line_end(data, end)
-    alone = not data[line_start:start].strip(b" \t\"'") and not data[end:eol].strip(b" \t\"',;\r")
+    before = data[line_start:start]
+    alone = (not before.strip(b" \t\"'") or bool(_LOG_PREFIX.fullmatch(before))) and not data[end:eol].strip(
+        b" \t\"',;\r"
+    )
     return alone or sp.aws_context(_text(data[line_start:eol]))
 
 
@@ -177,15 +190,16 @@ def _decoded_text(run: bytes) -> bytes | None:
 
 def _csv_header(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
     """A CSV header naming secret columns (``user,password,host``): in the rows below it with
-    as many cells, those cells are redacted (the rest of each row is scanned as usual)."""
+    as many cells, those cells are redacted (the rest of each row is scanned as usual).  With "|"
+    between cells (``psql`` output, a markdown table) border and rule lines are passed over."""
     match_start = span(g)[0]
     line_start = _line_start(data, match_start)
     eol = _line_end(data, match_start)
     content = _content_end(data, line_start, eol)
     delimiter = _csv_delimiter(data[line_start:content]) if line_start >= 0 else b""
-    header = _csv_cells(data, line_start, content, delimiter) if delimiter else []
+    header = _table_cells(data, line_start, content, delimiter) if delimiter else []
     columns = sp.csv_secret_columns([_text(data[a:b]) for a, b in header])
-    if not columns:
+    if not columns or (delimiter == b"|" and not _rule_follows(data, eol)):
         return Outcome(_SKIP, match_start + 1)
     names = [_text(data[a:b]) for a, b in header]
     edits: list[Edit] = []
@@ -193,18 +207,52 @@ def _csv_header(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outc
     while line < len(data):
         end = _line_end(data, line)
         row_end = _content_end(data, line, end)
-        cells = _csv_cells(data, line, row_end, delimiter)
+        if delimiter == b"|" and row_end > line and not data[line:row_end].strip(_TABLE_RULE):
+            line = end + 1  # ``----+----``, ``|---|:--|``: a rule between the header and the rows
+            continue
+        cells = _table_cells(data, line, row_end, delimiter)
         if row_end == line or len(cells) != len(header):
             return Outcome(tuple(edits), line)
         edits.extend(_csv_row(data, line, row_end, [(cells[i], names[i]) for i in columns]))
         line = end + 1
-    return Outcome(tuple(edits), len(data), data[line_start:content] + b"\n")
+    # re-opened with the header, and for a "|" table whose rule was seen, a rule under it
+    ruled = b"-\n" if delimiter == b"|" and eol + 1 < len(data) else b""
+    return Outcome(tuple(edits), len(data), data[line_start:content] + b"\n" + ruled)
+
+
+_TABLE_RULE = b"-+|:= \t"
+
+
+def _rule_follows(data: bytes, eol: int) -> bool:
+    """A "|" table's header has a rule under it (``----+----``, ``|---|``); a row of a table about
+    fields (``password | text``, psql's ``\\d``) has another row.  At the end of the data: not yet known,
+    taken as a header (the next block re-opens it and decides again)."""
+    line = eol + 1
+    if line >= len(data):
+        return True
+    end = _content_end(data, line, _line_end(data, line))
+    return end > line and not data[line:end].strip(_TABLE_RULE)
 
 
 def _csv_delimiter(line: bytes) -> bytes:
-    counts = {delimiter: line.count(delimiter) for delimiter in (b",", b";", b"\t")}
+    counts = {delimiter: line.count(delimiter) for delimiter in (b",", b";", b"\t", b"|")}
     best = max(counts, key=lambda delimiter: counts[delimiter])
     return best if counts[best] else b""
+
+
+def _table_cells(data: bytes, start: int, end: int, delimiter: bytes) -> list[tuple[int, int]]:
+    """``_csv_cells``; for "|" tables without the border pipes and the blanks padding each cell."""
+    if delimiter != b"|":
+        return _csv_cells(data, start, end, delimiter)
+    start = _HSPACE.match(data, start, end).end()  # type: ignore[union-attr]
+    start += data.startswith(b"|", start)
+    end = _content_end(data, start, end)
+    end -= end > start and data[end - 1] == 0x7C
+    cells = []
+    for cell_start, cell_end in _csv_cells(data, start, end, delimiter):
+        padded = _HSPACE.match(data, cell_start, cell_end).end()  # type: ignore[union-attr]
+        cells.append((padded, max(padded, _content_end(data, padded, cell_end))))
+    return cells
 
 
 def _csv_cells(data: bytes, start: int, end: int, delimiter: bytes) -> list[tuple[int, int]]:

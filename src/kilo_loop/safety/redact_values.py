@@ -37,7 +37,10 @@ _SKIP: tuple[Edit, ...] = ()
 # --- byte-level helpers -----------------------------------------------------------------------
 
 _KEY_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
-_LINE_PREFIX = re.compile(rb"[ \t]*(?:(?:export|set)[ \t]+|-[ \t]+)?[\"']?")
+# A line-number gutter (``cat -n``, an agent's file view: ``    12→``) does not move a line's start.
+_LINE_PREFIX = re.compile(
+    rb"[ \t]*(?:[0-9]{1,7}(?:\t|\xe2\x86\x92)[ \t]*)?(?:(?:export|set)[ \t]+|-[ \t]+)?[\"']?"
+)
 _INLINE_VALUE = re.compile(rb"[^ \t\r\n\"'`,;&<>)}\]\\]+")
 _FLAG_VALUE = re.compile(rb"[^ \t\r\n\"'`\\]+")
 _HSPACE = re.compile(rb"[ \t]*")
@@ -110,6 +113,10 @@ def _mark(start: int, end: int) -> tuple[Edit, ...]:
 def _quoted_span(data: bytes, pos: int, limit: int) -> tuple[int, int, int] | None:
     """(content start, content end, position after the closing quote) for a value opening with
     ``"``, ``'``, ``\\"`` or ``\\'`` at ``pos``; unterminated quotes run to ``limit``."""
+    if data.startswith((b"\\u0022", b"\\u0027"), pos):  # JSON inside a JSON string: ``\u0022x\u0022``
+        close = data[pos:pos + 6]
+        found = data.find(close, pos + 6, limit)
+        return (pos + 6, limit, limit) if found < 0 else (pos + 6, found, found + 6)
     escaped = data.startswith(b"\\", pos)
     quote_at = pos + 1 if escaped else pos
     if quote_at >= limit or data[quote_at] not in b"\"'":
@@ -213,7 +220,9 @@ def _basic(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
     return Outcome(_mark(start, end), end)
 
 
-_HASH_LABELS = (b"h1:", b"sha1:", b"sha256:", b"sha384:", b"sha512:", b"md5:")
+_HASH_LABELS = (
+    b"h1:", b"sha1:", b"sha256:", b"sha384:", b"sha512:", b"md5:", b"SHA1:", b"SHA256:", b"SHA512:", b"MD5:"
+)  # upper case: an SSH key's fingerprint (``SHA256:nThbg6…``)
 
 
 def _generic(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
@@ -281,7 +290,7 @@ def _at_line_start(data: bytes, line_start: int, key_start: int, sep_start: int)
     return opened is None or data[sep_start] == opened
 
 
-_ENCODED_DELIMITER = re.compile(rb"%(?:2[0267Cc]|3[BbDd]|0[AaDd]|7[Dd]|5[Dd])")
+_ENCODED_DELIMITER = re.compile(rb"%(?:25)?(?:2[0267Cc]|3[BbDd]|0[AaDd]|7[Dd]|5[Dd])")
 
 
 def _inline_value(data: bytes, pos: int, eol: int, key: str, sep_start: int, sep_end: int) -> Outcome:

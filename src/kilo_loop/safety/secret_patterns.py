@@ -67,8 +67,9 @@ KEYWORD_RE = (
     "|[A-Z0-9]_KEY(?:_(?:ID|VALUE|SECRET|DATA|STRING))?"
 )
 KEY_SEPARATOR_RE = (
-    "(?:(?:\\\\?[\"'])?[ \t]*(?::=|=>|===?|!==?|=|:)"
-    "|(?:%2[27])?(?:%3[Dd]|%3[Aa])(?:%20)*(?:%2[27])?)"  # percent-encoded: %3D, %22%3A%22
+    "(?:(?:\\\\?[\"']|\\\\u002[27])?[ \t]*(?::=|=>|===?|!==?|=|:)"  # also JSON's \u0022 quotes
+    # percent-encoded, once or twice: %3D, %22%3A%22, %253D; an HTML entity: &#61;
+    "|(?:%2[27])?%(?:25)?3[DdAa](?:%20)*(?:%2[27])?|&#(?:61|[xX]0*3[Dd]);)"
 )
 FLAG_WORD_RE = "(?i:password|passwd|pass|pwd|token|secret|key|auth|credentials?|cookie|passphrase)"
 
@@ -147,7 +148,7 @@ def numeric_is_secret(key: str) -> bool:
 # --- values -----------------------------------------------------------------------------------
 
 _LITERAL_VALUES = frozenset(
-    {"null", "none", "nil", "true", "false", "undefined", "string", "str", "number", "int", "bool",
+    {"null", "none", "nil", "true", "false", "yes", "no", "undefined", "string", "str", "number", "int", "bool",
      "boolean", "bytes", "any", "object", "unknown"}
 )
 _PLACEHOLDER_RE = re.compile(
@@ -157,7 +158,7 @@ _PLACEHOLDER_RE = re.compile(
 _VERSION_RE = re.compile(r"[\^~<>=v]*[0-9]+(?:\.[0-9x*]+){1,3}(?:[-+][0-9A-Za-z.-]+)?")
 _NUMBER_RE = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 AUTH_SCHEMES = frozenset(
-    {"bearer", "basic", "token", "digest", "bot", "negotiate", "ntlm", "apikey", "sso-key"}
+    {"bearer", "basic", "token", "digest", "bot", "negotiate", "ntlm", "apikey", "sso-key", "api-token"}
 )
 
 
@@ -217,8 +218,15 @@ def annotation(data: bytes, pos: int, end: int) -> int | None:
     closer = data[match.end():end].lstrip(b" \t")[:1]
     if closer and closer not in (b",", b")", b";", b"}"):
         return None
+    if _lone_name(union) and _PASSWORD_SHAPED.search(union):
+        return None  # ``{user: bob, password: Tr0ub4dor, …}``: no type name scatters its digits
     structured = b"|" in union or b"[" in union or union.lower() in _BUILTIN_TYPES_B
     return end if structured or closer else None
+
+
+# Digits in two runs, or a digit before a lower-case letter: ``Tr0ub4dor``, ``Xk9mPq`` — never
+# how a type name carries digits (``Int32``, ``Uint8Array``, ``OAuth2Token``, ``Token2FA``).
+_PASSWORD_SHAPED = re.compile(rb"[0-9][a-z]|[0-9][^0-9]+[0-9]")
 
 
 def _lone_name(union: bytes) -> bool:
@@ -371,6 +379,8 @@ def csv_secret_columns(fields: list[str]) -> tuple[int, ...]:
         return ()
     if any(" " in name for name in names) and not all(name[0].isupper() for name in names):
         return ()  # "tokens, passwords, and secrets": prose, not a header ("Secret access key" is)
+    if any(name.lower() in _LITERAL_VALUES for name in names):
+        return ()  # ``password,string,true``: a row of a table about fields, not a header
     return tuple(index for index, name in enumerate(names) if is_secret_key(name.replace(" ", "_")))
 
 
@@ -380,7 +390,24 @@ def datadog_key_like(match: str) -> bool:
     return len(match) - len(match.rstrip("0123456789abcdef")) < 40 or "app" in match.lower()
 
 
-CHECKS = {"openai": openai_key_like, "discord": discord_token_like, "datadog": datadog_key_like}
+_FIELD_NAME_RE = re.compile(r"name=[\"']?([A-Za-z0-9_.\[\]-]+)")
+
+
+def html_secret_field(match: str) -> bool:
+    """``<input name="api_token" value="…">``: the field's name is secret-named (not ``token_type``)."""
+    name = _FIELD_NAME_RE.match(match)
+    return name is not None and is_secret_key(name.group(1).replace("[", "_").replace("]", ""))
+
+
+def not_a_mask(body: str) -> bool:
+    """``NRAK-XXXXXXXXXXXXXXXXXXXXXXXXXXX`` in docs: a mask has a handful of distinct characters."""
+    return len(set(body)) > 4
+
+
+CHECKS = {
+    "openai": openai_key_like, "discord": discord_token_like, "datadog": datadog_key_like,
+    "html_field": html_secret_field, "ops_tokens": not_a_mask,
+}
 
 
 # --- the table --------------------------------------------------------------------------------
@@ -394,7 +421,7 @@ _PREFIXED: tuple[tuple[str, str, str], ...] = (
     ("github", "gh[pousr]_", "[A-Za-z0-9]{36,}"),
     ("github_pat", "github_pat_", "[A-Za-z0-9_]{22,}"),
     ("gitlab", "gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent)-", "[A-Za-z0-9_-]{20,}"),
-    ("slack", "xox[abposr]-", "[A-Za-z0-9-]{10,}"),
+    ("slack", "xox[abposre]-", "[A-Za-z0-9-]{10,}"),
     ("slack_app", "xapp-", "[0-9]-[A-Za-z0-9-]{10,}"),
     ("aws_key_id", "(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)", "[A-Z0-9]{16}\\b"),
     ("google_api", "AIza", "[A-Za-z0-9_-]{35}"),
@@ -423,6 +450,10 @@ _PREFIXED: tuple[tuple[str, str, str], ...] = (
     ("notion", "ntn_", "[A-Za-z0-9]{40,}"),
     ("atlassian", "ATATT3", "[A-Za-z0-9_=-]{50,}"),
     ("vault", "hv[sbr]\\.", "[A-Za-z0-9_-]{24,}"),
+    # Tailscale, Pulumi, Grafana service accounts and Cloud, New Relic, Dynatrace: prefixes no word
+    # starts with, in one rule (each rule costs every candidate a try)
+    ("ops_tokens", "(?:tskey-(?:auth|api|client|scim|webhook)-|pul-|gl(?:sa|c)_|NR(?:AK|AA|II)-|dt0c01\\.)",
+     "[A-Za-z0-9_+/.=-]{24,}"),
     ("jwt", "eyJ", "[A-Za-z0-9_-]{8,}\\.eyJ[A-Za-z0-9_-]{8,}\\.[A-Za-z0-9_-]*"),
     ("openai", "sk-", "[A-Za-z0-9_-]{20,}"),
 )
@@ -464,8 +495,11 @@ _ARG_RULES: tuple[Rule, ...] = (
     # openssl -passin pass:SECRET, -passout pass:…, -pass pass:…
     Rule("pass_arg", "-(?i:pass(?:in|out|word|phrase)?)[ \t=]+[\"']?pass:([^ \t\r\n'\"`|;&<>]+)", Kind.ARG),
     # .netrc: machine host login user password SECRET (one line or several)
-    Rule("netrc", f"\\b(?:machine|default|login|account)[ \t][^\r\n]*?\\bpassword[ \t]+{_ARG_VALUE}", Kind.ARG),
+    Rule("netrc", "\\b(?:machine[ \t]+[^ \t\r\n]+|default|(?:login|account)[ \t]+[^ \t\r\n]+)"
+         f"(?:[ \t]+(?:login|account|machine)[ \t]+[^ \t\r\n]+)*[ \t]+password[ \t]+{_ARG_VALUE}", Kind.ARG),
     Rule("netrc_line", f"\\bpassword[ \t]+{_ARG_VALUE}", Kind.LINE_ARG),
+    # redis.conf: requirepass X / masterauth X
+    Rule("redis_conf", f"\\b(?:requirepass|masterauth)[ \t]+{_ARG_VALUE}", Kind.LINE_ARG),
     # .pgpass: hostname:port:database:username:password, one entry per line
     Rule("pgpass", "[A-Za-z0-9_.*\\[\\]-]+:(?:[0-9]{1,5}|\\*):[^: \t\r\n]+:[^: \t\r\n]+:([^ \t\r\n]+)",
          Kind.LINE_ARG),
@@ -474,22 +508,51 @@ _ARG_RULES: tuple[Rule, ...] = (
          Kind.ARG, "datadog", scan="(?i:datadog|dd[ _-]?(?:api|app))"),
 )
 
+# Passwords given to other clients (mongosh -p X, redis-cli -a X, sqlcmd -P X, ldapsearch -w X, 7z -pX,
+# zip -P X) in one rule, and keytool's -storepass, redis' --requirepass, HTML form fields.  None can
+# start where the keyword rule does, so they come after it: the keyword candidates, most of a dense
+# file, never try them.
+_CLIENT_FLAGS = (
+    f"(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport)[ \t](?:{_SHELL_REST}[ \t])?-p[ \t]+"
+    f"|redis-cli[ \t](?:{_SHELL_REST}[ \t])?-a[ \t]+"
+    f"|(?:sqlcmd|osql|bcp)[ \t](?:{_SHELL_REST}[ \t])?-P[ \t]*"
+    f"|ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn)[ \t](?:{_SHELL_REST}[ \t])?-w[ \t]+"
+    f"|(?:7z[az]?|unzip|zip)[ \t](?:{_SHELL_REST}[ \t])?-(?:p|P[ \t]+)"
+)
+_CLIENT_RULES: tuple[Rule, ...] = (
+    Rule("client_password", f"\\b(?:{_CLIENT_FLAGS}){_ARG_VALUE}", Kind.ARG,
+         scan="(?:mongo[a-z]*|redis-cli|sqlcmd|osql|bcp|ldap[a-z]+|7z[az]?|unzip|zip)[ \t]"),
+    # keytool/jarsigner -storepass X -keypass X (-storepass:env VAR names a variable)
+    Rule("java_storepass", f"-(?:src|dest|new)?(?:store|key)pass[ \t]+{_ARG_VALUE}", Kind.ARG),
+    # redis-server --requirepass X / --masterauth X, also as items of a JSON/YAML command list
+    Rule("redis_requirepass", "--(?:requirepass|masterauth)[\"']?,?[ \t]+[\"']?([^ \t\r\n'\"`|;&<>]+)", Kind.ARG),
+    # an HTML form field: <input type="hidden" name="csrf_token" value="…">, <meta name=… content=…>
+    Rule("html_field", "\\bname=[\"']?[A-Za-z0-9_.\\[\\]-]*(?i:token|passw|secret|key|auth)[A-Za-z0-9_.\\[\\]-]*[\"']?"
+         "[ \t]+(?:value|content)=(\"[^\"\r\n]*\"|'[^'\r\n]*'|[^ \t\r\n\"'>]+)", Kind.ARG, "html_field",
+         scan="name=[\"']?[A-Za-z0-9_.-]*(?i:token|passw|secret|key|auth)"),
+    # a PuTTY key file (.ppk): the lines after ``Private-Lines: N`` are the key, read like a PEM body
+    Rule("putty_private", "Private-Lines:[ \t]*[0-9]{1,4}", Kind.PEM),
+)
+
 # Signatures and tokens inside URLs: Azure SAS (sig=), S3 presigned (X-Amz-Signature=, the STS
 # session token) and v2 presigned (Signature=); the value may be percent-encoded.
 _URL_VALUE = "[A-Za-z0-9%+/=_-]{16,}"
+_URL_EQUALS = "(?:=|%(?:25)?3[Dd])"  # also percent-encoded (once or twice), in a URL inside a URL
 _URL_SIGNATURE_RULES: tuple[Rule, ...] = (
-    Rule("azure_sas", f"((?:[?&;]|&amp;)sig=){_URL_VALUE}", Kind.KEEP_PREFIX),
-    Rule("s3_presigned", f"((?i:x-amz-signature|x-amz-security-token|x-goog-signature)=){_URL_VALUE}",
+    Rule("azure_sas", f"((?:[?&;]|&amp;|%(?:25)?26)sig{_URL_EQUALS}){_URL_VALUE}", Kind.KEEP_PREFIX),
+    Rule("s3_presigned", f"((?i:x-amz-signature|x-amz-security-token|x-goog-signature){_URL_EQUALS}){_URL_VALUE}",
          Kind.KEEP_PREFIX),
-    Rule("signature_param", f"([?&](?:Signature|signature)=){_URL_VALUE}", Kind.KEEP_PREFIX),
+    # v2 presigned URLs; a SigV4 Authorization header (``…, SignedHeaders=host, Signature=…``)
+    Rule("signature_param", f"((?:[?&]|,[ \t]*)(?:Signature|signature){_URL_EQUALS}){_URL_VALUE}", Kind.KEEP_PREFIX),
 )
 
-# A CSV header with a secret-named column: the word, then a delimiter (or the end of the line).
+# A CSV header with a secret-named column: the word, then a delimiter (or the end of the line).  A
+# query result or a markdown table (``| user | password |``) is a table with "|" between cells.
 _CSV_WORD = "(?i:passw(?:or)?d|passphrase|pwd|secret|token|api[ _-]?key|access[ _-]?key|private[ _-]?key|credential)"
 _CSV_NAME = "[A-Za-z0-9 _.-]{0,40}"
 CSV_HEADER_RE = (
-    f"{_CSV_WORD}{_CSV_NAME}\"?[ \t]*[,;\t]"
-    f"|[,;\t][ \t]*\"?{_CSV_NAME}?{_CSV_WORD}{_CSV_NAME}\"?[ \t]*(?:[,;\t]|\r?\n)"
+    f"{_CSV_WORD}{_CSV_NAME}\"?[ \t]*[,;\t|]"
+    f"|[,;\t|][ \t]*\"?{_CSV_NAME}?{_CSV_WORD}{_CSV_NAME}\"?[ \t]*(?:[,;\t|]|\r?\n)"
 )
 # 39+ base64 characters (an AWS secret access key, a base64-encoded env file).  In a lane of its
 # own the plain counted class runs at hundreds of MB/s; hex SHAs among the candidates are
@@ -517,12 +580,17 @@ RULES: tuple[Rule, ...] = (
     Rule("flag", f"(--(?:[A-Za-z0-9_]+-)*{FLAG_WORD_RE})(?:[ \t]+|%20)", Kind.FLAG),
     # after the keyword rule, which reads "password: x" and "DD_API_KEY=x" better
     *(rule for rule in _ARG_RULES if rule.kind is Kind.LINE_ARG or rule.name == "datadog"),
+    *_CLIENT_RULES,
     Rule("curl_user", "(?:--user|-u)[ \t]+[\"']?([^ \t\r\n:\"'\\\\]+):([^ \t\r\n\"'\\\\]+)", Kind.CURL_USER),
     Rule("bearer", "\\b((?i:bearer)(?:[ \t]+|%20))([A-Za-z0-9._~+/=-]{8,})", Kind.BEARER),
     Rule("basic", "\\b((?i:basic)[ \t]+)([A-Za-z0-9+/]{8,}={0,2})", Kind.BASIC),
     Rule("discord_token", "\\b()[MNO][A-Za-z0-9_-]{23,27}\\.[A-Za-z0-9_-]{6}\\.[A-Za-z0-9_-]{27,40}\\b",
          Kind.KEEP_PREFIX, "discord"),
     *(_prefixed_rule(name, prefix, body) for name, prefix, body in _PREFIXED),
+    # an Entra ID (Azure AD) client secret: 3 characters, "8Q~", 31-34 more.  The match starts at "8Q~"
+    # (the three before it stay): a run of [A-Za-z0-9_~.-] ahead of it would keep the shared scan
+    # inside every word.
+    Rule("azure_ad_secret", "()8Q~[A-Za-z0-9_~.-]{31,34}", Kind.KEEP_PREFIX),
     # A random-looking value after = or : whatever the key is called (config.env's ``mimi=…``).
     # Starting with [a-z0-9]*[A-Z+] keeps ses_/msg_ ids, sha512- integrity, hex SHAs, UUIDs and
     # paths out of the candidates before Python ever sees them.
