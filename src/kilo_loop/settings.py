@@ -175,7 +175,7 @@ class Settings(BaseSettings):
 _CONFIG_FILE: ContextVar[Path | None] = ContextVar("kilo_loop_config_file", default=None)
 
 _LIST_FIELDS = {"notify", "guard_deny", "guard_allow"}
-_DURATION_FIELDS = {"keep_open_for"}
+_DURATION_FIELDS = {"keep_open_for", "answer_timeout", "max_quota_wait"}  # "90s", "10m", "6h", "off"
 
 # Keys the original tool's config.json used (snake_cased) that map onto our fields.
 _CONFIG_ALIASES = {
@@ -241,7 +241,7 @@ class ProjectConfigSource(PydanticBaseSettingsSource):
             return "", None
         try:
             if name in _DURATION_FIELDS and isinstance(value, str):
-                value = parse_duration(value)
+                value = Settings._duration(value)
             listy = name in _LIST_FIELDS
             TypeAdapter(fields[name].annotation or Any).validate_python(Settings._split_list(value) if listy else value)
         except ValidationError as exc:

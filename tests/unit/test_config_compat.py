@@ -112,3 +112,19 @@ def test_keep_open_for_from_config_and_flag(tmp_path: Path) -> None:
         load_settings({}, tmp_path)
     assert str(config) in str(err.value) and "'keepOpenFor'" in str(err.value) and "not a duration" in str(err.value)
     assert format_duration(45) == "45s" and format_duration(600) == "10m" and format_duration(5400) == "1h 30m"
+
+
+@pytest.mark.parametrize(
+    "key, field, text, seconds",
+    [("answerTimeout", "answer_timeout", "10m", 600.0), ("maxQuotaWait", "max_quota_wait", "6h", 21600.0),
+     ("answerTimeout", "answer_timeout", "off", None), ("maxQuotaWait", "max_quota_wait", 90, 90.0)],
+)
+def test_every_duration_key_takes_the_flags_durations_in_config(
+    tmp_path: Path, key: str, field: str, text: str | int, seconds: float | None
+) -> None:
+    write_config(tmp_path, {key: text})
+    assert getattr(load_settings({}, tmp_path), field) == seconds
+    config = write_config(tmp_path, {key: "a while"})
+    with pytest.raises(ConfigError) as err:
+        load_settings({}, tmp_path)
+    assert str(config) in str(err.value) and f"'{key}'" in str(err.value) and "not a duration" in str(err.value)
