@@ -220,6 +220,8 @@ def report_error(exc: KiloLoopError) -> int:
 def main(ctx: click.Context, /, **params: Any) -> None:
     if ctx.invoked_subcommand is not None:
         return
+    if params.get("goal") and params.get("goal_text"):
+        raise click.UsageError("pass either --goal <file> or --goal-text \"…\", not both", ctx)
     if len(params.get("goal") or ()) > 1 or params.get("parallel"):
         sys.exit(_parallel_main(params))
     from kilo_loop.commands.run import run_main

@@ -94,3 +94,13 @@ def test_help_lists_the_whole_reference() -> None:
         assert flag in result.stdout, flag
     for command in ("report", "revert", "guard", "redact", "new-plan"):
         assert command in result.stdout
+
+
+def test_goal_and_goal_text_together_are_a_usage_error_not_one_silently_dropped(project: Path) -> None:
+    goal = project / "goal.md"
+    goal.write_text("# A plan\n\n- [ ] One\n")
+    result = cli(["--goal", str(goal), "--goal-text", "something else", "--dry-run", "--no-dashboard",
+                  "--no-confirm"], project)
+    assert result.returncode == 2, result.stderr
+    assert "pass either --goal <file> or --goal-text" in result.stderr and "Traceback" not in result.stderr
+    assert nothing_created(project)
