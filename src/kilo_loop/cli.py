@@ -205,6 +205,21 @@ def _given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+_DASHBOARD_ONLY = ("port", "host", "lan", "local", "keep_open", "keep_open_for")
+
+
+def ignored_flags(ctx: click.Context, params: dict[str, Any]) -> list[str]:
+    """A warning for each flag typed on a one-plan command line that this run cannot act on."""
+    typed = {name for name in params if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE}
+    warnings: list[str] = []
+    if "dashboard" in typed and params["dashboard"] is False:
+        warnings += [f"--{name.replace('_', '-')} has no effect with --no-dashboard"
+                     for name in _DASHBOARD_ONLY if name in typed]
+    if "merge" in typed:
+        warnings.append("--merge has no effect on one plan (it applies to several --goal or --parallel)")
+    return [f"kilo-loop: warning: {warning}" for warning in warnings]
+
+
 def report_error(exc: KiloLoopError) -> int:
     """The one place a user-facing error becomes output and an exit code (its class carries the code):
     every command run through `main` ends here, and so does a run's set-up in `run_main`."""
@@ -228,6 +243,8 @@ def main(ctx: click.Context, /, **params: Any) -> None:
     from kilo_loop.git import project_root
     from kilo_loop.settings import load_settings
 
+    for warning in ignored_flags(ctx, params):
+        click.echo(warning, err=True)
     cli_values = _given(ctx, params)
     project_hint = cli_values.get("project")
     settings = load_settings(cli_values, project_root(Path(project_hint) if project_hint else None))

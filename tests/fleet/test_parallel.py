@@ -34,7 +34,8 @@ def run(project: Path, env: dict[str, str], *args: str, timeout: float = 120) ->
 
 def test_plan_flags_drop_the_parents_own_flags() -> None:
     argv = ["--goal", "a.md", "--goal=b.md", "--parallel", "2", "-n", "3", "--merge=never", "-C", "/x",
-            "-p8000", "--dry-run", "--no-dashboard", "--verify", "pytest -q", "--port", "1"]
+            "-p8000", "--dry-run", "--no-dashboard", "--verify", "pytest -q", "--port", "1",
+            "--keep-open", "--keep-open-for", "10m"]
     assert plan_flags(argv) == ["-n", "3", "--dry-run", "--verify", "pytest -q"]
 
 

@@ -104,3 +104,17 @@ def test_goal_and_goal_text_together_are_a_usage_error_not_one_silently_dropped(
     assert result.returncode == 2, result.stderr
     assert "pass either --goal <file> or --goal-text" in result.stderr and "Traceback" not in result.stderr
     assert nothing_created(project)
+
+
+def test_flags_a_one_plan_run_without_dashboard_cannot_use_are_named_not_swallowed(project: Path) -> None:
+    result = cli(["--goal-text", "x", "--dry-run", "--no-dashboard", "--no-confirm", "--hitl", "off", "-n", "1",
+                  "--quiet", "--keep-open-for", "10m", "-p", "8000", "--merge", "never"], project)
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stderr.splitlines() if "warning" in line] == [
+        "kilo-loop: warning: --port has no effect with --no-dashboard",
+        "kilo-loop: warning: --keep-open-for has no effect with --no-dashboard",
+        "kilo-loop: warning: --merge has no effect on one plan (it applies to several --goal or --parallel)",
+    ]
+    quiet = cli(["--goal-text", "x", "--dry-run", "--no-dashboard", "--no-confirm", "--hitl", "off", "-n", "1",
+                 "--quiet"], project)
+    assert quiet.returncode == 0 and "warning" not in quiet.stderr
