@@ -190,3 +190,17 @@ def test_a_plan_stops_resumably_when_its_parent_is_killed(tmp_path: Path) -> Non
         status = json.loads(state_file.read_text()).get("status", "")
         time.sleep(0.3)
     assert status == "aborted", "the orphaned plan stopped and saved instead of running on unsteered"
+
+
+def test_a_plan_that_cannot_run_stops_all_before_any_worktree(tmp_path: Path) -> None:
+    project = init_repo(tmp_path / "repo", {"README.md": "hello\n"})
+    good = write_goal(project / "plans" / "a.json", goal("plan a", stage("s1", {"write": {"a.txt": "a\n"}})))
+    broken = project / "plans" / "b.json"
+    broken.write_text('{"title": "b", "stages": [')
+    result = run(project, loop_env(agent_binary(tmp_path)), "--goal", str(good), "--goal", str(broken),
+                 "-n", "1", "--no-dashboard")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"kilo-loop: goal error: {broken}:1: invalid JSON" in result.stderr
+    assert "worktrees" not in git(project, "worktree", "list")
+    assert "kilo-loop/" not in git(project, "branch", "--list")
+    assert not (project / "a.txt").exists()
