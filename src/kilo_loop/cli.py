@@ -5,13 +5,16 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
 from kilo_loop import __version__
 from kilo_loop.errors import KiloLoopError
+
+if TYPE_CHECKING:  # the settings stack (pydantic) is imported only when a run is set up
+    from kilo_loop.settings import Settings
 
 # Subcommands: name -> (module:attribute, the help line `kilo-loop --help` shows). Each is imported
 # only when it runs, so `--help` and a Claude Code hook (`guard hook`) import none of the others —
@@ -205,16 +208,21 @@ def _given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-_DASHBOARD_ONLY = ("port", "host", "lan", "local", "keep_open", "keep_open_for")
+# A flag that only acts when a setting is on: flag's setting -> (the setting, why it is off).
+_ACTS_ONLY_WITH: dict[str, tuple[str, str]] = {
+    **{name: ("dashboard", "with the dashboard off") for name in ("port", "host", "lan", "local", "keep_open",
+                                                                   "keep_open_for")},
+    **{name: ("review_on", "without --review or --review-wave") for name in ("review_agent", "review_retries",
+                                                                               "review_gate")},
+    **{name: ("retry", "with --no-retry") for name in ("max_retries", "retry_delay", "retry_max_delay")},
+    **{name: ("guard", "with --no-guard") for name in ("guard_stop", "max_guard_blocks")},
+}
 
 
-def ignored_flags(ctx: click.Context, params: dict[str, Any]) -> list[str]:
+def ignored_flags(typed: set[str], settings: Settings) -> list[str]:
     """A warning for each flag typed on a one-plan command line that this run cannot act on."""
-    typed = {name for name in params if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE}
-    warnings: list[str] = []
-    if "dashboard" in typed and params["dashboard"] is False:
-        warnings += [f"--{name.replace('_', '-')} has no effect with --no-dashboard"
-                     for name in _DASHBOARD_ONLY if name in typed]
+    warnings = [f"--{name.replace('_', '-')} has no effect {why}"
+                for name, (needed, why) in _ACTS_ONLY_WITH.items() if name in typed and not getattr(settings, needed)]
     if "merge" in typed:
         warnings.append("--merge has no effect on one plan (it applies to several --goal or --parallel)")
     return [f"kilo-loop: warning: {warning}" for warning in warnings]
@@ -243,11 +251,12 @@ def main(ctx: click.Context, /, **params: Any) -> None:
     from kilo_loop.git import project_root
     from kilo_loop.settings import load_settings
 
-    for warning in ignored_flags(ctx, params):
-        click.echo(warning, err=True)
     cli_values = _given(ctx, params)
     project_hint = cli_values.get("project")
     settings = load_settings(cli_values, project_root(Path(project_hint) if project_hint else None))
+    typed = {name for name in params if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE}
+    for warning in ignored_flags(typed, settings):
+        click.echo(warning, err=True)
     try:
         code = run_main(settings, list_goals=bool(params.get("list_goals")))
     except KeyboardInterrupt:  # a Ctrl+C outside the run's own handlers (set-up, final summary)

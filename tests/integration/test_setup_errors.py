@@ -111,8 +111,8 @@ def test_flags_a_one_plan_run_without_dashboard_cannot_use_are_named_not_swallow
                   "--quiet", "--keep-open-for", "10m", "-p", "8000", "--merge", "never"], project)
     assert result.returncode == 0, result.stderr
     assert [line for line in result.stderr.splitlines() if "warning" in line] == [
-        "kilo-loop: warning: --port has no effect with --no-dashboard",
-        "kilo-loop: warning: --keep-open-for has no effect with --no-dashboard",
+        "kilo-loop: warning: --port has no effect with the dashboard off",
+        "kilo-loop: warning: --keep-open-for has no effect with the dashboard off",
         "kilo-loop: warning: --merge has no effect on one plan (it applies to several --goal or --parallel)",
     ]
     quiet = cli(["--goal-text", "x", "--dry-run", "--no-dashboard", "--no-confirm", "--hitl", "off", "-n", "1",
