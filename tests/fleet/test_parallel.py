@@ -198,8 +198,9 @@ def test_a_plan_that_cannot_run_stops_all_before_any_worktree(tmp_path: Path) ->
     broken = project / "plans" / "b.json"
     broken.write_text('{"title": "b", "stages": [')
     result = run(project, loop_env(agent_binary(tmp_path)), "--goal", str(good), "--goal", str(broken),
-                 "-n", "1", "--no-dashboard")
+                 "-n", "1", "--no-dashboard", "--keep-open-for", "1m")
     assert result.returncode == 2, result.stdout + result.stderr
+    assert "kilo-loop: warning: --keep-open-for has no effect on parallel plans" in result.stderr
     assert f"kilo-loop: goal error: {broken}:1: invalid JSON" in result.stderr
     assert "worktrees" not in git(project, "worktree", "list")
     assert "kilo-loop/" not in git(project, "branch", "--list")
