@@ -30,6 +30,10 @@ def parallel_main(params: dict[str, Any], argv: list[str]) -> int:
     if not goals:
         click.echo("kilo-loop: --parallel needs at least one --goal", err=True)
         return 2
+    for flag in ("keep_open", "keep_open_for"):
+        if params.get(flag):
+            click.echo(f"kilo-loop: warning: --{flag.replace('_', '-')} has no effect on parallel plans "
+                       "(their dashboard closes when the last one ends)", err=True)
     start = Path(params["project"]) if params.get("project") else Path.cwd()
     try:
         project = git_root(start.expanduser().resolve())
@@ -46,10 +50,6 @@ def parallel_main(params: dict[str, Any], argv: list[str]) -> int:
             load_goal(goal)
     except GoalError as exc:
         return report_error(exc)
-    for flag in ("keep_open", "keep_open_for"):
-        if params.get(flag):
-            click.echo(f"kilo-loop: warning: --{flag.replace('_', '-')} has no effect on parallel plans "
-                       "(their dashboard closes when the last one ends)", err=True)
     merge: MergeMode = params.get("merge") or "auto"
     limit = params.get("parallel") or len(goals)
     try:
