@@ -4,6 +4,7 @@ wrong types for known keys stay errors — unit level and through the real comma
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -176,3 +177,10 @@ def test_a_bad_guard_pattern_stops_the_command_line_before_a_run_directory_exist
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and "'guardDeny'" in done.stderr
     assert not (project / ".kilocode-loop" / "runs").exists()
+
+
+@pytest.mark.parametrize("key, value", [("port", 70000), ("iterations", 0), ("maxGuardBlocks", 0)])
+def test_an_out_of_range_config_value_names_file_and_key(tmp_path: Path, key: str, value: int) -> None:
+    config = write_config(tmp_path, {key: value})
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(config))}: key '{key}': Input should be"):
+        load_settings({}, tmp_path)
