@@ -118,3 +118,20 @@ def test_flags_a_one_plan_run_without_dashboard_cannot_use_are_named_not_swallow
     quiet = cli(["--goal-text", "x", "--dry-run", "--no-dashboard", "--no-confirm", "--hitl", "off", "-n", "1",
                  "--quiet"], project)
     assert quiet.returncode == 0 and "warning" not in quiet.stderr
+
+
+def test_resume_with_another_goal_is_refused_not_given_its_done_stages(project: Path) -> None:
+    plans = project / "plans"
+    plans.mkdir()
+    (plans / "a.md").write_text("# Plan A\n\n- [ ] first of a\n- [ ] second of a\n")
+    (plans / "b.md").write_text("# Plan B\n\n- [ ] first of b\n")
+    base = ["--dry-run", "--no-dashboard", "--no-confirm", "--hitl", "off", "--quiet", "-n", "1"]
+    stopped = cli([*base, "--goal", "plans/a.md", "--max-tokens", "1", "--run-id", "ra"], project)
+    assert stopped.returncode == 3, stopped.stdout + stopped.stderr
+    other = cli([*base, "--goal", "plans/b.md", "--resume", "last"], project)
+    assert other.returncode == 2, other.stdout + other.stderr
+    assert other.stderr.strip() == ("kilo-loop: --resume last: run ra was started with --goal plans/a.md, not --goal "
+                                    "plans/b.md: resume it with --goal plans/a.md, or start a new run without --resume")
+    (plans / "a.md").rename(plans / "moved.md")  # the same goal under another name still resumes
+    moved = cli([*base, "--goal", "plans/moved.md", "--resume", "ra"], project)
+    assert moved.returncode == 0, moved.stdout + moved.stderr
