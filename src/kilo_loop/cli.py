@@ -5,13 +5,16 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
 from kilo_loop import __version__
 from kilo_loop.errors import KiloLoopError
+
+if TYPE_CHECKING:  # the settings stack (pydantic) is imported only when a run is set up
+    from kilo_loop.settings import Settings
 
 # Subcommands: name -> (module:attribute, the help line `kilo-loop --help` shows). Each is imported
 # only when it runs, so `--help` and a Claude Code hook (`guard hook`) import none of the others —
@@ -205,6 +208,26 @@ def _given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+# A flag that only acts when a setting is on: flag's setting -> (the setting, why it is off).
+_ACTS_ONLY_WITH: dict[str, tuple[str, str]] = {
+    **{name: ("dashboard", "with the dashboard off") for name in ("port", "host", "lan", "local", "keep_open",
+                                                                   "keep_open_for")},
+    **{name: ("review_on", "without --review or --review-wave") for name in ("review_agent", "review_retries",
+                                                                               "review_gate")},
+    **{name: ("retry", "with --no-retry") for name in ("max_retries", "retry_delay", "retry_max_delay")},
+    **{name: ("guard", "with --no-guard") for name in ("guard_stop", "max_guard_blocks")},
+}
+
+
+def ignored_flags(typed: set[str], settings: Settings) -> list[str]:
+    """A warning for each flag typed on a one-plan command line that this run cannot act on."""
+    warnings = [f"--{name.replace('_', '-')} has no effect {why}"
+                for name, (needed, why) in _ACTS_ONLY_WITH.items() if name in typed and not getattr(settings, needed)]
+    if "merge" in typed:
+        warnings.append("--merge has no effect on one plan (it applies to several --goal or --parallel)")
+    return [f"kilo-loop: warning: {warning}" for warning in warnings]
+
+
 def report_error(exc: KiloLoopError) -> int:
     """The one place a user-facing error becomes output and an exit code (its class carries the code):
     every command run through `main` ends here, and so does a run's set-up in `run_main`."""
@@ -220,6 +243,8 @@ def report_error(exc: KiloLoopError) -> int:
 def main(ctx: click.Context, /, **params: Any) -> None:
     if ctx.invoked_subcommand is not None:
         return
+    if params.get("goal") and params.get("goal_text"):
+        raise click.UsageError("pass either --goal <file> or --goal-text \"…\", not both", ctx)
     if len(params.get("goal") or ()) > 1 or params.get("parallel"):
         sys.exit(_parallel_main(params))
     from kilo_loop.commands.run import run_main
@@ -229,6 +254,9 @@ def main(ctx: click.Context, /, **params: Any) -> None:
     cli_values = _given(ctx, params)
     project_hint = cli_values.get("project")
     settings = load_settings(cli_values, project_root(Path(project_hint) if project_hint else None))
+    typed = {name for name in params if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE}
+    for warning in ignored_flags(typed, settings):
+        click.echo(warning, err=True)
     try:
         code = run_main(settings, list_goals=bool(params.get("list_goals")))
     except KeyboardInterrupt:  # a Ctrl+C outside the run's own handlers (set-up, final summary)

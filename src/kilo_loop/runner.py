@@ -171,15 +171,20 @@ def _unused_run_id(layout: ProjectLayout) -> str:
     return candidate
 
 
+def goal_source(goal: Goal, project: Path) -> str | None:
+    """The goal file as a run records it: relative to the project when inside it; None for --goal-text."""
+    if goal.source is None:
+        return None
+    try:
+        return goal.source.resolve().relative_to(project).as_posix()
+    except ValueError:
+        return str(goal.source)
+
+
 def initial_state(settings: Settings, goal: Goal, project: Path, run_id: str, runtime: str) -> RunState:
-    source = None
-    if goal.source is not None:
-        try:
-            source = goal.source.resolve().relative_to(project).as_posix()
-        except ValueError:
-            source = str(goal.source)
     return RunState(
-        run_id=run_id, status="starting", project=str(project), goal_title=goal.title, goal_source=source,
+        run_id=run_id, status="starting", project=str(project), goal_title=goal.title,
+        goal_source=goal_source(goal, project),
         goal_kind=goal.kind,
         stages=[StageState(id=s.id, title=s.title, status="done" if s.done else "pending", verify=s.verify,
                            acceptance=s.acceptance) for s in goal.stages],
@@ -213,6 +218,18 @@ def resumed_state(previous: RunState, goal: Goal, settings: Settings) -> RunStat
     })
 
 
+def check_same_goal(previous: RunState, goal: Goal, project: Path, ref: str) -> None:
+    """A run resumes only with its own goal — the same file, or a goal of the same title (the file moved,
+    or a fleet worker wrote it elsewhere): another goal's stages would inherit its done stages by id."""
+    source = goal_source(goal, project)
+    if goal.title == previous.goal_title or (source is not None and source == previous.goal_source):
+        return
+    was = f"--goal {previous.goal_source}" if previous.goal_source else f'--goal-text "{previous.goal_title}"'
+    now = f"--goal {source}" if source else f'--goal-text "{goal.title}"'
+    raise SetupError(f"--resume {ref}: run {previous.run_id} was started with {was}, not {now}: "
+                     f"resume it with {was}, or start a new run without --resume")
+
+
 @dataclass
 class PreparedRun:
     layout: RunLayout
@@ -235,10 +252,11 @@ def prepare_run(settings: Settings, goal: Goal, project: Path, runtime: str) -> 
     if settings.resume:
         try:
             run = resolve_run(project_layout, settings.resume)
-            state = resumed_state(load_for_resume(run), goal, settings)
+            previous = load_for_resume(run)
         except RunNotFound as exc:
             raise SetupError(f"--resume {settings.resume}: {exc}") from exc
-        return PreparedRun(run, state, resumed=True)
+        check_same_goal(previous, goal, project, settings.resume)
+        return PreparedRun(run, resumed_state(previous, goal, settings), resumed=True)
     run_id = settings.run_id or _unused_run_id(project_layout)
     try:
         run = project_layout.run(run_id)

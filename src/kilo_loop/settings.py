@@ -8,6 +8,7 @@ file), not an error. A known key with a wrong value still stops the run.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -15,9 +16,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import click
-from pydantic import Field, TypeAdapter, ValidationError, field_validator
+from pydantic import Field, TypeAdapter, ValidationError, ValidationInfo, field_validator
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from kilo_loop.durations import parse_duration
 from kilo_loop.errors import ConfigError
@@ -127,6 +128,16 @@ class Settings(BaseSettings):
             return [item for item in re.split(r"[\s,]+", value) if item]
         return value
 
+    @field_validator("guard_deny", "guard_allow", mode="after")
+    @classmethod
+    def _valid_patterns(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        """A pattern RE2 refuses stops the run here, before its run directory exists."""
+        if value:  # only when set: the guard imports the shell parser
+            from kilo_loop.safety.guard import compile_patterns
+
+            compile_patterns(value, "guardDeny" if info.field_name == "guard_deny" else "guardAllow")
+        return value
+
     @field_validator("review", mode="after")
     @classmethod
     def _review_roles(cls, value: bool | dict[str, Any]) -> bool | dict[str, Any]:
@@ -175,7 +186,7 @@ class Settings(BaseSettings):
 _CONFIG_FILE: ContextVar[Path | None] = ContextVar("kilo_loop_config_file", default=None)
 
 _LIST_FIELDS = {"notify", "guard_deny", "guard_allow"}
-_DURATION_FIELDS = {"keep_open_for"}
+_DURATION_FIELDS = {"keep_open_for", "answer_timeout", "max_quota_wait"}  # "90s", "10m", "6h", "off"
 
 # Keys the original tool's config.json used (snake_cased) that map onto our fields.
 _CONFIG_ALIASES = {
@@ -241,7 +252,7 @@ class ProjectConfigSource(PydanticBaseSettingsSource):
             return "", None
         try:
             if name in _DURATION_FIELDS and isinstance(value, str):
-                value = parse_duration(value)
+                value = Settings._duration(value)
             listy = name in _LIST_FIELDS
             TypeAdapter(fields[name].annotation or Any).validate_python(Settings._split_list(value) if listy else value)
         except ValidationError as exc:
@@ -250,6 +261,23 @@ class ProjectConfigSource(PydanticBaseSettingsSource):
         except ValueError as exc:  # a duration that does not parse
             raise ConfigError(f"{self._path}: key {key!r}: {exc}") from exc
         return name, value
+
+
+def _env_name(field: str) -> str | None:
+    """The KILO_LOOP_* variable that set `field`, if one did (any case, as pydantic-settings reads it)."""
+    wanted = f"kilo_loop_{field}"
+    return next((name for name in os.environ if name.lower() == wanted), None) if field else None
+
+
+def _source_of(field: str, cli_values: dict[str, Any], path: Path | None) -> str:
+    """Where a refused value came from, as the person typed it: the flag, the variable or the config key."""
+    if field in cli_values:
+        return "--" + field.replace("_", "-")
+    env = _env_name(field)
+    if env:
+        return env
+    camel = re.sub(r"_([a-z])", lambda m: m.group(1).upper(), field)
+    return f"{path}: key {camel!r}" if path and path.is_file() and field else (field or "settings")
 
 
 def unknown_key_warning(path: Path, key: str) -> str:
@@ -273,8 +301,14 @@ def load_settings(
         settings = Settings(**cli_values)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "settings"
-        raise ConfigError(f"{where}: {first['msg']} (CLI flag, KILO_LOOP_* variable or config.json)") from exc
+        field = str(first["loc"][0]) if first["loc"] else ""
+        problem = str(first["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"{_source_of(field, cli_values, path)}: {problem}") from exc
+    except SettingsError as exc:  # a KILO_LOOP_* variable of a list or object setting that is not JSON
+        found = re.search(r'field "(\w+)"', str(exc))
+        field = found.group(1) if found else ""
+        raise ConfigError(f"{_env_name(field) or 'a KILO_LOOP_* variable'}: expected a JSON value "
+                          f"(a list: '[\"a\", \"b\"]', one string: '\"a b\"', an object: '{{\"k\": true}}')") from exc
     finally:
         _CONFIG_FILE.reset(token)
         _UNKNOWN_KEYS.reset(unknown_token)

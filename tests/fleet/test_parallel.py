@@ -34,7 +34,8 @@ def run(project: Path, env: dict[str, str], *args: str, timeout: float = 120) ->
 
 def test_plan_flags_drop_the_parents_own_flags() -> None:
     argv = ["--goal", "a.md", "--goal=b.md", "--parallel", "2", "-n", "3", "--merge=never", "-C", "/x",
-            "-p8000", "--dry-run", "--no-dashboard", "--verify", "pytest -q", "--port", "1"]
+            "-p8000", "--dry-run", "--no-dashboard", "--verify", "pytest -q", "--port", "1",
+            "--keep-open", "--keep-open-for", "10m"]
     assert plan_flags(argv) == ["-n", "3", "--dry-run", "--verify", "pytest -q"]
 
 
@@ -189,3 +190,18 @@ def test_a_plan_stops_resumably_when_its_parent_is_killed(tmp_path: Path) -> Non
         status = json.loads(state_file.read_text()).get("status", "")
         time.sleep(0.3)
     assert status == "aborted", "the orphaned plan stopped and saved instead of running on unsteered"
+
+
+def test_a_plan_that_cannot_run_stops_all_before_any_worktree(tmp_path: Path) -> None:
+    project = init_repo(tmp_path / "repo", {"README.md": "hello\n"})
+    good = write_goal(project / "plans" / "a.json", goal("plan a", stage("s1", {"write": {"a.txt": "a\n"}})))
+    broken = project / "plans" / "b.json"
+    broken.write_text('{"title": "b", "stages": [')
+    result = run(project, loop_env(agent_binary(tmp_path)), "--goal", str(good), "--goal", str(broken),
+                 "-n", "1", "--no-dashboard", "--keep-open-for", "1m")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "kilo-loop: warning: --keep-open-for has no effect on parallel plans" in result.stderr
+    assert f"kilo-loop: goal error: {broken}:1: invalid JSON" in result.stderr
+    assert "worktrees" not in git(project, "worktree", "list")
+    assert "kilo-loop/" not in git(project, "branch", "--list")
+    assert not (project / "a.txt").exists()

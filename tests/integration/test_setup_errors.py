@@ -94,3 +94,44 @@ def test_help_lists_the_whole_reference() -> None:
         assert flag in result.stdout, flag
     for command in ("report", "revert", "guard", "redact", "new-plan"):
         assert command in result.stdout
+
+
+def test_goal_and_goal_text_together_are_a_usage_error_not_one_silently_dropped(project: Path) -> None:
+    goal = project / "goal.md"
+    goal.write_text("# A plan\n\n- [ ] One\n")
+    result = cli(["--goal", str(goal), "--goal-text", "something else", "--dry-run", "--no-dashboard",
+                  "--no-confirm"], project)
+    assert result.returncode == 2, result.stderr
+    assert "pass either --goal <file> or --goal-text" in result.stderr and "Traceback" not in result.stderr
+    assert nothing_created(project)
+
+
+def test_flags_a_one_plan_run_without_dashboard_cannot_use_are_named_not_swallowed(project: Path) -> None:
+    result = cli(["--goal-text", "x", "--dry-run", "--no-dashboard", "--no-confirm", "--hitl", "off", "-n", "1",
+                  "--quiet", "--keep-open-for", "10m", "-p", "8000", "--merge", "never"], project)
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stderr.splitlines() if "warning" in line] == [
+        "kilo-loop: warning: --port has no effect with the dashboard off",
+        "kilo-loop: warning: --keep-open-for has no effect with the dashboard off",
+        "kilo-loop: warning: --merge has no effect on one plan (it applies to several --goal or --parallel)",
+    ]
+    quiet = cli(["--goal-text", "x", "--dry-run", "--no-dashboard", "--no-confirm", "--hitl", "off", "-n", "1",
+                 "--quiet"], project)
+    assert quiet.returncode == 0 and "warning" not in quiet.stderr
+
+
+def test_resume_with_another_goal_is_refused_not_given_its_done_stages(project: Path) -> None:
+    plans = project / "plans"
+    plans.mkdir()
+    (plans / "a.md").write_text("# Plan A\n\n- [ ] first of a\n- [ ] second of a\n")
+    (plans / "b.md").write_text("# Plan B\n\n- [ ] first of b\n")
+    base = ["--dry-run", "--no-dashboard", "--no-confirm", "--hitl", "off", "--quiet", "-n", "1"]
+    stopped = cli([*base, "--goal", "plans/a.md", "--max-tokens", "1", "--run-id", "ra"], project)
+    assert stopped.returncode == 3, stopped.stdout + stopped.stderr
+    other = cli([*base, "--goal", "plans/b.md", "--resume", "last"], project)
+    assert other.returncode == 2, other.stdout + other.stderr
+    assert other.stderr.strip() == ("kilo-loop: --resume last: run ra was started with --goal plans/a.md, not --goal "
+                                    "plans/b.md: resume it with --goal plans/a.md, or start a new run without --resume")
+    (plans / "a.md").rename(plans / "moved.md")  # the same goal under another name still resumes
+    moved = cli([*base, "--goal", "plans/moved.md", "--resume", "ra"], project)
+    assert moved.returncode == 0, moved.stdout + moved.stderr

@@ -4,6 +4,7 @@ wrong types for known keys stay errors — unit level and through the real comma
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -112,3 +113,74 @@ def test_keep_open_for_from_config_and_flag(tmp_path: Path) -> None:
         load_settings({}, tmp_path)
     assert str(config) in str(err.value) and "'keepOpenFor'" in str(err.value) and "not a duration" in str(err.value)
     assert format_duration(45) == "45s" and format_duration(600) == "10m" and format_duration(5400) == "1h 30m"
+
+
+@pytest.mark.parametrize(
+    "key, field, text, seconds",
+    [("answerTimeout", "answer_timeout", "10m", 600.0), ("maxQuotaWait", "max_quota_wait", "6h", 21600.0),
+     ("answerTimeout", "answer_timeout", "off", None), ("maxQuotaWait", "max_quota_wait", 90, 90.0)],
+)
+def test_every_duration_key_takes_the_flags_durations_in_config(
+    tmp_path: Path, key: str, field: str, text: str | int, seconds: float | None
+) -> None:
+    write_config(tmp_path, {key: text})
+    assert getattr(load_settings({}, tmp_path), field) == seconds
+    config = write_config(tmp_path, {key: "a while"})
+    with pytest.raises(ConfigError) as err:
+        load_settings({}, tmp_path)
+    assert str(config) in str(err.value) and f"'{key}'" in str(err.value) and "not a duration" in str(err.value)
+
+
+def test_a_guard_pattern_re2_refuses_is_a_config_error_naming_the_key(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"guardDeny": ["(unclosed"]})
+    with pytest.raises(ConfigError) as err:
+        load_settings({}, tmp_path)
+    assert f"{config}: key 'guardDeny'" in str(err.value) and "not a valid RE2" in str(err.value)
+    write_config(tmp_path, {"guardAllow": [""]})
+    with pytest.raises(ConfigError, match=r"'guardAllow'.*non-empty"):
+        load_settings({}, tmp_path)
+
+
+def test_a_refused_value_names_the_flag_or_the_variable_it_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ConfigError, match=r"^--iterations: Input should be greater than or equal to 1$"):
+        load_settings({"iterations": 0}, tmp_path)
+    with pytest.raises(ConfigError, match=r"^--answer-timeout: not a duration"):
+        load_settings({"answer_timeout": "soon"}, tmp_path)
+    monkeypatch.setenv("KILO_LOOP_MAX_GUARD_BLOCKS", "0")
+    with pytest.raises(ConfigError, match=r"^KILO_LOOP_MAX_GUARD_BLOCKS: "):
+        load_settings({}, tmp_path)
+
+
+@pytest.mark.parametrize("variable", ["KILO_LOOP_NOTIFY", "KILO_LOOP_GUARD_DENY", "KILO_LOOP_GUARD_PACKS"])
+def test_a_list_or_object_variable_that_is_not_json_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    monkeypatch.setenv(variable, "https://ntfy.sh/topic")
+    with pytest.raises(ConfigError, match=rf"^{variable}: expected a JSON value"):
+        load_settings({}, tmp_path)
+    monkeypatch.delenv(variable)
+    monkeypatch.setenv("KILO_LOOP_NOTIFY", '"https://ntfy.sh/a https://ntfy.sh/b"')
+    assert load_settings({}, tmp_path).notify == ["https://ntfy.sh/a", "https://ntfy.sh/b"]
+
+
+def test_a_bad_guard_pattern_stops_the_command_line_before_a_run_directory_exists(tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    write_config(project, {"guardDeny": ["(unclosed"]})
+    done = subprocess.run(
+        [sys.executable, "-m", "kilo_loop", "--dry-run", "--no-confirm", "--no-dashboard", "--hitl", "off",
+         "--goal-text", "x", "-n", "1", "-C", str(project)],
+        check=False, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "'guardDeny'" in done.stderr
+    assert not (project / ".kilocode-loop" / "runs").exists()
+
+
+@pytest.mark.parametrize("key, value", [("port", 70000), ("iterations", 0), ("maxGuardBlocks", 0)])
+def test_an_out_of_range_config_value_names_file_and_key(tmp_path: Path, key: str, value: int) -> None:
+    config = write_config(tmp_path, {key: value})
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(config))}: key '{key}': Input should be"):
+        load_settings({}, tmp_path)

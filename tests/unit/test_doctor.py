@@ -251,3 +251,10 @@ def test_preflight_caches_per_binary_and_never_caches_a_failed_help(tmp_path: Pa
     cache_file(env).write_text("{not json", encoding="utf-8")
     assert flag_check("kilo", str(binary), env, read_help).status == "ok" and len(asked) == 3
     assert failure_message([checks.flags("kilo", "--format", None)]).startswith("pre-flight failed")
+
+
+@pytest.mark.parametrize("port", ["-1", "65536", "99999"])
+def test_a_port_no_socket_can_have_is_a_usage_error_not_a_traceback(port: str) -> None:
+    result = CliRunner().invoke(main, ["doctor", "--runtime", "cursor", "--port", port])
+    assert result.exit_code == 2 and result.exception is not None and isinstance(result.exception, SystemExit)
+    assert "Invalid value for '--port'" in result.output and "0<=x<=65535" in result.output

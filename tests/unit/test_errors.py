@@ -99,3 +99,9 @@ def test_a_bad_config_value_is_a_usage_error(repo: Path) -> None:
     result = CliRunner().invoke(main, ["--goal-text", "x", "--no-dashboard", "-C", str(repo)])
     assert result.exit_code == 2
     assert result.stderr.startswith("kilo-loop: ") and "iterations" in result.stderr
+
+
+def test_report_given_a_run_id_and_last_refuses_instead_of_dropping_the_id(repo: Path) -> None:
+    result = CliRunner().invoke(main, ["report", "r1", "--last", "-C", str(repo)])
+    assert result.exit_code == 2, result.output
+    assert "pass either a RUN_ID (r1) or --last, not both" in result.stderr

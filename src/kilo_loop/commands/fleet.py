@@ -18,6 +18,14 @@ if TYPE_CHECKING:
     from kilo_loop.fleet.serve import FleetDashboard
 
 BROKER_HELP = "Redis URL of the queue (redis://host:port/db); also KILO_LOOP_BROKER"
+BROKER_SCHEMES = ("redis", "rediss", "unix")
+
+
+def broker_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--broker as Redis will take it; the message never repeats the URL (it may hold a password)."""
+    if value is not None and urlsplit(value).scheme not in BROKER_SCHEMES:
+        raise click.BadParameter("not a Redis URL: use redis://host:port/db (rediss:// for TLS, unix:// for a socket)")
+    return value
 
 
 def masked(url: str) -> str:
@@ -30,7 +38,7 @@ def masked(url: str) -> str:
 
 
 @click.command("worker")
-@click.option("--broker", required=True, envvar="KILO_LOOP_BROKER", help=BROKER_HELP)
+@click.option("--broker", required=True, envvar="KILO_LOOP_BROKER", callback=broker_url, help=BROKER_HELP)
 @click.option("--workspace", type=click.Path(path_type=Path), default=Path(".kilo-loop-fleet"), show_default=True,
               help="where this worker clones repositories (one folder per run)")
 @click.option("--concurrency", type=click.IntRange(1, 32), default=1, show_default=True, help="runs at once")
@@ -66,7 +74,7 @@ def worker_command(broker: str, workspace: Path, concurrency: int) -> None:
 
 
 @click.command("submit", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-@click.option("--broker", required=True, envvar="KILO_LOOP_BROKER", help=BROKER_HELP)
+@click.option("--broker", required=True, envvar="KILO_LOOP_BROKER", callback=broker_url, help=BROKER_HELP)
 @click.option("--repo", required=True, help="git URL or path the worker clones")
 @click.option("--ref", help="branch, tag or commit to start from (default: the repository's HEAD)")
 @click.option("--goal", "goal", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -80,6 +88,9 @@ def submit_command(ctx: click.Context, broker: str, repo: str, ref: str | None, 
                    backend: str | None, push_branch: bool) -> None:
     """Queue a plan for the fleet. Run flags after the options (-n 5 --verify "pytest -q" …) are
     handed to the run as they are."""
+    import dramatiq.errors
+    import redis.exceptions
+
     from kilo_loop.fleet.child import plan_flags, plan_label
     from kilo_loop.fleet.queue import enqueue, make_broker
     from kilo_loop.fleet.store import FleetStore, Job
@@ -94,9 +105,13 @@ def submit_command(ctx: click.Context, broker: str, repo: str, ref: str | None, 
     source = str(local.resolve()) if local.exists() else repo
     job = Job(run_id=name, repo=source, goal_name=goal.name, goal_text=goal.read_text(encoding="utf-8"), ref=ref,
               flags=tuple(flags), backend=backend or _runtime_flag(flags) or "default", push_branch=push_branch)
-    redis_broker = make_broker(broker)
-    FleetStore(redis_broker.client).register(job)
-    enqueue(redis_broker, job)
+    try:
+        redis_broker = make_broker(broker)
+        FleetStore(redis_broker.client).register(job)
+        enqueue(redis_broker, job)
+    except (redis.exceptions.ConnectionError, dramatiq.errors.BrokerConnectionError) as exc:
+        raise click.ClickException(f"cannot reach the queue at {masked(broker)} ({exc}): start redis-server "
+                                   "there or check --broker; nothing was queued") from None
     click.echo(name)
 
 
@@ -110,11 +125,12 @@ def _runtime_flag(flags: list[str]) -> str | None:
 
 
 @click.command("fleet")
-@click.option("--broker", envvar="KILO_LOOP_BROKER", help=BROKER_HELP)
+@click.option("--broker", envvar="KILO_LOOP_BROKER", callback=broker_url, help=BROKER_HELP)
 @click.option("--local", "local_workers", type=click.IntRange(1, 16),
               help="try-out: start redis-server on a free loopback port and this many workers here")
 @click.option("--workspace", type=click.Path(path_type=Path), help="with --local: where the workers clone")
-@click.option("-p", "--port", type=int, default=7999, show_default=True, help="dashboard port (0: any free port)")
+@click.option("-p", "--port", type=click.IntRange(0, 65535), default=7999, show_default=True,
+              help="dashboard port (0: any free port)")
 @click.option("--host", help="dashboard host (default 127.0.0.1)")
 @click.option("--lan", is_flag=True, help="bind every interface (a token is always required)")
 def fleet_command(broker: str | None, local_workers: int | None, workspace: Path | None, port: int,

@@ -8,10 +8,13 @@ from typing import Any
 
 import click
 
+from kilo_loop.cli import report_error
 from kilo_loop.fleet.child import plan_flags
 from kilo_loop.fleet.parallel import DashboardFactory, MergeMode, run_parallel
 from kilo_loop.fleet.worktree import WorktreeError
 from kilo_loop.git import NotAGitRepo, git_root
+from kilo_loop.goal.model import GoalError
+from kilo_loop.goal.parse import load_goal
 
 
 def _ask(question: str) -> bool:
@@ -27,6 +30,10 @@ def parallel_main(params: dict[str, Any], argv: list[str]) -> int:
     if not goals:
         click.echo("kilo-loop: --parallel needs at least one --goal", err=True)
         return 2
+    for flag in ("keep_open", "keep_open_for"):
+        if params.get(flag):
+            click.echo(f"kilo-loop: warning: --{flag.replace('_', '-')} has no effect on parallel plans "
+                       "(their dashboard closes when the last one ends)", err=True)
     start = Path(params["project"]) if params.get("project") else Path.cwd()
     try:
         project = git_root(start.expanduser().resolve())
@@ -38,6 +45,11 @@ def parallel_main(params: dict[str, Any], argv: list[str]) -> int:
         click.echo(f"kilo-loop: goal file not found: {', '.join(missing)}", err=True)
         return 2
     goals = [(g if g.is_absolute() else Path.cwd() / g).resolve() for g in goals]
+    try:  # a plan that cannot run stops them all here, before any worktree or branch is made
+        for goal in goals:
+            load_goal(goal)
+    except GoalError as exc:
+        return report_error(exc)
     merge: MergeMode = params.get("merge") or "auto"
     limit = params.get("parallel") or len(goals)
     try:

@@ -21,8 +21,10 @@ from kilo_loop.safety.redact import Redactor
 @click.option("--json", "as_json", is_flag=True, help="print the redacted run state as JSON")
 @click.option("-C", "--project", type=click.Path(path_type=Path), help="repository (default: cwd's git root)")
 def report_command(run_id: str | None, last: bool, as_json: bool, project: Path | None) -> None:
+    if run_id and last:
+        raise click.UsageError(f"pass either a RUN_ID ({run_id}) or --last, not both")
     layout = ProjectLayout(project_root(project))
-    run = resolve_run(layout, run_id if run_id and not last else "last")  # RunNotFound: exit 1
+    run = resolve_run(layout, run_id or "last")  # RunNotFound: exit 1
     state = load_state(run)
     redactor = Redactor()
     if as_json:

@@ -16,7 +16,7 @@ _PR_SET_PDEATHSIG = 1
 
 # The parent's own flags: with a value, and without.
 _VALUED = {"--goal", "--goal-text", "--parallel", "--merge", "-C", "--project", "--run-id", "--resume",
-           "-p", "--port", "--host", "--broker", "--repo", "--ref"}
+           "-p", "--port", "--host", "--keep-open-for", "--broker", "--repo", "--ref"}
 _BARE = {"--lan", "--local", "--keep-open", "--dashboard", "--no-dashboard", "--no-confirm", "--yes", "--quiet",
          "--list-goals", "--push-branch"}
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from kilo_loop.errors import KiloLoopError
 from kilo_loop.run.events import from_wire, is_log_line
@@ -43,11 +44,24 @@ def resolve_run(layout: ProjectLayout, run_id: str) -> RunLayout:
     return run
 
 
+def unreadable(run: RunLayout, exc: OSError | ValueError) -> RunNotFound:
+    """One line for a state.json that cannot be loaded: the file, then its first problem."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        detail = f"{where}: {first['msg']}" if where else str(first["msg"])
+    elif isinstance(exc, OSError):
+        detail = exc.strerror or str(exc)
+    else:
+        detail = str(exc).removeprefix(f"{run.state}: ")
+    return RunNotFound(f"cannot read {run.state}: {detail}")
+
+
 def load_state(run: RunLayout) -> RunState:
     try:
         return RunState.model_validate(read_json(run.state))
     except (OSError, ValueError) as exc:
-        raise RunNotFound(f"cannot read {run.state}: {exc}") from exc
+        raise unreadable(run, exc) from exc
 
 
 def load_for_resume(run: RunLayout) -> RunState:
@@ -57,7 +71,7 @@ def load_for_resume(run: RunLayout) -> RunState:
         raw = read_json(run.state)
         state = RunState.model_validate(raw)
     except (OSError, ValueError) as exc:
-        raise RunNotFound(f"cannot read {run.state}: {exc}") from exc
+        raise unreadable(run, exc) from exc
     if not isinstance(raw, dict) or "seq" not in raw:
         return state  # written before snapshots carried their seq: nothing to replay against
     for wire in read_events(run.events, after_seq=state.seq):

@@ -81,7 +81,8 @@ def _deny(rule: str, reason: str, pack: str | None = None) -> GuardDecision:
     return GuardDecision("deny", rule, f"{reason} [{pack} pack]" if pack else reason, pack)
 
 
-def _compile(patterns: Sequence[str], key: str) -> tuple[tuple[str, Any], ...]:
+def compile_patterns(patterns: Sequence[str], key: str) -> tuple[tuple[str, Any], ...]:
+    """guardDeny / guardAllow patterns compiled with RE2; ValueError naming `key` and the pattern."""
     if not patterns:
         return ()
     import re2  # here, not at the top: only projects with guardDeny/guardAllow patterns need it
@@ -137,8 +138,8 @@ class Guard:
         packs: Mapping[str, bool] | None = None,
     ) -> None:
         self._paths = PathPolicy(temp_dirs)
-        self._deny = _compile(extra_deny, "guardDeny")
-        self._allow = _compile(extra_allow, "guardAllow")
+        self._deny = compile_patterns(extra_deny, "guardDeny")
+        self._allow = compile_patterns(extra_allow, "guardAllow")
         self._packs = enabled_packs(packs)
         self._enabled = frozenset(pack.name for pack in self._packs)
         self._index: dict[str, list[tuple[Pack, Rule]]] = {}

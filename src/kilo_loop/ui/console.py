@@ -3,12 +3,15 @@ iteration report line and an end-of-run summary. Renders redacted RunEvents only
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
 from kilo_loop.run.events import RunEvent
+from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.report import format_cost, format_tokens
 from kilo_loop.run.state import RunState
 
@@ -73,8 +76,8 @@ class ConsoleView:
         status = str(event.data.get("status", ""))
         self.console.print(Rule())
         self._line(event.message, "bold green" if status == "done" else "bold yellow")
-        if event.data.get("resume"):
-            self._line(f"Resume this run: {event.data['resume']}", "bold")
+        if event.data.get("resume"):  # a command to copy: one line at any terminal width
+            self.console.print(Text(f"Resume this run: {event.data['resume']}", style="bold"), soft_wrap=True)
 
     def summary(self, state: RunState) -> None:
         table = Table(title=f"Run {state.run_id}", show_header=True, header_style="bold")
@@ -86,5 +89,8 @@ class ConsoleView:
                           format_cost(item.cost), str(item.percent), verify)
         self.console.print(table)
         done = sum(1 for s in state.stages if s.status == "done")
+        report = ProjectLayout(Path(state.project)).run(state.run_id).report if state.project else None
         self._line(f"status {state.status} · stages {done}/{len(state.stages)} · {format_tokens(state.totals.tokens)}"
-                   f" tokens · {format_cost(state.totals.cost)} · report {state.run_id}/report.md", "bold")
+                   f" tokens · {format_cost(state.totals.cost)}", "bold")
+        if report is not None:  # a path to open or copy: one line at any width
+            self.console.print(Text(f"report {report}", style="bold"), soft_wrap=True)

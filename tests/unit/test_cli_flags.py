@@ -1,0 +1,42 @@
+"""A flag typed on a one-plan command line that the run cannot act on is named, not swallowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kilo_loop.cli import ignored_flags
+from kilo_loop.settings import load_settings
+
+
+def warnings_for(typed: set[str], values: dict[str, object], project: Path) -> list[str]:
+    return [line.removeprefix("kilo-loop: warning: ") for line in ignored_flags(typed, load_settings(values, project))]
+
+
+def test_flags_whose_feature_is_off_are_named(tmp_path: Path) -> None:
+    typed = {"review_agent", "max_retries", "retry_delay", "guard_stop", "max_guard_blocks", "host", "keep_open"}
+    values = {"review_agent": "critic", "max_retries": 5, "retry_delay": 10, "guard_stop": True, "max_guard_blocks": 2,
+              "host": "127.0.0.1", "keep_open": True, "retry": False, "guard": False, "dashboard": False}
+    assert warnings_for(typed | {"retry", "guard", "dashboard"}, values, tmp_path) == [
+        "--host has no effect with the dashboard off",
+        "--keep-open has no effect with the dashboard off",
+        "--review-agent has no effect without --review or --review-wave",
+        "--max-retries has no effect with --no-retry",
+        "--retry-delay has no effect with --no-retry",
+        "--guard-stop has no effect with --no-guard",
+        "--max-guard-blocks has no effect with --no-guard",
+    ]
+
+
+def test_nothing_is_said_when_the_feature_is_on_or_the_flag_was_not_typed(tmp_path: Path) -> None:
+    typed = {"review_agent", "max_retries", "guard_stop", "port"}
+    values = {"review_agent": "critic", "review_wave": True, "max_retries": 5, "guard_stop": True, "port": 8000}
+    assert warnings_for(typed, values, tmp_path) == []
+    assert warnings_for(set(), {"retry": False, "guard": False, "dashboard": False}, tmp_path) == []
+    (tmp_path / ".kilocode-loop").mkdir()
+    (tmp_path / ".kilocode-loop" / "config.json").write_text('{"review": true}')
+    assert warnings_for({"review_gate"}, {"review_gate": "off"}, tmp_path) == []
+
+
+def test_merge_on_one_plan_is_named(tmp_path: Path) -> None:
+    assert warnings_for({"merge"}, {}, tmp_path) == [
+        "--merge has no effect on one plan (it applies to several --goal or --parallel)"]

@@ -1,0 +1,61 @@
+"""`kilo-loop fleet`, `worker` and `submit` refuse what Redis cannot take with one line and exit 2,
+and `submit` to a queue nobody serves says so (exit 1) — no traceback, no password printed.
+No redis-server is needed: nothing here reaches one (tests/fleet/ runs the real fleet)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kilo_loop.cli import main
+
+SECRET = "hunter2-not-a-real-password"
+
+
+@pytest.fixture
+def plan(tmp_path: Path) -> Path:
+    path = tmp_path / "plan.md"
+    path.write_text("# A plan\n\n- [ ] One\n", encoding="utf-8")
+    return path
+
+
+def invoke(args: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, BaseException | None]:
+    monkeypatch.delenv("KILO_LOOP_BROKER", raising=False)
+    result = CliRunner().invoke(main, args)
+    return result.exit_code, result.output, result.exception
+
+
+@pytest.mark.parametrize("broker", ["localhost:6379", f"http://:{SECRET}@10.0.0.5:6379/0", "redis//host"])
+@pytest.mark.parametrize("command", ["fleet", "worker", "submit"])
+def test_a_broker_that_is_not_a_redis_url_is_a_usage_error(
+    command: str, broker: str, plan: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    extra = ["--repo", ".", "--goal", str(plan)] if command == "submit" else []
+    code, output, exc = invoke([command, "--broker", broker, *extra], monkeypatch)
+    assert code == 2 and isinstance(exc, SystemExit), output
+    assert "Invalid value for '--broker': not a Redis URL" in output
+    assert SECRET not in output
+
+
+def test_submit_to_a_queue_nobody_serves_is_one_line_and_exit_1(plan: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, output, exc = invoke(["submit", "--broker", f"redis://:{SECRET}@127.0.0.1:1/0", "--repo", ".",
+                                "--goal", str(plan), "-n", "2"], monkeypatch)
+    assert code == 1 and isinstance(exc, SystemExit), output
+    assert output.startswith("Error: cannot reach the queue at redis://:***@127.0.0.1:1/0")
+    assert "nothing was queued" in output and SECRET not in output and len(output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("port", ["-1", "65536"])
+def test_a_fleet_port_no_socket_can_have_is_refused_not_replaced_by_a_free_one(
+    port: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kilo_loop.fleet.serve
+
+    def no_dashboard(*_: object) -> None:
+        raise AssertionError("the dashboard must not start on another port")
+
+    monkeypatch.setattr(kilo_loop.fleet.serve, "fleet_dashboard", no_dashboard)
+    code, output, _ = invoke(["fleet", "--broker", "redis://127.0.0.1:1/0", "--port", port], monkeypatch)
+    assert code == 2 and "0<=x<=65535" in output
