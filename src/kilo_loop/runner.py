@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import sys
 import time
@@ -143,8 +144,13 @@ def default_agent(settings: Settings, runtime: str) -> str | None:
     return settings.agent
 
 
+# One word ending in a text file's extension, or a path: meant as a file, never as the instructions.
+_FILE_NAME = re.compile(r"\S*/\S*|\S+\.(?:md|markdown|txt|text|prompt)", re.IGNORECASE)
+
+
 def read_prompt_extra(value: str | None, project: Path) -> str | None:
-    """--prompt-extra names a file (as in the original tool) or holds the text itself."""
+    """--prompt-extra names a file (as in the original tool) or holds the text itself.  A value
+    that names a file which is not there is refused: a typo must not become the instructions."""
     if not value:
         return None
     for candidate in (Path(value).expanduser(), project / value):
@@ -153,6 +159,9 @@ def read_prompt_extra(value: str | None, project: Path) -> str | None:
                 return candidate.read_text(encoding="utf-8", errors="replace").strip() or None
         except OSError:
             continue
+    if _FILE_NAME.fullmatch(value.strip()):
+        raise SetupError(f"--prompt-extra {value}: no such file (looked in the current directory and "
+                         f"{project}); fix the path, or pass the instructions themselves")
     return value.strip() or None
 
 
@@ -248,6 +257,7 @@ def check_notify_targets(settings: Settings) -> None:
 
 def prepare_run(settings: Settings, goal: Goal, project: Path, runtime: str) -> PreparedRun:
     check_notify_targets(settings)
+    read_prompt_extra(settings.prompt_extra, project)  # a missing file fails before the run dir exists
     project_layout = ProjectLayout(project)
     if settings.resume:
         try:

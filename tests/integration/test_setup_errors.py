@@ -135,3 +135,11 @@ def test_resume_with_another_goal_is_refused_not_given_its_done_stages(project: 
     (plans / "a.md").rename(plans / "moved.md")  # the same goal under another name still resumes
     moved = cli([*base, "--goal", "plans/moved.md", "--resume", "ra"], project)
     assert moved.returncode == 0, moved.stdout + moved.stderr
+
+
+def test_prompt_extra_naming_a_missing_file(project: Path) -> None:
+    result = cli(["--goal-text", "x", "--dry-run", "--no-dashboard", "--prompt-extra", "notes.md"], project)
+    assert result.returncode == 2, result.stderr
+    assert "--prompt-extra notes.md: no such file" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert nothing_created(project)
