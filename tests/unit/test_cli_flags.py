@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kilo_loop.cli import ignored_flags
+import pytest
+from click.testing import CliRunner
+
+from kilo_loop.cli import ignored_flags, main
 from kilo_loop.settings import load_settings
 
 
@@ -40,3 +43,14 @@ def test_nothing_is_said_when_the_feature_is_on_or_the_flag_was_not_typed(tmp_pa
 def test_merge_on_one_plan_is_named(tmp_path: Path) -> None:
     assert warnings_for({"merge"}, {}, tmp_path) == [
         "--merge has no effect on one plan (it applies to several --goal or --parallel)"]
+
+
+@pytest.mark.parametrize("args", [
+    ["doctor", "-C", "{missing}"], ["report", "-C", "{missing}"], ["revert", "last", "--before", "1", "-C", "{missing}"],
+    ["guard", "packs", "--cwd", "{missing}"],
+])
+def test_a_project_directory_that_is_not_there_is_refused(tmp_path: Path, args: list[str]) -> None:
+    missing = str(tmp_path / "nope")
+    result = CliRunner().invoke(main, [arg.format(missing=missing) for arg in args])
+    assert result.exit_code == 2, result.output
+    assert f"Directory '{missing}' does not exist" in result.output

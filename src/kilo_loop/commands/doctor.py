@@ -18,7 +18,7 @@ from kilo_loop.doctor.probe import BACKENDS, run_checks
 @click.option("--runtime", "runtimes", multiple=True, type=click.Choice(BACKENDS),
               help="only this backend (repeatable; default: every backend)")
 @click.option("--port", type=click.IntRange(0, 65535), default=7999, show_default=True, help="the dashboard port to check")
-@click.option("-C", "--project", type=click.Path(path_type=Path, file_okay=False), default=Path("."),
+@click.option("-C", "--project", type=click.Path(path_type=Path, exists=True, file_okay=False), default=Path("."),
               help="directory the CLIs' config is read in (default: cwd)")
 def doctor_command(as_json: bool, strict: bool, runtimes: tuple[str, ...], port: int, project: Path) -> None:
     checks = run_checks(runtimes or BACKENDS, port, project.resolve())

@@ -76,7 +76,8 @@ def packs_listing(guard: Guard) -> list[dict[str, Any]]:
     "List the guard's rule packs and whether each is on for this project (switch them with "
     "\"guardPacks\": {\"<pack>\": false} in .kilocode-loop/config.json)."))
 @click.option("--json", "as_json", is_flag=True, help="print the list as one JSON document")
-@click.option("--cwd", type=click.Path(file_okay=False), help="project directory (default: the current one)")
+@click.option("--cwd", type=click.Path(exists=True, file_okay=False),
+              help="project directory (default: the current one)")
 def packs_command(as_json: bool, cwd: str | None) -> None:
     try:
         guard = guard_for(cwd)

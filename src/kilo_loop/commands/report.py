@@ -19,7 +19,7 @@ from kilo_loop.safety.redact import Redactor
 @click.argument("run_id", required=False)
 @click.option("--last", "--latest", "last", is_flag=True, help="the most recent run (the default)")
 @click.option("--json", "as_json", is_flag=True, help="print the redacted run state as JSON")
-@click.option("-C", "--project", type=click.Path(path_type=Path), help="repository (default: cwd's git root)")
+@click.option("-C", "--project", type=click.Path(path_type=Path, exists=True, file_okay=False), help="repository (default: cwd's git root)")
 def report_command(run_id: str | None, last: bool, as_json: bool, project: Path | None) -> None:
     if run_id and last:
         raise click.UsageError(f"pass either a RUN_ID ({run_id}) or --last, not both")

@@ -71,7 +71,7 @@ def describe_result(result: RevertResult) -> str:
 @click.option("--run", "run_ref", required=True, help="run id, or 'last' / 'latest'")
 @click.option("--before", "iteration", required=True, type=click.IntRange(min=1), help="iteration number N")
 @click.option("--yes", is_flag=True, help="do not ask for confirmation")
-@click.option("-C", "--project", type=click.Path(path_type=Path), help="repository (default: cwd's git root)")
+@click.option("-C", "--project", type=click.Path(path_type=Path, exists=True, file_okay=False), help="repository (default: cwd's git root)")
 def revert_command(run_ref: str, iteration: int, yes: bool, project: Path | None) -> None:
     root = project_root(project)
     run = resolve_run(ProjectLayout(root), run_ref)  # RunNotFound, CheckpointError: exit 1
