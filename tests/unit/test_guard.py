@@ -186,6 +186,10 @@ def test_data_and_opaque_scripts_are_allowed(guard: Guard, command: str) -> None
     ("git reflog expire --expire=now --all", "git-history-rewrite"),
     ("git update-ref -d refs/heads/x", "git-history-rewrite"),
     ("git gc --prune=now", "git-history-rewrite"),
+    ("git reset --soft HEAD~1", "git-history-rewrite"),
+    ("git reset HEAD~2", "git-history-rewrite"),
+    ("git reset --mixed origin/main", "git-history-rewrite"),
+    ("git reset --soft main", "git-history-rewrite"),
 ])
 def test_git_rules(guard: Guard, command: str, rule: str) -> None:
     decision = guard.check_command(command)
@@ -193,7 +197,7 @@ def test_git_rules(guard: Guard, command: str, rule: str) -> None:
 
 
 @pytest.mark.parametrize("command", [
-    "git reset --soft HEAD~1", "git reset HEAD file", "git clean -n", "git clean -fdn", "git branch -d merged",
+    "git reset", "git reset HEAD", "git reset HEAD~1 -- file", "git reset -p", "git reset HEAD file", "git clean -n", "git clean -fdn", "git branch -d merged",
     "git checkout -b feature", "git stash", "git stash pop", "git rebase --abort", "git restore --staged x",
 ])
 def test_safe_git_commands(guard: Guard, command: str) -> None:

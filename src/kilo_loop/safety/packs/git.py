@@ -8,6 +8,7 @@ from `-c alias.X=…` are resolved case-insensitively before the rules look at t
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 
 from kilo_loop.safety.packs.paths import PathPolicy, absolute, in_git_dir
@@ -99,6 +100,24 @@ def _fetch_forced(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     return None
 
 
+_REVISION = re.compile(r"[~^]|@\{|^@$|^[0-9a-f]{7,40}$|^(?:ORIG|FETCH|MERGE)_HEAD$|^(?:refs|origin|upstream)/")
+
+
+def _reset_moves_branch(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    """`git reset [--soft|--mixed] REV` with no paths moves the current branch to REV, dropping the
+    commits after it from the branch (the work stays, uncommitted).  `git reset`, `reset HEAD`
+    and `reset [REV] -- path` only unstage."""
+    args = cmd.args
+    if "--" in args or has_option(args, "-p", "--patch"):
+        return None  # paths: only the index changes
+    found = operands(args)
+    if len(found) != 1 or found[0] == "HEAD":
+        return None
+    if has_option(args, "--soft") or _REVISION.search(found[0]):
+        return f"it moves the current branch to {found[0]}, taking the commits after it off the branch"
+    return None
+
+
 def _clean_deletes(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     """`git clean` deletes untracked files unless it only lists them; whether it needs `-f` is a
     setting (`clean.requireForce`) the guard cannot see."""
@@ -145,6 +164,8 @@ PACK = Pack(
              check=_git(("push", "send-pack"))),
         Rule("git-reset-hard", "git reset --hard/--merge/--keep discards uncommitted changes", ("git",),
              check=_git("reset", flags=("--hard", "--merge", "--keep"))),
+        Rule("git-history-rewrite", "git reset to an earlier commit takes commits off the branch", ("git",),
+             check=_git("reset", when=_reset_moves_branch)),
         Rule("git-clean-force", "git clean deletes untracked files for good", ("git",),
              check=_git("clean", when=_clean_deletes)),
         Rule("git-checkout-discard", "git checkout of paths discards uncommitted work", ("git",),
