@@ -4,16 +4,23 @@ shell string. Every command here is data for Guard.check_command, never run."""
 
 from __future__ import annotations
 
+import os
 import shlex
+import subprocess
+import sys
 from datetime import timedelta
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kilo_loop.safety.guard import Guard
+from kilo_loop.safety.shell import parse as parse_module
 from kilo_loop.safety.shell.parse import parse
 
 GUARD = Guard(temp_dirs=["/tmp"])
+SRC = Path(__file__).resolve().parents[2] / "src"
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 _SHELLISH = st.lists(st.sampled_from([
@@ -139,3 +146,41 @@ def test_wrappers_nest(bare: str, outer: str, inner: str) -> None:
         return  # a heredoc cannot be an argv word
     expected = GUARD.check_command(bare, None).decision
     assert GUARD.check_command(wrapped, None).decision == expected, (bare, wrapped)
+
+
+# tree-sitter-bash 0.25.1 segfaults on these (a `{`, a code point past U+7FFFF, a letter). It is an
+# out-of-bounds read: whether one process crashes depends on its memory layout (about half did, here),
+# so six fresh interpreters each parse them a few hundred times, and a regression fails this test
+# instead of killing the whole run. The next test checks the mechanism deterministically.
+_CRASHERS = ["{\U000fbc7e\u01c0", "{\U000c77eb\u02a5", "{\U0010ffff\u02a5"]
+_PARSE_MANY = ("from kilo_loop.safety.shell.parse import parse\n"
+               f"for n in range(300):\n    for text in {_CRASHERS!a}:\n        parse((text * (1 + n % 7)).encode())\n")
+
+
+def test_code_points_that_crash_the_grammar_are_parsed_safely() -> None:
+    for _ in range(6):
+        result = subprocess.run([sys.executable, "-c", _PARSE_MANY], capture_output=True, text=True, timeout=60,
+                                env={**os.environ, "PYTHONPATH": str(SRC)})
+        assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_the_grammar_is_only_shown_ascii(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[bytes] = []
+    real = parse_module._parser()
+
+    class Recording:
+        def parse(self, source: bytes) -> object:
+            seen.append(source)
+            return real.parse(source)
+
+    monkeypatch.setattr(parse_module, "_parser", Recording)
+    tree = parse("echo 'héllo' {日本} \U0001f680".encode())
+    assert not isinstance(tree, str) and seen and all(source.isascii() for source in seen)
+
+
+@pytest.mark.parametrize(("command", "decision"), [
+    ("rm -rf ~/données", "deny"), ("rm -rf /tmp/é", "allow"), ("echo 'héllo wörld' > /tmp/x", "allow"),
+    ("git push origin main # 🚀", "deny"), ("echo 日本語 && git status", "allow"),
+])
+def test_words_with_non_ascii_text_are_read_as_written(command: str, decision: str) -> None:
+    assert GUARD.check_command(command, "/repo").decision == decision

@@ -58,13 +58,22 @@ def _parser() -> Parser:
     return parser
 
 
+# tree-sitter-bash 0.25.1 crashes the process (SIGSEGV, with tree-sitter 0.25 and 0.26 alike) on some
+# code points past U+7FFFF, e.g. `{` U+FBC7E U+01C0: a guard that dies lets the command through an
+# agent's hook, or takes the loop down. To bash every byte from 0x80 up is a plain word character, so
+# the grammar is shown an ASCII letter in its place: the tree has the same shape and byte offsets, and
+# words are still read from `source`.
+_ASCII_STAND_INS = bytes(range(0x80)) + b"a" * 0x80
+
+
 def parse(source: bytes) -> Node | str:
-    """The syntax tree of `source`, or why it cannot be analysed."""
+    """The syntax tree of `source`, or why it cannot be analysed (node offsets index `source`)."""
     if len(source) > MAX_SOURCE_BYTES:
         return f"the command is longer than {MAX_SOURCE_BYTES} bytes"
     if b"\x00" in source:
         return "the command contains a NUL byte"
-    root = _parser().parse(source).root_node
+    parsable = source if source.isascii() else source.translate(_ASCII_STAND_INS)
+    root = _parser().parse(parsable).root_node
     if root.has_error:
         bad = _first_error(root)
         where = source[bad.start_byte:bad.start_byte + 30].decode("utf-8", "replace") if bad else ""
