@@ -2,7 +2,9 @@
 
 - model: the reported items and text helpers; flow: cwd/variable state across `&&`/`||`/`;`;
 - parse: the tree-sitter-bash walker and word evaluation; words: `$'…'`, printf, braces;
-- wrappers: commands that run other commands; interpreters: inline programs;
+- wrappers: commands that run other commands (their `Unwrapped` result in unwrapped;
+  package_runners, remote and script_options hold the npm/npx/…, ssh/kubectl/…, and
+  tmux/expect/nc/… handlers); interpreters: inline programs;
 - git: git's command line; analyze: the analyzer tying them together.
 """
 
