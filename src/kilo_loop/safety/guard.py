@@ -108,6 +108,13 @@ _RECURSIVE_DELETE_CODE = LazyRegex(
 _FILE_DELETE_CODE = LazyRegex(
     r"\b(os\s*\.\s*(remove|unlink|removedirs|rmdir)|unlinkSync|unlink|File\s*\.\s*delete|FileUtils\s*\.\s*(rm|remove)"
     r"|Path\s*\([^)]*\)\s*\.\s*unlink)\b")
+_COMPUTED_DELETE_CODE = LazyRegex(
+    # a delete whose path the code computes (a loop over listdir/glob): what goes is only known when it runs
+    r"\b(?:os\s*\.\s*(?:remove|unlink|rmdir|removedirs)|(?:fs\s*\.\s*)?(?:unlinkSync|rmSync|rmdirSync)"
+    r"|File\s*\.\s*(?:delete|unlink)|FileUtils\s*\.\s*(?:rm|remove)|unlink)\s*\(\s*(?![rbuRBU]?['\"`)])"
+    r"|(?<![)\s])\s*\.\s*unlink\s*\(\s*\)")
+_MOVE_CODE = LazyRegex(r"\b(?:os\s*\.\s*(?:rename|renames|replace)|shutil\s*\.\s*(?:move|copytree)|renameSync|rename"
+                       r"|FileUtils\s*\.\s*(?:mv|move))\s*\(")
 _HOME_CODE = LazyRegex(r"homedir\s*\(|expanduser\s*\(|Path\s*\.\s*home\s*\(|os\s*\.\s*environ|process\s*\.\s*env"
                         r"|ENV\s*\[|getenv")
 _SYSTEM_CODE = LazyRegex(r"\bkill\s*\(\s*-\s*1\b|\bkill\s*\(\s*0\s*,|\bfork\s+while\s+fork\b"
@@ -273,6 +280,14 @@ class Guard:
         if found:
             return _deny("inline-code-delete",
                          f"{item.language} code deletes a directory tree ({found.group(0).strip()})", "filesystem")
+        if _MOVE_CODE.search(code) and _HOME_CODE.search(code):
+            return _deny("inline-code-delete", f"{item.language} code moves a path built from the home directory or "
+                         "the environment; name the paths literally", "filesystem")
+        computed = _COMPUTED_DELETE_CODE.search(code)
+        if computed:
+            return _deny("inline-code-delete", f"{item.language} code deletes paths it computes "
+                         f"({computed.group(0).strip()}…), known only when it runs; name each path literally",
+                         "filesystem")
         if _FILE_DELETE_CODE.search(code):
             if _HOME_CODE.search(code):
                 return _deny("inline-code-delete", f"{item.language} code deletes a path built from the home "

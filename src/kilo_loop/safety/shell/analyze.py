@@ -56,7 +56,7 @@ MAX_DEPTH = 12
 MAX_WRAPPERS = 16
 """Wrappers peeled off one simple command (`sudo env nice … CMD`); more are denied."""
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "rbash", "fish", "csh",
-                    "tcsh"})
+                    "tcsh", "nu", "xonsh", "elvish", "osh", "ysh", "oksh", "loksh", "hush", "murex"})
 _NAME = LazyRegex(r"[A-Za-z_][A-Za-z0-9_]*")
 _STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-"})
 _COPY_WRITERS = frozenset({"cp", "mv", "install", "ln", "rsync", "sponge", "scp"})
@@ -72,6 +72,14 @@ _SYMLINK_CODE = LazyRegex(r"\b(?:symlink|symlinkSync|symlink_to|hardlink_to|make
 _TREE_CHANGERS = frozenset({"chmod", "chown", "chgrp", "setfacl", "chattr"})
 _MAKEFILES = frozenset({"Makefile", "makefile", "GNUmakefile"})
 _PACKAGE_RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun"})
+_DD_WRITERS = frozenset({"dd", "dcfldd", "dc3dd"})
+_CODE_WRITES = LazyRegex(r"\b(?:write|writeFile|writeFileSync|appendFile|appendFileSync|write_text|write_bytes|copy"
+                         r"|copyfile|copyFileSync|createWriteStream|print|printf|puts|syswrite)\b|['\"][wa]b?\+?['\"]|>")
+_CODE_PATH_LITERAL = LazyRegex(r"'([^'\s]*[/.][^'\s]*)'|\"([^\"\s]*[/.][^\"\s]*)\"")
+_LOADER_VARIABLES = frozenset({"LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES"})
+_HOOK_VARIABLES = frozenset({"PROMPT_COMMAND"})
+_PROMPT_VARIABLES = frozenset({"PS0", "PS1", "PS2", "PS3", "PS4"})
+_PROC_EXE = LazyRegex(r"/proc/[^/]+/(?:exe|fd/\d+|cwd/.*)|/dev/fd/\d+")
 
 Outcome = tuple[State, State, str | None]
 """A command's flow, plus what it prints when that is plain data (for `echo … | sh`)."""
@@ -153,11 +161,7 @@ class Analyzer:
             return READ
         name = command_name(argv[0])
         if name == "mktemp":
-            opts, i = parse_options(argv[1:], "p", frozenset({"tmpdir", "suffix"}))
-            directory = "-d" in opts or "--directory" in opts
-            in_tmp = "-t" in opts or not argv[1 + i:]
-            if directory and in_tmp and "-p" not in opts and "--tmpdir" not in opts:
-                return posixpath.join(self.temp_root, "tmp.mktemp")
+            return self._mktemp_value(argv[1:])
         if name == "git" and "rev-parse" in argv and any(a in ("--git-dir", "--git-common-dir", "--absolute-git-dir")
                                                          or a.startswith("--git-path") for a in argv):
             at = argv.index("--git-path") + 1 if "--git-path" in argv else 0
@@ -167,6 +171,24 @@ class Analyzer:
             return UNKNOWN if cwd is None else cwd
         printed = printed_text(name, argv[1:], None)
         return printed.rstrip("\n") if printed is not None else READ
+
+    def _mktemp_value(self, args: Sequence[str]) -> str:
+        """The path `mktemp [-d] [-p DIR] [TEMPLATE]` makes: a fresh name in DIR, the template's directory
+        or the temp dir."""
+        opts, i = parse_options(args, "p", frozenset({"tmpdir", "suffix"}))
+        template = args[i] if i < len(args) else ""
+        given = opts.get("-p") or opts.get("--tmpdir")
+        if given is not None and "/" not in template:
+            directory = given or self.temp_root
+        elif template and "-t" not in opts:  # a template names its directory, else the working directory
+            directory = posixpath.dirname(template)
+            if not directory.startswith("/"):
+                return posixpath.join(directory, "tmp.mktemp")
+        else:
+            directory = self.temp_root
+        if UNKNOWN in directory or not directory.startswith("/"):
+            return READ
+        return posixpath.join(directory, "tmp.mktemp")
 
     # -- files
     def _keys(self, path: str, cwds: frozenset[str | None]) -> set[str]:
@@ -248,6 +270,11 @@ class Analyzer:
                     f"the command name {argv[0]!r} is a wildcard: what it matches is only known when it runs; "
                     f"{LITERALLY}", rule="unknown-command"))
                 return state, state, None
+            if _PROC_EXE.fullmatch(argv[0]):
+                self.out.append(Unanalysable(
+                    f"the command {argv[0]!r} is whatever program or file that descriptor or process holds when it "
+                    f"runs; {LITERALLY}", rule="unknown-command"))
+                return state, state, None
             if argv[0] in self.aliases and argv[0] not in expanded:  # bash expands a name once per command
                 expanded.add(argv[0])
                 if peeled == MAX_WRAPPERS:
@@ -275,6 +302,8 @@ class Analyzer:
             peeled += 1
             self.out.append(SimpleCommand((command_name(argv[0]), *argv[1:]), cwds, self.remote))
             env.update(step.env)
+            for variable, value in step.env.items():
+                self.assigned(variable, value, state, depth)
             if step.chdir is not None:
                 cwds = frozenset(chdir(cwd, step.chdir) for cwd in cwds)
             here = state.with_cwds(cwds).child_shell(env)
@@ -382,6 +411,23 @@ class Analyzer:
             self.links[key] = target if target.startswith(("/", HOME)) or UNKNOWN in target else \
                 normalize_path(posixpath.join(base, target))
 
+    @staticmethod
+    def watches(name: str) -> bool:
+        return name in _LOADER_VARIABLES or name in _HOOK_VARIABLES or name in _PROMPT_VARIABLES
+
+    def assigned(self, name: str, value: str | None, state: State, depth: int) -> None:
+        """A variable set here (`X=v`, `X=v cmd`, `export X=v`, `env X=v cmd`) that the shell or the dynamic
+        loader acts on: its value is code that runs later, so it is judged now."""
+        if name in _LOADER_VARIABLES and value != "":
+            self.out.append(_unknown_code(f"${name} loads a shared library into every program started with it"))
+        elif name in _HOOK_VARIABLES:
+            if value is None:
+                self.out.append(_unknown_code(f"the shell runs ${name}, whose value is only known at run time"))
+            elif value:
+                self.script(value, state, depth + 1)
+        elif name in _PROMPT_VARIABLES and value and ("$(" in value or "`" in value):
+            self.script(": " + value, state, depth + 1)  # a prompt string runs its command substitutions
+
     def declaration(self, keyword: str, declared: Sequence[tuple[str, str | None]], state: State) -> State:
         """`export`/`declare`/`local`/`readonly`/`typeset` (a name alone keeps its value) and `unset`."""
         new = state
@@ -409,6 +455,9 @@ class Analyzer:
             nameref = any(a.startswith("-") and "n" in a for a in args)
             declared = [(a.split("=", 1)[0], None if nameref else a.split("=", 1)[1] if "=" in a else KEEP)
                         for a in args]
+            for variable, value in declared:
+                if value != KEEP:
+                    self.assigned(variable, value, state, depth)
             new = self.declaration(name, declared, state)
             return new, new, None
         if name in ("read", "mapfile", "readarray", "getopts", "unset", "printf"):
@@ -429,6 +478,12 @@ class Analyzer:
             at = args.index("-p")
             if len(args) > at + 2:  # `hash -p /bin/rm ls`: the name `ls` now runs /bin/rm
                 self.aliases[args[at + 2]] = shlex_quote(args[at + 1])
+            return state, state, None
+        if name == "fc" and not any(a.startswith("-") and "l" in a for a in args):
+            self.out.append(_unknown_code("fc runs commands again from the shell history"))
+            return state, state, None
+        if name == "enable" and any(a.startswith("-") and "f" in a for a in args):
+            self.out.append(_unknown_code("enable -f loads a builtin from a shared library"))
             return state, state, None
         if name == "trap":
             handler = args[1:] if args[:1] == ["--"] else args
@@ -489,6 +544,7 @@ class Analyzer:
             for program in programs:
                 if program is not None:
                     self.out.append(InlineCode("awk" if name in AWKS else "sed", program, state.cwds, self.remote))
+                    self._code_writes(program, state.cwds)
         if name == "find":
             self._find_exec(args, state, depth)
         if name == "ln":
@@ -513,6 +569,9 @@ class Analyzer:
         if name == "tee" or name in _COPY_WRITERS or name in ("curl", "wget"):
             for target in _written_by(name, args):
                 self.wrote(target, stdin if name == "tee" and stdin != PIPE else None, state.cwds)
+        if name in _DD_WRITERS:
+            for target in (a[3:] for a in args if a.startswith("of=")):
+                self.wrote(target, stdin if stdin != PIPE else None, state.cwds)
         return state, state, printed_text(name, args, stdin)
 
     def _runs_other_code(self, name: str, args: list[str], state: State, env: Mapping[str, str | None],
@@ -561,9 +620,17 @@ class Analyzer:
             self._run_file(script_file, state, depth, interp.language)
         for code in codes:
             self.out.append(InlineCode(interp.language, code, state.cwds, self.remote))
+            self._code_writes(code, state.cwds)
             self._code_strings(interp.language, code, state.child_shell(env), depth)
             if _SYMLINK_CODE.search(code):
                 self.unknown_links = True
+
+    def _code_writes(self, code: str, cwds: frozenset[str | None]) -> None:
+        """Program text that writes files: every path named in it may be written (so running one of them
+        later in this command runs unknown content)."""
+        if _CODE_WRITES.search(code):
+            for literal in _CODE_PATH_LITERAL.finditer(code):
+                self.wrote(literal.group(1) or literal.group(2), None, cwds)
 
     def _code_strings(self, language: str, code: str, state: State, depth: int) -> None:
         for script in shell_strings_in_code(language, code):

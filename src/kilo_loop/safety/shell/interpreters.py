@@ -28,8 +28,8 @@ _RUBY = Interpreter("ruby", "e", arg_short="rICEF")
 _PERL = Interpreter("perl", "eE", arg_short="ICDFMmx")
 _PHP = Interpreter("php", "r", arg_short="cdz")
 _INTERPRETERS: list[tuple[LazyRegex, Interpreter]] = [
-    (LazyRegex(r"(python|pypy)[0-9.]*"), _PYTHON),
-    (LazyRegex(r"node(js)?|bun|deno"), _NODE),
+    (LazyRegex(r"(i?python|pypy)[0-9.]*"), _PYTHON),
+    (LazyRegex(r"node(js)?|bun|deno|ts-node(-esm)?|tsx|esno|swc-node"), _NODE),
     (LazyRegex(r"ruby[0-9.]*|jruby"), _RUBY),
     (LazyRegex(r"perl[0-9.]*"), _PERL),
     (LazyRegex(r"php[0-9.]*"), _PHP),
@@ -42,7 +42,12 @@ _INTERPRETERS: list[tuple[LazyRegex, Interpreter]] = [
     (LazyRegex(r"elixir|iex"), Interpreter("elixir", "e", frozenset({"eval"}))),
     (LazyRegex(r"erl"), Interpreter("erlang", "", frozenset({"eval"}))),
     (LazyRegex(r"racket|guile|sbcl|clisp|gnuplot|octave"), Interpreter("lisp", "ecx", frozenset({"eval"}))),
+    (LazyRegex(r"emacs(-nox)?|emacsclient"), Interpreter("lisp", "", frozenset({"eval", "execute"}))),
+    (LazyRegex(r"groovy|jrunscript|jjs|bb|clojure|clj|kotlin|scala"), Interpreter("jvm", "e", frozenset({"eval"}))),
+    (LazyRegex(r"dc"), Interpreter("dc", "e", frozenset({"expression"}))),
 ]
+_SINGLE_DASH_LONG = frozenset({"-eval", "-execute"})
+"""emacs spells its long options with one dash too (`emacs -batch -eval CODE`)."""
 AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 SEDS = frozenset({"sed", "gsed"})
 
@@ -95,7 +100,8 @@ _DYNAMIC: dict[str, LazyRegex] = {
         r"\b(?:execute|system2?|popen|run|spawn|exec|cmd|shell|unlink|remove|rm|delete|Remove-Item|Invoke-Expression"
         r"|iex|Start-Process|Invoke-Command|FromBase64String|EncodedCommand|rmdir|rmtree|syscmd|esyscmd|eval|load)\b"
         r"|`|\bos\s*:\s*cmd")
-       for language in ("lua", "r", "julia", "powershell", "elixir", "erlang", "lisp", "tcl")},
+       for language in ("lua", "r", "julia", "powershell", "elixir", "erlang", "lisp", "tcl", "jvm")},
+    "dc": LazyRegex(r"!"),  # dc's `!` runs the rest of the line in a shell
     "m4": LazyRegex(r"\be?syscmd\b"),
     "make": LazyRegex(r"(?m)^\t|;|\$\(shell\b"),  # a recipe line, an inline recipe, $(shell …)
     "ed": LazyRegex(r"(?:^|\n)\s*[0-9,.$;'a-z+-]*\s*[rwe]?\s*!"),
@@ -105,6 +111,15 @@ _DYNAMIC: dict[str, LazyRegex] = {
         r"|(?:^|[;\n{}])\s*(?:\d+|\$|/(?:[^/\\\n]|\\.)*/)?\s*!?\s*s(.)(?:(?!\1)[^\\\n]|\\.)*\1(?:(?!\1)[^\\\n]|\\.)*\1"
         r"[gpiImM0-9]*e"),
 }
+
+
+_SHELL_FEEDERS = frozenset({"python", "node", "ruby", "perl", "php"})
+_SHELL_ON_A_PIPE = LazyRegex(
+    # perl `open(F, "|sh")` / `open(F, "|-", "bash")`, `popen("sh", "w")`, `Popen(["bash"], stdin=PIPE)`: a shell
+    # that runs whatever the program writes to it
+    r"""['"]\s*\|-?\s*(?:['"]\s*,\s*['"])?\s*(?:/[\w/]*/)?(?:ba|z|da|k|fi|c|tc)?sh\b"""
+    r"""|\b(?:popen|Popen|spawn|open3|popen3|popen2|run|exec|execFile|spawnSync)\s*\(\s*\[?\s*['"](?:/[\w/]*/)?"""
+    r"""(?:ba|z|da|k|fi)?sh['"]\s*[,)\]]""")
 
 
 def interpreter(name: str) -> Interpreter | None:
@@ -117,6 +132,7 @@ def inline_codes(interp: Interpreter, args: Sequence[str]) -> tuple[list[str], b
     if interp.language == "node" and args[:1] == ["eval"]:  # `deno eval CODE`
         return [a for a in args[1:] if not a.startswith("-")][:1], False, None
     codes: list[str] = []
+    args = ["-" + a if a in _SINGLE_DASH_LONG else a for a in args]
     i = 0
     while i < len(args):
         arg = args[i]
@@ -143,10 +159,10 @@ def inline_codes(interp: Interpreter, args: Sequence[str]) -> tuple[list[str], b
                     break
         elif arg == "-":
             return codes, not codes, None
-        if codes and codes[-1] == "-":  # `pwsh -Command -`: the code comes from stdin
-            return codes[:-1], True, None
         else:
             return codes, False, (None if codes else arg)
+        if codes and codes[-1] == "-":  # `pwsh -Command -`: the code comes from stdin
+            return codes[:-1], True, None
         if codes and interp.first_code_ends_options:
             return codes, False, None
         i += step
@@ -191,6 +207,8 @@ def dynamic_code(language: str, code: str) -> str | None:
     """The part of `code` that computes, decodes or looks up what it runs, or None."""
     pattern = _DYNAMIC.get(language)
     found = pattern.search(code) if pattern is not None else None
+    if found is None and language in _SHELL_FEEDERS:
+        found = _SHELL_ON_A_PIPE.search(code)
     return found.group(0).strip() if found else None
 
 
@@ -199,6 +217,7 @@ def _literal_text(match: re.Match[str]) -> str:
     return ansi_c(raw or "")
 
 
+_IPYTHON_ESCAPE = LazyRegex(r"(?:^|[;\n])\s*!!?([^\n;]+)")
 _JOINED_LITERALS = LazyRegex(r"""(['"])((?:(?!\1)[^\\\n]|\\.)*)\1\s*(?:\+|\.(?!\w))?\s*"""
                              r"""(['"])((?:(?!\3)[^\\\n]|\\.)*)\3""")
 
@@ -216,6 +235,8 @@ def _join_literals(code: str) -> str:
 def shell_strings_in_code(language: str, code: str) -> list[str]:
     """Strings inside program text that the program hands to a shell (or to exec) to run."""
     found: list[str] = []
+    if language == "python":  # IPython runs `!CMD` lines in a shell (plain Python rejects them)
+        found += [m.group(1) for m in _IPYTHON_ESCAPE.finditer(code)]
     if language in ("ruby", "perl", "php"):
         found += [next(g for g in m.groups() if g is not None) for m in _BACKTICKS.finditer(code)]
     if not _EXEC_HINT.search(code):

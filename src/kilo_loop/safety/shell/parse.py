@@ -399,9 +399,14 @@ class Walker:
             return key, "" if not appends else None
         if value.type == "array":
             self.substitutions(value, state)
+            if self.an.watches(key):  # `PROMPT_COMMAND=(cmd …)`: each element runs
+                for element in (c for c in value.children if c.is_named):
+                    self.an.assigned(key, self.word_text(element, state, split=False), state, self.depth)
             return key, None
         text = self.word_text(value, state, split=False)
-        return key, None if appends or name is None or name.type != "variable_name" else text
+        result = None if appends or name is None or name.type != "variable_name" else text
+        self.an.assigned(key, result, state, self.depth)
+        return key, result
 
     def _assign(self, node: Node, state: State) -> State:
         parts = [node] if node.type == "variable_assignment" else [c for c in node.children if c.is_named]
@@ -525,7 +530,13 @@ class Walker:
             if cached is not None:
                 return cached[1]
             inner = [c for c in node.children if c.is_named]
-            self.sequence(inner, state)
+            # `>(cmd)` reads what the outer command writes into it: a pipe whose content is not known
+            writes_into = kind == "process_substitution" and self.source[node.start_byte:node.start_byte + 1] == b">"
+            saved, self.piped_stdin = self.piped_stdin, PIPE if writes_into else self.piped_stdin
+            try:
+                self.sequence(inner, state)
+            finally:
+                self.piped_stdin = saved
             value = UNKNOWN if kind == "process_substitution" else \
                 self.an.substitution_value(self._plain_argv(inner, state), state)
             self._substituted[key] = (state, value)  # the state is kept so that its id is not reused
