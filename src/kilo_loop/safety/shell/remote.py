@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from kilo_loop.safety.shell.model import UNKNOWN, parse_options
 from kilo_loop.safety.shell.script_options import option_script
 from kilo_loop.safety.shell.unwrapped import NOEXEC, Unwrap, Unwrapped
@@ -52,17 +54,20 @@ def _kubectl_exec(args: list[str]) -> Unwrapped | None:
     if verb not in ("exec", "debug") or "--" not in args:
         return None
     command = args[args.index("--") + 1:]
-    return Unwrapped([], script=" ".join(command), remote="kubectl exec") if command else NOEXEC
+    # an argv the container runs as it is (no shell joins it): quoted back into one shell string
+    return Unwrapped([], script=shlex.join(command), remote="kubectl exec") if command else NOEXEC
 
 
 def _container_exec(args: list[str]) -> Unwrapped | None:
-    """`docker exec [opts] CONTAINER CMD…` (also `docker container exec`, podman, nerdctl)."""
-    rest = args[1:] if args[:1] == ["container"] else args
+    """`docker exec [opts] CONTAINER CMD…` (also `docker container exec`, `docker compose exec SERVICE CMD…`,
+    podman, nerdctl)."""
+    rest = args[1:] if args[:1] in (["container"], ["compose"]) else args
     if rest[:1] != ["exec"]:
         return None
-    _, i = parse_options(rest[1:], "euw", frozenset({"env", "env-file", "user", "workdir", "detach-keys"}))
+    _, i = parse_options(rest[1:], "euwp", frozenset({"env", "env-file", "user", "workdir", "detach-keys",
+                                                      "index", "project-name", "file"}))
     command = rest[1 + i + 1:]
-    return Unwrapped([], script=" ".join(command), remote="container exec") if command else NOEXEC
+    return Unwrapped([], script=shlex.join(command), remote="container exec") if command else NOEXEC
 
 
 def _remote_runner(host_opts: str, host_long: frozenset[str], label: str) -> Unwrap:
@@ -75,6 +80,29 @@ def _remote_runner(host_opts: str, host_long: frozenset[str], label: str) -> Unw
             return NOEXEC
         return Unwrapped([], script=" ".join(command), remote=f"{label} {args[i]}")
     return unwrap
+
+
+def _parallel_ssh(args: list[str]) -> Unwrapped:
+    """`pssh -h HOSTS [opts] CMD`: the command runs through each host's shell."""
+    _, i = parse_options(args, "hHlpoetxXOP", frozenset({"hosts", "host", "user", "par", "outdir", "errdir",
+                                                        "timeout", "extra-args", "extra-arg", "option"}))
+    return Unwrapped([], script=" ".join(args[i:]), remote="pssh") if args[i:] else NOEXEC
+
+
+def _after_double_dash(label: str) -> Unwrap:
+    """`fab -H host -- CMD`, `vagrant ssh -- CMD`: what follows `--` runs through the remote shell."""
+    def unwrap(args: list[str]) -> Unwrapped | None:
+        if "--" not in args:
+            return None
+        command = args[args.index("--") + 1:]
+        return Unwrapped([], script=" ".join(command), remote=label) if command else NOEXEC
+    return unwrap
+
+
+def _vagrant(args: list[str]) -> Unwrapped | None:
+    if args[:1] == ["ssh"] and "--" in args:
+        return _after_double_dash("vagrant ssh")(args)
+    return option_script(("-c", "--command"), remote="vagrant ssh", verbs=("ssh",))(args)
 
 
 def _remote_runner_after(verbs: tuple[str, ...], keys: tuple[str, ...], label: str) -> Unwrap:
@@ -141,6 +169,13 @@ REMOTE_RUNNERS: dict[str, Unwrap] = {
         "cmd.run", "cmd.shell", "cmd.script") else None,
     "mosh": _remote_runner("p", frozenset({"ssh", "port", "predict", "server", "family", "bind-server"}), "mosh"),
     "autossh": _remote_runner("M" + _SSH_VALUE, frozenset(), "ssh"),
-    "vagrant": option_script(("-c", "--command"), remote="vagrant ssh", verbs=("ssh",)),
+    "vagrant": _vagrant,
+    "rsh": _ssh,
+    "rlogin": _ssh,
+    "remsh": _ssh,
+    "tsh": lambda args: _ssh(args[1:]) if args[:1] == ["ssh"] else None,
+    "pssh": _parallel_ssh,
+    "parallel-ssh": _parallel_ssh,
+    "fab": _after_double_dash("fab"),
     "ansible": _ansible,
 }
