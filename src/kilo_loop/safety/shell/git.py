@@ -3,6 +3,7 @@ commands git itself would run (`!aliases`, `core.sshCommand`, `rebase --exec`, â
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import NamedTuple
@@ -99,7 +100,7 @@ class GitCall(NamedTuple):
                     key, _, value = args[index + 1].partition("=")
                     scripts += [value.removeprefix("!")] if exec_config_key(key) else []
         if self.subcommand == "bisect" and args[:1] == ["run"] and len(args) > 1:
-            scripts.append(" ".join(args[1:]))
+            scripts.append(shlex.join(args[1:]))  # an argv: git quotes it for the shell it runs it with
         for index, arg in enumerate(args):
             name, eq, value = arg.partition("=")
             if arg == "--":
