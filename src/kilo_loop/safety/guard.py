@@ -118,7 +118,11 @@ _MOVE_CODE = LazyRegex(r"\b(?:os\s*\.\s*(?:rename|renames|replace)|shutil\s*\.\s
 _HOME_CODE = LazyRegex(r"homedir\s*\(|expanduser\s*\(|Path\s*\.\s*home\s*\(|os\s*\.\s*environ|process\s*\.\s*env"
                         r"|ENV\s*\[|getenv")
 _SYSTEM_CODE = LazyRegex(r"\bkill\s*\(\s*-\s*1\b|\bkill\s*\(\s*0\s*,|\bfork\s+while\s+fork\b"
-                         r"|while\s*\(?\s*(?:True|true|1)\s*\)?\s*:?\s*\{?\s*(?:os\s*\.\s*)?fork\s*\(")
+                         r"|while\s*\(?\s*(?:True|true|1)\s*\)?\s*:?\s*\{?\s*(?:os\s*\.\s*)?fork\s*\("
+                         # fork() driven by an endless iterator: `[os.fork() for _ in iter(int, 1)]`, `for(;;) fork()`
+                         r"|\bfork\s*\([^\n]{0,200}?(?:\biter\s*\(\s*int\s*,|\bitertools\s*\.\s*count\b|\brepeat\s*\(\s*\))"
+                         r"|(?:\biter\s*\(\s*int\s*,|\bitertools\s*\.\s*count\b|\bfor\s*\(\s*;\s*;\s*\)|\bloop\s+do\b"
+                         r"|\bloop\s*\{)[^\n]{0,200}?\bfork\s*\(")
 _WRITE_CODE = LazyRegex(r"\b(?:write|writeFile|writeFileSync|appendFile|appendFileSync|write_text|write_bytes"
                         r"|symlink|symlinkSync|link|linkSync|copy|copyfile|copyFileSync|rename|renameSync|move"
                         r"|createWriteStream)\b|['\"][wa]b?\+?['\"]|>>?|(?:^|[;}\s/])w\s+\S")

@@ -67,8 +67,16 @@ PACK = Pack(
         Rule("terraform-destroy", _DESTROYS, ("pulumi",), words=("down",)),
         Rule("cloud-storage-delete", "deletes objects", ("s5cmd",), words=("rm",)),
         Rule("cloud-delete", "deletes cloud resources", ("aws", "gcloud", "az", "doctl", "flyctl", "fly", "heroku",
-                                                         "vercel", "netlify"),
+                                                         "vercel", "netlify", "hcloud", "linode-cli", "scw",
+                                                         "exo", "oci", "ibmcloud", "wrangler", "railway", "render",
+                                                         "upcloud", "vultr-cli", "civo"),
              check=_cloud_delete),
+        Rule("cloud-delete", "deletes data in Firebase", ("firebase",), check=lambda c, p: "" if any(
+            w.endswith(":delete") or w in ("firestore:delete", "database:remove", "hosting:disable")
+            for w in operands(c.args)[:1]) else None),
+        Rule("cloud-delete", "resets the database", ("supabase",), words=("db", "reset")),
+        Rule("cloud-delete", "runs a shell command on cloud machines, which the guard cannot see",
+             ("aws",), words=("ssm", "send-command")),
     ),
     value_options={"aws": _AWS_VALUE},
 )

@@ -11,7 +11,8 @@ from kilo_loop.safety.packs.rules import Pack, Rule, operands
 from kilo_loop.safety.shell.model import UNKNOWN, SimpleCommand
 
 _DESTRUCTIVE_SQL = LazyRegex(
-    r"\b(drop\s+(table|database|schema|index|view|user|role|collection)|truncate\b|delete\s+from\s+[\w.\"`\[\]]+"
+    r"\b(drop\s+(table|database|schema|index|view|user|role|collection|owned|materialized\s+view|sequence|function"
+    r"|trigger|type|extension|tablespace)|truncate\b|delete\s+from\s+[\w.\"`\[\]]+"
     r"\s*(;|$)|alter\s+table\s+\S+\s+drop\b|dropDatabase\s*\(|\.drop\s*\(|deleteMany\s*\(\s*\{\s*\}\s*\)"
     r"|flushall|flushdb|delete\s+from\s+[\w.\"`\[\]]+\s+where\s+(true|1\s*=\s*1|'1'\s*=\s*'1'|not\s+false)\b"
     r"|\.(remove|deleteMany)\s*\(\s*(\{\s*\})?\s*\)|drop\s+keyspace"
@@ -19,6 +20,8 @@ _DESTRUCTIVE_SQL = LazyRegex(
 # Client commands that run a shell command: psql `\!`, mysql `system`/`\!`, sqlite3 `.shell`/`.system`.
 _CLIENT_SHELL = LazyRegex(r"(?:^|[\s;])\\!|^\s*system\s|(?:^|\n)\s*\.(?:shell|system)\b", re.MULTILINE)
 _SQL_COMMENT = LazyRegex(r"/\*.*?\*/|--[^\n]*|#[^\n]*", re.DOTALL)
+_SQL_STRING = LazyRegex(r"'(?:[^']|'')*'")
+"""A SQL string literal: data, not a statement (`SELECT 'DROP TABLE' AS word`)."""
 _SQL_CLIENTS = {
     "psql": ("c", frozenset({"command"})), "mysql": ("e", frozenset({"execute"})),
     "mariadb": ("e", frozenset({"execute"})), "sqlite3": ("", frozenset()), "sqlcmd": ("Q", frozenset()),
@@ -55,7 +58,7 @@ def _sql(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
             return "the client runs a shell command (\\!, system, .shell)"
         if index and UNKNOWN in text:
             return "the SQL is only known when the command runs; write the statement out literally"
-        found = _DESTRUCTIVE_SQL.search(_SQL_COMMENT.sub(" ", text))
+        found = _DESTRUCTIVE_SQL.search(_SQL_STRING.sub("''", _SQL_COMMENT.sub(" ", text)))
         if found:
             return f"the SQL drops or empties data ({found.group(0).strip()})"
     return None
@@ -97,6 +100,18 @@ PACK = Pack(
         Rule("database-drop", "migrates the database down to nothing", ("flask",), words=("db", "downgrade")),
         Rule("database-drop", "drops or resets the database", ("mix",), check=lambda c, p: "" if set(operands(
             c.args)[:1]) & {"ecto.drop", "ecto.reset", "ecto.rollback"} else None),
+        Rule("database-drop", "drops every object in the schema", ("flyway",), words=("clean",)),
+        Rule("database-drop", "drops every object in the schema", ("liquibase",),
+             check=lambda c, p: "" if set(operands(c.args)[:1]) & {"drop-all", "dropAll", "rollback-count",
+                                                                     "rollbackCount"} else None),
+        Rule("database-drop", "drops or resets the database", ("dbmate", "goose", "migrate"),
+             check=lambda c, p: "" if set(operands(c.args, ("-d", "--url", "-dir", "-database", "-path",
+                                                             "--migrations-dir"))[:2]) & {"drop", "reset", "down-to"}
+             else None),
+        Rule("database-drop", "drops or resets the database", ("diesel", "sqlx", "sea-orm-cli"),
+             check=lambda c, p: "" if operands(c.args)[:2] in (["database", "drop"], ["database", "reset"],
+                                                              ["migrate", "reset"], ["migrate", "fresh"],
+                                                              ["migrate", "down"]) else None),
         Rule("database-drop", "drops the schema", ("typeorm", "sequelize", "sequelize-cli", "knex"), check=lambda c, p: "" if set(
             operands(c.args)[:1]) & {"schema:drop", "db:drop", "migrate:rollback"} else None),
     ),

@@ -124,6 +124,41 @@ def _rsync_delete(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     return f"it deletes files in {shown(target)!r} that the source lacks, but {why}" if why else None
 
 
+def _destroys_content(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    """`shred FILE`, `truncate -s 0 FILE`, `dd if=/dev/zero of=FILE`, `cp /dev/null FILE`: the file's content is
+    gone for good, so only temp files may be the target."""
+    if cmd.name in ("shred", "srm"):
+        targets = operands(cmd.args, ("-n", "--iterations", "-s", "--size", "--random-source"))
+    elif cmd.name == "truncate":
+        sizes = [a.split("=", 1)[1] if "=" in a else a[2:] if len(a) > 2 and not a.startswith("--") else
+                 cmd.args[i + 1] if i + 1 < len(cmd.args) else "" for i, a in enumerate(cmd.args)
+                 if a.split("=", 1)[0] in ("-s", "--size") or (a.startswith("-s") and len(a) > 2)]
+        if not any(s.strip() in ("0", "0K", "0M", "0G") or s.startswith(("-", "<", "/", "%")) for s in sizes):
+            return None
+        targets = operands(cmd.args, ("-s", "--size", "-r", "--reference"))
+    elif cmd.name in ("dd", "dcfldd", "dc3dd"):
+        sources = [a[3:] for a in cmd.args if a.startswith("if=")]
+        if not any(s in _EMPTY_SOURCES for s in sources):
+            return None
+        targets = [a[3:] for a in cmd.args if a.startswith("of=")]
+    else:  # cp/install of /dev/null or /dev/zero over a file
+        found = operands(cmd.args, ("-t", "--target-directory", "-S", "--suffix", "-m", "--mode", "-o", "-g"))
+        if len(found) < 2 or not set(found[:-1]) & _EMPTY_SOURCES:
+            return None
+        targets = found[-1:]
+    for target in targets:
+        if target in ("/dev/null", "-") or (target.startswith("/dev/") and cmd.name not in ("shred", "srm")):
+            continue  # a device: the system pack's raw-disk rules judge it
+        why = paths.outside_temp(target, cmd.cwds)
+        if why:
+            return (f"it destroys the content of {shown(target)!r} for good but {why}; only temp files may be "
+                    "shredded, truncated or zeroed")
+    return None
+
+
+_EMPTY_SOURCES = frozenset({"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"})
+
+
 def _permission_broad(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     if not has_option(cmd.args, "-R", "--recursive"):
         return None
@@ -230,6 +265,12 @@ PACK = Pack(
         Rule("recursive-permission-change", "a recursive permission change on a broad path",
              ("chmod", "chown", "chgrp", "setfacl", "chattr"), check=_permission_broad),
         Rule("mv-protected", "moves a system, home or ssh path away", ("mv",), check=_moves_protected),
+        Rule("content-destroy", "destroys a file's content for good", ("shred", "srm", "truncate", "dd", "dcfldd",
+                                                                       "dc3dd", "cp", "install"),
+             check=_destroys_content),
+        Rule("rm-recursive", "a recursive delete outside a temp directory", ("srm",),
+             check=lambda c, p: _recursive_targets(_rm_operands(c.args)[1], c, p) if has_option(
+                 c.args, "-r", "-R", "--recursive") else None),
         Rule("sensitive-file-write", "writes a login, shell start-up or ssh file", _WRITERS,
              check=_sensitive_write),
         Rule("git-dir-write", "writes inside .git", _WRITERS, check=_git_dir_write),

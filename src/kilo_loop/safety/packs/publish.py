@@ -31,6 +31,30 @@ def _not_dry_run(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     return None if dry else ""
 
 
+_NPM_COMMANDS = (
+    "access", "adduser", "audit", "bugs", "cache", "ci", "completion", "config", "dedupe", "deprecate", "diff",
+    "dist-tag", "docs", "doctor", "edit", "exec", "explain", "explore", "find-dupes", "fund", "get", "help",
+    "help-search", "hook", "init", "install", "install-ci-test", "install-test", "link", "ll", "login", "logout",
+    "ls", "org", "outdated", "owner", "pack", "ping", "pkg", "prefix", "profile", "prune", "publish", "query",
+    "rebuild", "repo", "restart", "root", "run-script", "sbom", "search", "set", "shrinkwrap", "star", "stars",
+    "start", "stop", "team", "test", "token", "undeprecate", "uninstall", "unpublish", "unstar", "update", "version",
+    "view", "whoami", "author", "home", "issues", "info", "show", "find", "add", "unlink", "remove", "rm", "r", "un",
+    "rb", "list", "ln", "create", "i", "it", "cit", "up", "c", "s", "se", "tst", "t", "ddp", "v", "run", "x")
+
+
+def _npm_abbreviation(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    """npm takes any unique prefix of a command (`npm publ` is `npm publish`, `npm unpub` is `unpublish`)."""
+    found = operands(cmd.args, _JS_VALUE)
+    word = found[0] if found else ""
+    if len(word) < 2 or word in _NPM_COMMANDS:
+        return None
+    hits = [c for c in _NPM_COMMANDS if c.startswith(word)]
+    if hits not in (["publish"], ["unpublish"], ["deprecate"]):
+        return None
+    return f"`npm {word}` is npm's abbreviation of `npm {hits[0]}`" if hits[0] != "publish" or \
+        _not_dry_run(cmd, paths) is not None else None
+
+
 def _gradle_publish(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     tasks = [t.rsplit(":", 1)[-1] for t in operands(cmd.args)]
     return "" if any(t.startswith("publish") and "MavenLocal" not in t for t in tasks) else None
@@ -55,6 +79,7 @@ PACK = Pack(
     rules=(
         Rule("npm-publish", _REASON, _JS, words=("publish",), check=_not_dry_run),
         Rule("npm-publish", _REASON, _JS, words=("unpublish",)),
+        Rule("npm-publish", _REASON, ("npm",), check=_npm_abbreviation),
         Rule("npm-publish", _REASON, ("yarn",), words=("npm", "publish"), check=_not_dry_run),
         Rule("npm-publish", "deprecating a published version changes the registry", ("npm",), words=("deprecate",)),
         Rule("npm-publish", "moving a dist-tag changes what users install", ("npm", "pnpm"),
@@ -89,6 +114,9 @@ PACK = Pack(
         Rule("package-publish", _REASON, ("mvn", "./mvnw", "mvnw"), words=("deploy",)),
         Rule("package-publish", _REASON, ("gradle", "gradlew"), words=("publish",)),
         Rule("package-publish", _REASON, ("dotnet",), words=("nuget", "push")),
+        Rule("package-publish", _REASON, ("sbt", "mill", "lein", "boot"), check=lambda c, p: "" if any(
+            t.rsplit("/", 1)[-1].startswith(("publish", "deploy", "release", "sonatype")) and "Local" not in t
+            for t in operands(c.args)) else None),
         Rule("package-publish", _REASON, ("go",), words=("publish",)),
         Rule("release-publish", "the agent never creates or changes releases", ("gh",), words=("release", "create")),
         Rule("release-publish", "the agent never creates or changes releases", ("gh",), words=("release", "upload")),
