@@ -52,7 +52,7 @@ from kilo_loop.safety.shell import (
     display,
 )
 from kilo_loop.safety.shell.interpreters import dynamic_code
-from kilo_loop.safety.shell.model import LITERALLY
+from kilo_loop.safety.shell.model import HOME, LITERALLY, UNKNOWN
 
 __all__ = ["Guard", "GuardDecision", "brace_alternatives"]
 
@@ -129,6 +129,8 @@ _WRITE_CODE = LazyRegex(r"\b(?:write|writeFile|writeFileSync|appendFile|appendFi
 _CODE_STRING = LazyRegex(r"'([^'\n]*)'|\"([^\"\n]*)\"|(?:>>?|\bw)\s*(~?/\S+|\.git/\S+)")
 _CODE_PATH = LazyRegex(r"""['"](~[^'"\n]*|/[^'"\n]*)['"]""")
 
+_QUOTED = LazyRegex(r"'[^'\n]*'|\"[^\"\n]*\"")
+"""String literals in program text: an unknown value inside one is data, not code."""
 _BASH_TOOLS = frozenset({"bash", "shell", "sh", "run_shell_command", "execute_command", "exec_command"})
 _WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "patch", "apply_patch", "notebookedit", "write_file",
                           "replace", "str_replace_based_edit_tool"})
@@ -263,6 +265,9 @@ class Guard:
 
     def _inline_code(self, item: InlineCode) -> GuardDecision | None:
         code = item.code
+        if item.language != "sed" and UNKNOWN in _QUOTED.sub("", code.replace(HOME, "~")):
+            return _deny("unknown-code", f"the {item.language} program text comes from a variable, substitution or "
+                         f"pipe, so the guard cannot know what it does; {LITERALLY}")
         dynamic = dynamic_code(item.language, code)
         if dynamic:
             return _deny("unknown-code", f"{item.language} code computes, decodes or looks up what it runs "

@@ -60,7 +60,7 @@ PACK = Pack(
              flags=("-r", "--recursive")),
         Rule("cloud-storage-delete", "deletes a bucket", ("mc",), words=("rb",)),
         Rule("terraform-destroy", "writes a plan that destroys everything, to be applied", _TF, words=("plan",),
-             flags=("-destroy",)),
+             flags=("-destroy",), check=lambda c, p: None if "-destroy=false" in c.args else ""),
         Rule("terraform-destroy", "destroys and recreates a resource (its data with it)", _TF, words=("apply",),
              flags=("-replace",)),
         Rule("terraform-destroy", _DESTROYS, ("terragrunt",), words=("destroy-all",)),

@@ -18,7 +18,10 @@ _DESTRUCTIVE_SQL = LazyRegex(
     r"|\.(remove|deleteMany)\s*\(\s*(\{\s*\})?\s*\)|drop\s+keyspace"
     r"|\bupdate\s+[\w.\"`\[\]]+\s+set\b(?![\s\S]*\bwhere\b))", re.IGNORECASE)
 # Client commands that run a shell command: psql `\!`, mysql `system`/`\!`, sqlite3 `.shell`/`.system`.
-_CLIENT_SHELL = LazyRegex(r"(?:^|[\s;])\\!|^\s*system\s|(?:^|\n)\s*\.(?:shell|system)\b", re.MULTILINE)
+# Also output piped to a command (psql `\o |cmd`, `\g |cmd`; sqlite3 `.output |cmd`, `.once |cmd`) and
+# `COPY … FROM/TO PROGRAM 'cmd'`, which the database server runs.
+_CLIENT_SHELL = LazyRegex(r"(?:^|[\s;])\\!|^\s*system\s|(?:^|\n)\s*\.(?:shell|system)\b|\\[og]\s*\|"
+                          r"|(?:^|\n)\s*\.(?:output|once)\s+['\"]?\||\bprogram\s+['\"$]", re.MULTILINE | re.IGNORECASE)
 _SQL_COMMENT = LazyRegex(r"/\*.*?\*/|--[^\n]*|#[^\n]*", re.DOTALL)
 _SQL_STRING = LazyRegex(r"'(?:[^']|'')*'")
 """A SQL string literal: data, not a statement (`SELECT 'DROP TABLE' AS word`)."""
@@ -55,7 +58,7 @@ def _sql(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
         return "the SQL file is only known when the command runs; write the statements out literally"
     for index, text in enumerate(texts):
         if _CLIENT_SHELL.search(text):
-            return "the client runs a shell command (\\!, system, .shell)"
+            return "the client or server runs a shell command (\\!, system, .shell, a pipe, COPY … PROGRAM)"
         if index and UNKNOWN in text:
             return "the SQL is only known when the command runs; write the statement out literally"
         found = _DESTRUCTIVE_SQL.search(_SQL_STRING.sub("''", _SQL_COMMENT.sub(" ", text)))

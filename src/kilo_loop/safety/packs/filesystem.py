@@ -17,6 +17,18 @@ _MATCHES_ALL = LazyRegex(r"[*?./]*|\.\*|\^?\.[*+]\$?")
 """A -name/-path/-regex pattern that matches (nearly) every file: `*`, `?*`, `*.*`, `.*`."""
 
 
+_CHARACTER_CLASS = LazyRegex(r"\[[^\]]*\]")
+_LITERAL_PAIR = LazyRegex(r"[^*?\x00]{2}")
+
+
+def _matches_nearly_all(pattern: str) -> bool:
+    """`*`, `?*`, `*.*`, `.*`, and wildcards built from character classes with no two literal characters side by side
+    (`*[a-z]*`, `[!.]*`): such a name test selects (nearly) every file."""
+    if _MATCHES_ALL.fullmatch(pattern):
+        return True
+    return "[" in pattern and not _LITERAL_PAIR.search(_CHARACTER_CLASS.sub("\x00", pattern))
+
+
 def _rm_operands(args: Sequence[str]) -> tuple[set[str], list[str]]:
     flags: set[str] = set()
     targets: list[str] = []
@@ -75,7 +87,7 @@ def _find_deletes(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
         expression[i + 1].rsplit("/", 1)[-1] in _DELETERS for i, e in enumerate(expression))
     if not deletes:
         return None
-    named = any(e in _NAME_TESTS and expression[i + 1:i + 2] and not _MATCHES_ALL.fullmatch(expression[i + 1])
+    named = any(e in _NAME_TESTS and expression[i + 1:i + 2] and not _matches_nearly_all(expression[i + 1])
                 for i, e in enumerate(expression)) and not set(expression) & {"!", "-not", "-o", "-or"}
     for root in roots:
         if named and not root.startswith("/") and UNKNOWN not in root and \
@@ -199,6 +211,12 @@ def _written_targets(cmd: SimpleCommand) -> list[str]:
         return [] if cmd.name in ("chmod", "chown") else operands(cmd.args, ("-s", "--size", "-f", "-r"))
     if cmd.name == "sponge":
         return operands(cmd.args)
+    if cmd.name in _EDITORS:  # run by the agent, an editor only writes what its scripted commands say
+        values = ("-p",) if cmd.name in ("ed", "red") else ("--eval", "-l", "--load", "-f", "--funcall") if \
+            cmd.name == "emacs" else ("-c", "--cmd", "-S", "-u", "-U", "-i", "-T", "-s", "-w", "-W")
+        return [o for o in operands(cmd.args, values) if not o.startswith("+")]
+    if cmd.name in ("gawk", "awk") and any(a in ("inplace", "-iinplace") for a in cmd.args):
+        return operands(cmd.args, ("-i", "-f", "-v", "-F", "-e", "--include", "--file", "--assign"))[1:]
     if cmd.name == "find":
         return [cmd.args[i + 1] for i, a in enumerate(cmd.args[:-1]) if a in ("-fprint", "-fprint0", "-fprintf", "-fls")]
     if cmd.name == "sort":
@@ -235,8 +253,10 @@ def _git_dir_write(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     return None
 
 
+_EDITORS = frozenset({"ed", "red", "ex", "vi", "vim", "nvim", "vim.basic", "vim.tiny", "nano", "pico", "emacs",
+                      "micro", "kak", "hx", "helix"})
 _WRITERS = ("cp", "mv", "install", "ln", "tee", "dd", "sed", "perl", "touch", "truncate", "rsync", "sponge", "curl",
-            "wget", "scp", "find", "sort", "tar", "unzip", "bsdtar")
+            "wget", "scp", "find", "sort", "tar", "unzip", "bsdtar", "gawk", "awk", *sorted(_EDITORS))
 PACK = Pack(
     name="filesystem",
     title="filesystem: recursive deletes outside temp, system/home/.git paths, login and ssh files",

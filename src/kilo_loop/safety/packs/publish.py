@@ -123,6 +123,9 @@ PACK = Pack(
         Rule("release-publish", "the agent never creates or changes releases", ("gh",), words=("release", "delete")),
         Rule("release-publish", "merging a pull request publishes the work", ("gh",), words=("pr", "merge")),
         Rule("release-publish", "deleting a repository is irreversible", ("gh",), words=("repo", "delete")),
+        Rule("release-publish", "changing a repository's visibility publishes (or hides) it", ("gh",),
+             words=("repo", "edit"), check=lambda c, p: "" if any(a.startswith("--visibility") for a in c.args)
+             else None),
         Rule("release-publish", "the GitHub API call deletes or merges", ("gh",), words=("api",), check=_api_writes),
         Rule("release-publish", "editing a release can publish it", ("gh",), words=("release", "edit")),
         Rule("release-publish", "the agent never creates or changes releases", ("glab",), words=("release", "create")),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.packs.paths import PathPolicy, absolute, is_block_device, resolved, system_file
 from kilo_loop.safety.packs.rules import Pack, Rule, TextRule, operands
-from kilo_loop.safety.shell.model import SimpleCommand, has_option, normalize_path
+from kilo_loop.safety.shell.model import UNKNOWN, SimpleCommand, has_option, normalize_path
 
 _INFO = ("-l", "--list", "-h", "--help", "-V", "--version", "-s", "--show")
 
@@ -35,6 +35,8 @@ def _kills_everything(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     pid 0 (and `-0`) is the caller's own process group, the loop included."""
     if "-1" in cmd.args[1:]:
         return "pid -1 is every process the user may signal"
+    if any(a.startswith("-") and UNKNOWN in a for a in cmd.args):
+        return "a negative pid is a whole process group, and this one is only known at run time"
     pids = operands(cmd.args, ("-s", "-n", "--signal"))
     if "0" in pids or "-0" in pids:  # (operands: `-0` counts only after `--`; `kill -0 PID` only checks)
         return "pid 0 is the whole process group, the agent and the loop included"

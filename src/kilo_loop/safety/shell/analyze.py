@@ -77,7 +77,13 @@ _CODE_WRITES = LazyRegex(r"\b(?:write|writeFile|writeFileSync|appendFile|appendF
                          r"|copyfile|copyFileSync|createWriteStream|print|printf|puts|syswrite)\b|['\"][wa]b?\+?['\"]|>")
 _CODE_PATH_LITERAL = LazyRegex(r"'([^'\s]*[/.][^'\s]*)'|\"([^\"\s]*[/.][^\"\s]*)\"")
 _LOADER_VARIABLES = frozenset({"LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES"})
-_HOOK_VARIABLES = frozenset({"PROMPT_COMMAND"})
+_HOOK_VARIABLES = frozenset({
+    "PROMPT_COMMAND",
+    # programs other tools start by name from these (man, psql, systemctl, git, sudo, ssh, `fc`)
+    "PAGER", "MANPAGER", "PSQL_PAGER", "SYSTEMD_PAGER", "SYSTEMD_EDITOR", "EDITOR", "VISUAL", "FCEDIT", "BROWSER",
+    "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "SUDO_EDITOR", "SUDO_ASKPASS", "SSH_ASKPASS", "MYSQL_PAGER",
+})
+_TERRAFORMS = frozenset({"terraform", "tofu", "terragrunt"})
 _PROMPT_VARIABLES = frozenset({"PS0", "PS1", "PS2", "PS3", "PS4"})
 _PROC_EXE = LazyRegex(r"/proc/[^/]+/(?:exe|fd/\d+|cwd/.*)|/dev/fd/\d+")
 
@@ -326,6 +332,8 @@ class Analyzer:
             argv = [argv[0], *(self._through_links(arg, cwds) for arg in argv[1:])]
         if name == "git":
             argv = [argv[0], *git_argv.env_settings(env, state.vars), *argv[1:]]
+        if name in _TERRAFORMS:
+            argv = [*argv, *self._terraform_env_args(argv[1:], env, state)]
         here = state.with_cwds(cwds)
         known_stdin = stdin if stdin != PIPE else None
         self.out.append(SimpleCommand((name, *argv[1:]), cwds, self.remote, tuple(env.items()), known_stdin))
@@ -339,6 +347,21 @@ class Analyzer:
         if "/" in argv[0] and name not in SHELLS:
             self._run_file(argv[0], here, depth, None)
         return self._external(name, argv[1:], here, stdin, env, depth)
+
+    def _terraform_env_args(self, args: Sequence[str], env: Mapping[str, str | None], state: State) -> list[str]:
+        """`TF_CLI_ARGS` and `TF_CLI_ARGS_<subcommand>` add arguments (`-destroy`) terraform reads as its own."""
+        words = [a for a in args if not a.startswith("-")]
+        added: list[str] = []
+        for variable in ("TF_CLI_ARGS", f"TF_CLI_ARGS_{words[0]}" if words else "TF_CLI_ARGS"):
+            if variable not in env and variable not in state.vars:
+                continue
+            value = env[variable] if variable in env else state.vars[variable]
+            if value is None or UNKNOWN in value:
+                self.out.append(Unanalysable(f"terraform adds ${variable} to its arguments, and its value is only "
+                                             f"known at run time; {LITERALLY}", rule="unknown-command"))
+            else:
+                added += split_words(value)
+        return list(dict.fromkeys(added))
 
     def _through_links(self, arg: str, cwds: frozenset[str | None]) -> str:
         """`arg` with a leading path through a link made earlier in this command replaced by its target
@@ -461,12 +484,16 @@ class Analyzer:
             new = self.declaration(name, declared, state)
             return new, new, None
         if name in ("read", "mapfile", "readarray", "getopts", "unset", "printf"):
-            return self._assigning_builtin(name, args, state)
+            if name in ("mapfile", "readarray"):
+                opts, _ = parse_options(args, "dnOsuCct")
+                if "-C" in opts:  # the callback is evaluated for every few lines read
+                    self.script(opts["-C"], state, depth + 1)
+            return self._assigning_builtin(name, args, state, depth)
         if name == "eval":
-            succ, fail = self.script(" ".join(args), state, depth + 1)
+            succ, fail = self.script(" ".join(args[1:] if args[:1] == ["--"] else args), state, depth + 1)
             return succ, fail, None
         if name in ("source", "."):
-            return self._source(args, state, stdin, depth)
+            return self._source(args[1:] if args[:1] == ["--"] else args, state, stdin, depth)
         if name == "alias":
             for arg in args:
                 if "=" in arg:
@@ -492,7 +519,7 @@ class Analyzer:
             return state, state, None
         return None
 
-    def _assigning_builtin(self, name: str, args: list[str], state: State) -> Outcome | None:
+    def _assigning_builtin(self, name: str, args: list[str], state: State, depth: int = 0) -> Outcome | None:
         if name == "printf":
             if "-v" not in args[:-1]:
                 return None
@@ -550,7 +577,7 @@ class Analyzer:
         if name == "ln":
             self._record_link(args, state.cwds)
         if name == "mv":
-            found = [a for a in args if not a.startswith("-")]
+            found = _mv_operands(args)
             for source in found[:-1] if len(found) >= 2 else ():
                 destination = found[-1]
                 if destination.endswith("/") or _is_directory(destination, state.cwds):
@@ -706,6 +733,25 @@ def find_roots(args: Sequence[str]) -> tuple[list[str], list[str]]:
     return roots or ["."], list(args[i:])
 
 
+def _mv_operands(args: Sequence[str]) -> list[str]:
+    """`mv [opts] SRC… DST`, with `-t DIR` / `--target-directory=DIR` moved to the end as the destination."""
+    found: list[str] = []
+    target: list[str] = []
+    skip = False
+    for index, arg in enumerate(args):
+        if skip:
+            skip = False
+        elif arg in ("-t", "--target-directory") and index + 1 < len(args):
+            target, skip = [args[index + 1]], True
+        elif arg.startswith("--target-directory="):
+            target = [arg.split("=", 1)[1]]
+        elif arg in ("-S", "--suffix"):
+            skip = True
+        elif not arg.startswith("-"):
+            found.append(arg)
+    return found + target
+
+
 def _names_directory(arg: str) -> bool:
     """`ln -t DIR` / `-st DIR` / `--target-directory DIR`: the next word is the directory links go in."""
     return arg == "--target-directory" or (arg.startswith("-") and not arg.startswith("--") and arg.endswith("t"))
@@ -734,6 +780,8 @@ _SCRIPT_OPTIONS: dict[str, tuple[str, ...]] = {
     "zip": ("-TT", "--unzip-command"),
     "vim": ("-c", "--cmd"), "vi": ("-c", "--cmd"), "nvim": ("-c", "--cmd"), "view": ("-c", "--cmd"),
     "gdb": ("-ex", "--ex", "-iex", "-eval-command", "--eval-command"),
+    "man": ("-P", "--pager"),
+    "scp": ("-S",),
 }
 
 

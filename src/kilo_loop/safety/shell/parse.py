@@ -480,6 +480,8 @@ class Walker:
             else:
                 out.literal(value, quoted=True)
         elif kind == "$":
+            if self.text(node) == "$$":  # the grammar's token for `$$` (the shell's pid) after a word: `-$$`
+                out.literal(UNKNOWN)
             return
         else:
             self.substitutions(node, state)

@@ -146,7 +146,15 @@ def _ansible(args: list[str]) -> Unwrapped:
     return Unwrapped([], script=command, remote=f"ansible {hosts}")
 
 
+def _scp(args: list[str]) -> Unwrapped | None:
+    """scp (and sftp) hand `-o ProxyCommand=CMD` to ssh, which runs CMD here."""
+    local = tuple(v.split("=", 1)[1] for k, v in _ssh_options(args) if k in ("proxycommand", "localcommand"))
+    return Unwrapped([], noexec=True, local_scripts=local) if local else None
+
+
 REMOTE_RUNNERS: dict[str, Unwrap] = {
+    "scp": _scp,
+    "sftp": _scp,
     "ssh": _ssh,
     "kubectl": _kubectl_exec,
     "oc": _kubectl_exec,
