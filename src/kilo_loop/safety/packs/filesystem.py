@@ -205,7 +205,7 @@ def _written_targets(cmd: SimpleCommand) -> list[str]:
         return operands(cmd.args)
     if cmd.name == "dd":
         return [a[3:] for a in cmd.args if a.startswith("of=")]
-    if cmd.name in ("sed", "perl") and has_option(cmd.args, "-i", "--in-place"):
+    if cmd.name in ("sed", "perl", "ruby") and has_option(cmd.args, "-i", "--in-place"):
         return operands(cmd.args, ("-e", "-f", "--expression", "--file"))[1 if cmd.name == "sed" else 0:]
     if cmd.name in ("touch", "truncate", "ssh-keygen", "chmod", "chown"):
         return [] if cmd.name in ("chmod", "chown") else operands(cmd.args, ("-s", "--size", "-f", "-r"))
@@ -256,7 +256,7 @@ def _git_dir_write(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
 _EDITORS = frozenset({"ed", "red", "ex", "vi", "vim", "nvim", "vim.basic", "vim.tiny", "nano", "pico", "emacs",
                       "micro", "kak", "hx", "helix"})
 _WRITERS = ("cp", "mv", "install", "ln", "tee", "dd", "sed", "perl", "touch", "truncate", "rsync", "sponge", "curl",
-            "wget", "scp", "find", "sort", "tar", "unzip", "bsdtar", "gawk", "awk", *sorted(_EDITORS))
+            "wget", "scp", "find", "sort", "tar", "unzip", "bsdtar", "gawk", "awk", "ruby", *sorted(_EDITORS))
 PACK = Pack(
     name="filesystem",
     title="filesystem: recursive deletes outside temp, system/home/.git paths, login and ssh files",

@@ -66,6 +66,7 @@ _SUBSCRIPT_CODE = LazyRegex(r"\[[^\]]*(?:\$\(|`)")
 _SUBSCRIPT_BUILTINS = frozenset({"test", "[", "let", "printf", "read", "unset", "declare", "local", "export", "typeset",
                                  "readonly", "mapfile", "readarray", "wait", "getopts", "shift", "return", "exit"})
 _POSITIONAL = LazyRegex(r"\"?\$\{?([@*1-9])\}?\"?")
+_REPOSITIONS = LazyRegex(r"\bshift\b|\bset\s+(?:--|-[a-zA-Z]*\s+--|[^-\s])")
 _SYMLINK_CODE = LazyRegex(r"\b(?:symlink|symlinkSync|symlink_to|hardlink_to|make_symlink|ln_s|ln_sf)\b"
                           r"|\b(?:link|linkSync)\s*\(|\bFileUtils\s*\.\s*ln"
                           )
@@ -396,6 +397,9 @@ class Analyzer:
                                          rule="unknown-command"))
             return state, state, None
         quoted = " ".join(shlex_quote(a) for a in argv[1:])
+        if _REPOSITIONS.search(self.functions[name]):  # `shift`, `set --`: "$@" is no longer the call's words
+            self.script(self.functions[name], state, depth + 1)
+            return state, state, None
         body = _POSITIONAL.sub(lambda m: quoted if m.group(1) in ("@", "*") else
                                shlex_quote(argv[int(m.group(1))]) if int(m.group(1)) < len(argv) else "''",
                                self.functions[name])

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from kilo_loop.safety.lazy_regex import LazyRegex
-from kilo_loop.safety.shell.model import parse_options
+from kilo_loop.safety.shell.model import UNKNOWN, parse_options
 from kilo_loop.safety.shell.words import ansi_c
 
 
@@ -232,6 +232,18 @@ def _join_literals(code: str) -> str:
     return code
 
 
+_MORE_ARGUMENTS = LazyRegex(r"\s*,\s*[^\s)'\"]")
+_LITERAL_THEN_COMPUTED = LazyRegex(r"""'((?:[^'\\\n]|\\.)*)'\s*(?:\+|\.(?!\w)|<<)\s*(?!['"\s])"""
+                                   r"""|"((?:[^"\\\n]|\\.)*)"\s*(?:\+|\.(?!\w)|<<)\s*(?!['"\s])""")
+
+
+def _argv_text(items: str) -> str:
+    """The words of a literal argv list (`['git', 'push']`); an element that is not a literal is unknown."""
+    words = [_literal_text(m) for m in _STRING_LITERAL.finditer(items)]
+    computed = _STRING_LITERAL.sub("", items).replace(",", "").strip()
+    return " ".join(words) + (" " + UNKNOWN if computed else "")
+
+
 def shell_strings_in_code(language: str, code: str) -> list[str]:
     """Strings inside program text that the program hands to a shell (or to exec) to run."""
     found: list[str] = []
@@ -246,9 +258,13 @@ def shell_strings_in_code(language: str, code: str) -> list[str]:
     code = _join_literals(code)
     found += [_literal_text(m) for m in _STRING_LITERAL.finditer(code)]
     for match in _LIST_LITERAL.finditer(code):
-        found.append(" ".join(_literal_text(m) for m in _STRING_LITERAL.finditer(match.group(1))))
+        found.append(_argv_text(match.group(1)))
     for match in _ARG_LIST.finditer(code):  # perl/ruby `system "git", "push"`: one argv
-        found.append(" ".join(_literal_text(m) for m in _STRING_LITERAL.finditer(match.group(1))))
+        rest = code[match.end():]
+        found.append(_argv_text(match.group(1)) + (" " + UNKNOWN if _MORE_ARGUMENTS.match(rest) else ""))
+    for match in _LITERAL_THEN_COMPUTED.finditer(code):  # `'chmod -R 777 ' + home`: the end is computed
+        if _literal_text(match).strip():
+            found.append(_literal_text(match) + UNKNOWN)
     for match in _NAME_THEN_LIST.finditer(code):
         rest = " ".join(_literal_text(m) for m in _STRING_LITERAL.finditer(match.group(3)))
         found.append(f"{match.group(2)} {rest}")

@@ -88,11 +88,18 @@ def display(text: str) -> str:
 
 
 def command_name(word: str) -> str:
-    """Normalize a command word: drop quotes and backslashes, the directory and the case."""
+    """Normalize a command word: drop quotes and backslashes, the directory, the case, a Windows `.exe`
+    suffix (`git.exe` from WSL), and the `g` of GNU tools installed beside BSD ones (`grm`, `gshred`)."""
     name = word.replace("\\", "").replace("'", "").replace('"', "")
     if "/" in name.rstrip("/"):
         name = name.rstrip("/").rsplit("/", 1)[1]
-    return name.lower()
+    name = name.lower().removesuffix(".exe")
+    return name[1:] if name in _GNU_PREFIXED else name
+
+
+_GNU_PREFIXED = frozenset({"grm", "gshred", "gdd", "gtruncate", "gchmod", "gchown", "gchgrp", "gfind", "gxargs",
+                           "gln", "gmv", "gcp", "gtee", "ginstall", "gunlink", "grmdir", "gnice", "gnohup", "genv",
+                           "gstdbuf", "gsed", "gtar", "gsort", "gsplit", "gcsplit", "gtouch"})
 
 
 def normalize_path(path: str) -> str:

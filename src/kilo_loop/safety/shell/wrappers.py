@@ -298,6 +298,9 @@ WRAPPERS: dict[str, Unwrap] = {
     "chroot": _plain("", frozenset({"userspec", "groups"}), skip=1),
     "systemd-run": _plain("pEu", frozenset({"property", "setenv", "unit", "uid", "gid", "working-directory"})),
     "busybox": lambda args: Unwrapped(args),
+    "coreutils": lambda args: Unwrapped([args[0].split("=", 1)[1], *args[1:]]) if args[:1] and args[0].startswith(
+        "--coreutils-prog=") else Unwrapped(args[1:]) if args[:1] == ["--coreutils-prog"] else NOEXEC,
+    "hub": lambda args: Unwrapped(["git", *args]),
     "toybox": lambda args: Unwrapped(args),
     "strace": _plain("aeoOpPsSuXbIE"),
     "ltrace": _plain("aeoOpPsSuXbIE"),
