@@ -139,7 +139,7 @@ def _rsync_delete(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
 def _destroys_content(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     """`shred FILE`, `truncate -s 0 FILE`, `dd if=/dev/zero of=FILE`, `cp /dev/null FILE`: the file's content is
     gone for good, so only temp files may be the target."""
-    if cmd.name in ("shred", "srm"):
+    if cmd.name == "shred":  # (`srm FILE` is `rm FILE` that also overwrites: judged as rm is)
         targets = operands(cmd.args, ("-n", "--iterations", "-s", "--size", "--random-source"))
     elif cmd.name == "truncate":
         sizes = [a.split("=", 1)[1] if "=" in a else a[2:] if len(a) > 2 and not a.startswith("--") else
@@ -159,7 +159,7 @@ def _destroys_content(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
             return None
         targets = found[-1:]
     for target in targets:
-        if target in ("/dev/null", "-") or (target.startswith("/dev/") and cmd.name not in ("shred", "srm")):
+        if target in ("/dev/null", "-") or (target.startswith("/dev/") and cmd.name != "shred"):
             continue  # a device: the system pack's raw-disk rules judge it
         why = paths.outside_temp(target, cmd.cwds)
         if why:
@@ -285,7 +285,7 @@ PACK = Pack(
         Rule("recursive-permission-change", "a recursive permission change on a broad path",
              ("chmod", "chown", "chgrp", "setfacl", "chattr"), check=_permission_broad),
         Rule("mv-protected", "moves a system, home or ssh path away", ("mv",), check=_moves_protected),
-        Rule("content-destroy", "destroys a file's content for good", ("shred", "srm", "truncate", "dd", "dcfldd",
+        Rule("content-destroy", "destroys a file's content for good", ("shred", "truncate", "dd", "dcfldd",
                                                                        "dc3dd", "cp", "install"),
              check=_destroys_content),
         Rule("rm-recursive", "a recursive delete outside a temp directory", ("srm",),

@@ -75,7 +75,7 @@ _MAKEFILES = frozenset({"Makefile", "makefile", "GNUmakefile"})
 _PACKAGE_RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun"})
 _DD_WRITERS = frozenset({"dd", "dcfldd", "dc3dd"})
 _CODE_WRITES = LazyRegex(r"\b(?:write|writeFile|writeFileSync|appendFile|appendFileSync|write_text|write_bytes|copy"
-                         r"|copyfile|copyFileSync|createWriteStream|print|printf|puts|syswrite)\b|['\"][wa]b?\+?['\"]|>")
+                         r"|copyfile|copyFileSync|createWriteStream|syswrite)\b|['\"][wa]b?\+?['\"]|>")
 _CODE_PATH_LITERAL = LazyRegex(r"'([^'\s]*[/.][^'\s]*)'|\"([^\"\s]*[/.][^\"\s]*)\"")
 _LOADER_VARIABLES = frozenset({"LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES"})
 _HOOK_VARIABLES = frozenset({
@@ -651,8 +651,8 @@ class Analyzer:
             self._run_file(script_file, state, depth, interp.language)
         for code in codes:
             self.out.append(InlineCode(interp.language, code, state.cwds, self.remote))
-            self._code_writes(code, state.cwds)
             self._code_strings(interp.language, code, state.child_shell(env), depth)
+            self._code_writes(code, state.cwds)  # after: a path the program writes is not a command it runs
             if _SYMLINK_CODE.search(code):
                 self.unknown_links = True
 

@@ -60,6 +60,17 @@ def printf_text(args: list[str]) -> str | None:
         return None
     fmt, values = args[0], list(args[1:])
     out: list[str] = []
+    while True:  # bash reuses the format while arguments remain: `printf '%s ' git push` prints both
+        used = _printf_once(fmt, values, out)
+        if used is None:
+            return None
+        if not values or not used:
+            return "".join(out)
+
+
+def _printf_once(fmt: str, values: list[str], out: list[str]) -> int | None:
+    """One pass of `fmt`, taking from `values`; how many it took (None for a directive not modelled)."""
+    used = 0
     i = 0
     while i < len(fmt):
         ch = fmt[i]
@@ -73,6 +84,7 @@ def printf_text(args: list[str]) -> str | None:
                 out.append("%")
             elif directive in "sb":
                 value = values.pop(0) if values else ""
+                used += 1
                 out.append(echo_escapes(value) if directive == "b" else value)
             else:
                 return None
@@ -80,7 +92,7 @@ def printf_text(args: list[str]) -> str | None:
             continue
         out.append(ch)
         i += 1
-    return "".join(out)
+    return used
 
 
 def echo_escapes(text: str) -> str:
