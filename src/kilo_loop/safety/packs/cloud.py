@@ -40,6 +40,18 @@ PACK = Pack(
         Rule("cloud-storage-delete", "deletes objects recursively", ("gsutil",), words=("rm",),
              flags=("-r", "-R", "-a")),
         Rule("cloud-storage-delete", "deletes a bucket", ("gsutil",), words=("rb",)),
+        Rule("cloud-storage-delete", "rsync -d deletes what the source lacks", ("gsutil",), words=("rsync",),
+             flags=("-d", "-D", "--delete-unmatched-destination-objects")),
+        Rule("cloud-storage-delete", "rsync --delete-unmatched-destination-objects deletes what the source lacks",
+             ("gcloud",), words=("storage", "rsync"), flags=("--delete-unmatched-destination-objects",)),
+        Rule("cloud-storage-delete", "sync --delete-destination deletes what the source lacks", ("azcopy",),
+             words=("sync",), check=lambda c, p: "" if any(a.lower().startswith("--delete-destination") and
+                                                            not a.lower().endswith("=false") for a in c.args)
+             else None),
+        Rule("cloud-storage-delete", "sync --delete deletes what the source lacks", ("s5cmd",), words=("sync",),
+             flags=("--delete",)),
+        Rule("cloud-storage-delete", "mirror --remove deletes what the source lacks", ("mc",), words=("mirror",),
+             flags=("--remove",)),
         Rule("cloud-storage-delete", "deletes objects recursively", ("gcloud",), words=("storage", "rm"),
              flags=("-r", "--recursive")),
         Rule("terraform-destroy", "deletes a workspace and its state", _TF, words=("workspace", "delete")),

@@ -124,7 +124,8 @@ def _sources_removed(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
 
 
 def _rsync_delete(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
-    if has_option(cmd.args, "--remove-source-files") and not has_option(cmd.args, "--delete", "--del"):
+    if has_option(cmd.args, "--remove-source-files", "--remove-sent-files") and not has_option(
+            cmd.args, "--delete", "--del"):
         return _sources_removed(cmd, paths)
     found = operands(cmd.args, ("-e", "--rsh", "--exclude", "--include", "--filter", "-f"))
     if len(found) < 2:
@@ -270,7 +271,8 @@ PACK = Pack(
         Rule("xargs-delete", "deletes paths only known at run time", ("xargs", "parallel"), check=_xargs_deletes),
         Rule("rsync-delete", "rsync --delete removes files from the target", ("rsync",),
              flags=("--delete", "--delete-before", "--delete-during", "--delete-after", "--delete-delay",
-                    "--delete-excluded", "--remove-source-files", "--del"), check=_rsync_delete),
+                    "--delete-excluded", "--remove-source-files", "--remove-sent-files", "--del"),
+             check=_rsync_delete),
         Rule("archive-removes-sources", "deletes the files it archives", ("tar",),
              flags=("--remove-files",), check=_sources_removed),
         Rule("archive-removes-sources", "deletes the files it archives", ("7z", "7za", "7zz"),

@@ -57,6 +57,7 @@ MAX_WRAPPERS = 16
 """Wrappers peeled off one simple command (`sudo env nice … CMD`); more are denied."""
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "rbash", "fish", "csh",
                     "tcsh", "nu", "xonsh", "elvish", "osh", "ysh", "oksh", "loksh", "hush", "murex"})
+_VERSIONED_SHELL = LazyRegex(r"((?:ba|z|k|da|mk|pdk|a|ya|po|rba|tc|c|fi)sh)[-.]?(?:[0-9][0-9.]*|static)")
 _NAME = LazyRegex(r"[A-Za-z_][A-Za-z0-9_]*")
 _STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-"})
 _COPY_WRITERS = frozenset({"cp", "mv", "install", "ln", "rsync", "sponge", "scp"})
@@ -72,6 +73,19 @@ _SYMLINK_CODE = LazyRegex(r"\b(?:symlink|symlinkSync|symlink_to|hardlink_to|make
                           )
 _TREE_CHANGERS = frozenset({"chmod", "chown", "chgrp", "setfacl", "chattr"})
 _MAKEFILES = frozenset({"Makefile", "makefile", "GNUmakefile"})
+_RECIPE_FILES: dict[str, tuple[str, ...]] = {
+    "just": ("justfile", "Justfile", ".justfile"), "task": ("Taskfile.yml", "Taskfile.yaml", "taskfile.yml"),
+    "rake": ("Rakefile", "rakefile", "Rakefile.rb"), "tox": ("tox.ini",), "nox": ("noxfile.py",),
+    "invoke": ("tasks.py",), "inv": ("tasks.py",), "gulp": ("gulpfile.js",), "grunt": ("Gruntfile.js",),
+    "cargo": ("build.rs",), "pre-commit": (".pre-commit-config.yaml",), "mise": ("mise.toml", ".mise.toml"),
+    "deno": ("deno.json", "deno.jsonc"), "poe": ("pyproject.toml",), "pdm": ("pyproject.toml",),
+}
+"""Files whose recipes or scripts a task runner runs: written by the same command, what runs is unseen."""
+_OUTPUT_OPTIONS = ("--output", "--output-file", "--outfile", "--out-file", "--output-document", "-out", "--out",
+                   "--output-dir")
+_COMPILERS = frozenset({"gcc", "cc", "clang", "g++", "c++", "go", "rustc"})
+_SHORT_OUTPUT = frozenset({"gpg", "gpg2", "iconv", "pandoc", "base64", "gcc", "cc", "clang", "g++", "c++", "go",
+                           "rustc", "zstd", "xz", "gzip", "lz4", "jq", "yq", "sops", "age", "ffmpeg", "convert"})
 _PACKAGE_RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun"})
 _DD_WRITERS = frozenset({"dd", "dcfldd", "dc3dd"})
 _CODE_WRITES = LazyRegex(r"\b(?:write|writeFile|writeFileSync|appendFile|appendFileSync|write_text|write_bytes|copy"
@@ -208,11 +222,12 @@ class Analyzer:
         for key in self._keys(path, cwds):
             self.written[key] = content
 
-    def output_redirect(self, target: str, cwds: frozenset[str | None]) -> None:
+    def output_redirect(self, target: str, cwds: frozenset[str | None], record: bool = True) -> None:
         if self.links:
             target = self._through_links(target, cwds)
         self.out.append(OutputRedirect(target, cwds, self.remote))
-        self.wrote(target, None, cwds)
+        if record:
+            self.wrote(target, None, cwds)
 
     def file_content(self, path: str, cwds: frozenset[str | None]) -> str | None:
         """What reading `path` gives: a file this command wrote (PIPE when not known), else None."""
@@ -327,6 +342,9 @@ class Analyzer:
                 return state, state, None
             argv = _apply_xargs(step.argv, step.xargs_replace) if step.xargs_replace is not None else step.argv
         name = command_name(argv[0])
+        versioned = _VERSIONED_SHELL.fullmatch(name)
+        if versioned:  # `bash5.2`, `ksh93`, `zsh-5.9`, `dash.static`: the shell itself
+            name = versioned.group(1)
         if self.unknown_links:
             argv = [argv[0], *(UNKNOWN + arg if arg.startswith("/") else arg for arg in argv[1:])]
         if self.links or self.moved:
@@ -624,6 +642,12 @@ class Analyzer:
             if any(a.startswith(("--eval", "-E")) for a in args) or any(
                     self._written_here(f, state.cwds) for f in files):
                 self.out.append(_unknown_code("make runs recipes from text this same command writes or passes"))
+        for recipes in _RECIPE_FILES.get(name, ()):
+            if self._written_here(recipes, state.cwds):
+                self.out.append(_unknown_code(f"{name} runs recipes from {recipes}, which this same command writes"))
+        for target in _option_outputs(name, args):  # `gpg -o FILE`, `openssl -out FILE`: like a redirect
+            # (what a compiler writes is the program just built: running it next is the point of building it)
+            self.output_redirect(target, state.cwds, record=name not in _COMPILERS)
         if name in _PACKAGE_RUNNERS and self._written_here("package.json", state.cwds):
             self.out.append(_unknown_code(f"{name} runs scripts from a package.json this same command writes"))
         if name == "less":
@@ -818,6 +842,27 @@ def _option_scripts(name: str, args: Sequence[str]) -> list[str]:
     return [s for s in scripts if s]
 
 
+def _option_outputs(name: str, args: Sequence[str]) -> list[str]:
+    """Files a command writes because an option names them (`--output FILE`, `-out FILE`, `gpg -o FILE`) or its
+    second operand is the output (`uniq IN OUT`, `xxd -r IN OUT`)."""
+    found: list[str] = []
+    for index, arg in enumerate(args):
+        key, eq, value = arg.partition("=")
+        if key in _OUTPUT_OPTIONS or (key == "-o" and name in _SHORT_OUTPUT):
+            found.append(value if eq else (args[index + 1] if index + 1 < len(args) else ""))
+        elif name in _SHORT_OUTPUT and arg.startswith("-o") and len(arg) > 2 and not arg.startswith("--"):
+            found.append(arg[2:])
+    if name in ("uniq", "xxd"):
+        operands = [a for a in args if not a.startswith("-") or a == "-"]
+        found += operands[1:2]
+    if name == "patch":
+        operands = [a for a in args if not a.startswith("-")]
+        found += operands[:1]
+    if name in ("7z", "7za", "7zz"):
+        found += [a[2:] for a in args if a.startswith("-o") and len(a) > 2]
+    return [f for f in found if f and f != "-"]
+
+
 def _apply_xargs(argv: list[str], replace: str) -> list[str]:
     """xargs adds arguments read from stdin: unknown words, at the replace-string or at the end."""
     if replace:
@@ -836,7 +881,9 @@ def downloaded_files(name: str, args: Sequence[str]) -> list[str]:
     else:
         remote_name = short_o or any(a in ("--remote-name", "--remote-name-all") for a in args)
     if remote_name:
-        prefix = _option_values(args, "P", ("--directory-prefix",)) if name == "wget" else []
+        prefix = _option_values(args, "P", ("--directory-prefix",)) if name == "wget" else [
+            a.split("=", 1)[1] if "=" in a else args[i + 1] for i, a in enumerate(args[:-1] if args else [])
+            if a.split("=", 1)[0] == "--output-dir"]
         directory = prefix[-1] if prefix else ""
         for url in urls:
             base = url.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]

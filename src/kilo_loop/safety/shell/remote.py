@@ -70,6 +70,43 @@ def _container_exec(args: list[str]) -> Unwrapped | None:
     return Unwrapped([], script=shlex.join(command), remote="container exec") if command else NOEXEC
 
 
+_RUN_VALUE_SHORT = "acehlmpuvw"
+_RUN_VALUE_LONG = frozenset({
+    "add-host", "annotation", "attach", "blkio-weight", "blkio-weight-device", "cap-add", "cap-drop", "cgroup-parent",
+    "cgroupns", "cidfile", "cpu-period", "cpu-quota", "cpu-rt-period", "cpu-rt-runtime", "cpu-shares", "cpus",
+    "cpuset-cpus", "cpuset-mems", "detach-keys", "device", "device-cgroup-rule", "device-read-bps",
+    "device-read-iops", "device-write-bps", "device-write-iops", "dns", "dns-option", "dns-search", "domainname",
+    "entrypoint", "env", "env-file", "expose", "gpus", "group-add", "health-cmd", "health-interval",
+    "health-retries", "health-start-period", "health-timeout", "hostname", "ip", "ip6", "ipc", "isolation",
+    "kernel-memory", "label", "label-file", "link", "link-local-ip", "log-driver", "log-opt", "mac-address",
+    "memory", "memory-reservation", "memory-swap", "memory-swappiness", "mount", "name", "network", "network-alias",
+    "oom-score-adj", "pid", "pids-limit", "platform", "publish", "pull", "restart", "runtime", "security-opt",
+    "shm-size", "stop-signal", "stop-timeout", "storage-opt", "sysctl", "tmpfs", "ulimit", "user", "userns", "uts",
+    "volume", "volume-driver", "volumes-from", "workdir", "service-ports", "project-name", "file", "profile"})
+_MOUNTS = ("-v", "--volume", "--mount", "--volumes-from")
+
+
+def _container_run(args: list[str]) -> Unwrapped | None:
+    """`docker run [opts] IMAGE CMD…` (also `container run`, `compose run SERVICE CMD…`): with a host path or a
+    volume mounted, what the command deletes there is the host's, so it is judged like `docker exec`'s."""
+    rest = args[1:] if args[:1] in (["container"], ["compose"]) else args
+    if rest[:1] != ["run"]:
+        return None
+    opts, i = parse_options(rest[1:], _RUN_VALUE_SHORT, _RUN_VALUE_LONG)
+    mounted = any(k in opts for k in _MOUNTS) or args[:1] == ["compose"]
+    command = rest[1 + i + 1:]
+    entrypoint = opts.get("--entrypoint")
+    if entrypoint:
+        command = [entrypoint, *command]
+    if not mounted or not command:
+        return None
+    return Unwrapped([], script=shlex.join(command), remote="container run")
+
+
+def _container(args: list[str]) -> Unwrapped | None:
+    return _container_exec(args) or _container_run(args)
+
+
 def _remote_runner(host_opts: str, host_long: frozenset[str], label: str) -> Unwrap:
     """`mosh [opts] HOST -- CMD…`: the command after the host runs on that host."""
     def unwrap(args: list[str]) -> Unwrapped:
@@ -159,9 +196,10 @@ REMOTE_RUNNERS: dict[str, Unwrap] = {
     "kubectl": _kubectl_exec,
     "oc": _kubectl_exec,
     "k": _kubectl_exec,
-    "docker": _container_exec,
-    "podman": _container_exec,
-    "nerdctl": _container_exec,
+    "docker": _container,
+    "podman": _container,
+    "nerdctl": _container,
+    "docker-compose": lambda args: _container_run(["compose", *args]),
     "gcloud": lambda args: _remote_runner_after(("compute", "ssh"), ("--command",), "gcloud compute ssh")(
         [*args[:2], *args[3:]] if args[:2] == ["compute", "ssh"] else args),
     "heroku": _remote_runner_after(("run",), (), "heroku run"),
