@@ -51,7 +51,7 @@ from kilo_loop.safety.shell import (
     brace_alternatives,
     display,
 )
-from kilo_loop.safety.shell.interpreters import dynamic_code
+from kilo_loop.safety.shell.interpreters import UNREAD_LANGUAGES, dynamic_code
 from kilo_loop.safety.shell.model import HOME, LITERALLY, UNKNOWN
 
 __all__ = ["Guard", "GuardDecision", "brace_alternatives"]
@@ -269,6 +269,9 @@ class Guard:
             return _deny("unknown-code", f"the {item.language} program text comes from a variable, substitution or "
                          f"pipe, so the guard cannot know what it does; {LITERALLY}")
         dynamic = dynamic_code(item.language, code)
+        if dynamic and (item.language in UNREAD_LANGUAGES or item.language == "cmd"):
+            return _deny("unknown-code", f"the guard does not read {item.language} programs, and this one may run or "
+                         f"delete something ({dynamic[:60]}); do it with plain shell commands instead")
         if dynamic:
             return _deny("unknown-code", f"{item.language} code computes, decodes or looks up what it runs "
                          f"({dynamic[:60]}), so the guard cannot know it; {LITERALLY}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from kilo_loop.safety.lazy_regex import LazyRegex
-from kilo_loop.safety.packs.paths import PathPolicy
+from kilo_loop.safety.packs.paths import PathPolicy, in_git_dir, sensitive_file, system_file
 from kilo_loop.safety.packs.rules import Pack, Rule, operands
 from kilo_loop.safety.shell.model import UNKNOWN, SimpleCommand
 
@@ -32,6 +32,21 @@ _SQL_CLIENTS = {
         {"execute"})), "clickhouse-client": ("q", frozenset({"query"})), "duckdb": ("c", frozenset()),
 }
 _VALUE_SHORT = "UhpdfWPoSvFTLn"
+
+
+_SQL_FILE_WRITE = LazyRegex(r"(?:\bcopy\b[^;]*?\bto\s+|\binto\s+(?:out|dump)file\s+|^\s*\.(?:output|once|save|backup"
+                            r"|excel)\s+(?:main\s+)?)['\"]?([^'\"\s;]+)", re.IGNORECASE | re.MULTILINE)
+
+
+def _sql_writes(text: str) -> str | None:
+    """A file the SQL or the client writes that is a start-up, ssh, .git or system file."""
+    for found in _SQL_FILE_WRITE.finditer(text):
+        target = found.group(1)
+        if target.lower() in ("stdout", "stdin", "program") or target.startswith("|"):
+            continue
+        if sensitive_file(target) or system_file(target) or in_git_dir(target):
+            return f"the SQL writes {target!r}, a start-up, ssh, .git or system file"
+    return None
 
 
 def _sql(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
@@ -61,6 +76,9 @@ def _sql(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
             return "the client or server runs a shell command (\\!, system, .shell, a pipe, COPY … PROGRAM)"
         if index and UNKNOWN in text:
             return "the SQL is only known when the command runs; write the statement out literally"
+        written = _sql_writes(text)
+        if written:
+            return written
         found = _DESTRUCTIVE_SQL.search(_SQL_STRING.sub("''", _SQL_COMMENT.sub(" ", text)))
         if found:
             return f"the SQL drops or empties data ({found.group(0).strip()})"

@@ -182,7 +182,7 @@ class Analyzer:
             return READ
         name = command_name(argv[0])
         if name == "mktemp":
-            return self._mktemp_value(argv[1:])
+            return self._mktemp_value(argv[1:], state)
         if name == "git" and "rev-parse" in argv and any(a in ("--git-dir", "--git-common-dir", "--absolute-git-dir")
                                                          or a.startswith("--git-path") for a in argv):
             at = argv.index("--git-path") + 1 if "--git-path" in argv else 0
@@ -193,20 +193,21 @@ class Analyzer:
         printed = printed_text(name, argv[1:], None)
         return printed.rstrip("\n") if printed is not None else READ
 
-    def _mktemp_value(self, args: Sequence[str]) -> str:
+    def _mktemp_value(self, args: Sequence[str], state: State) -> str:
         """The path `mktemp [-d] [-p DIR] [TEMPLATE]` makes: a fresh name in DIR, the template's directory
         or the temp dir."""
         opts, i = parse_options(args, "p", frozenset({"tmpdir", "suffix"}))
         template = args[i] if i < len(args) else ""
         given = opts.get("-p") or opts.get("--tmpdir")
+        tmpdir = self.lookup("TMPDIR", state) or self.temp_root  # `export TMPDIR=~` moves where mktemp makes it
         if given is not None and "/" not in template:
-            directory = given or self.temp_root
+            directory = given or tmpdir
         elif template and "-t" not in opts:  # a template names its directory, else the working directory
             directory = posixpath.dirname(template)
             if not directory.startswith("/"):
                 return posixpath.join(directory, "tmp.mktemp")
         else:
-            directory = self.temp_root
+            directory = tmpdir
         if UNKNOWN in directory or not directory.startswith("/"):
             return READ
         return posixpath.join(directory, "tmp.mktemp")
@@ -470,6 +471,10 @@ class Analyzer:
                 self.out.append(_unknown_code(f"the shell runs ${name}, whose value is only known at run time"))
             elif value:
                 self.script(value, state, depth + 1)
+        elif name.startswith("BASH_FUNC_"):  # a function bash imports: its body runs when the name is called
+            body = value if value is not None else UNKNOWN
+            self.script(f"{name[10:].rstrip('%') or 'f'} {body}" if body.lstrip().startswith("()") else
+                        "$" + "{__kilo_loop_unknown__}", state, depth + 1)
         elif name in _PROMPT_VARIABLES and value and ("$(" in value or "`" in value):
             self.script(": " + value, state, depth + 1)  # a prompt string runs its command substitutions
 
@@ -585,6 +590,8 @@ class Analyzer:
         interp = interpreter(name)
         if interp is not None:
             self._inline(interp, args, state, stdin, env, depth)
+        if name == "cmd" and args[:1] and args[0].lower() in ("/c", "/k", "/r"):
+            self.out.append(InlineCode("cmd", " ".join(args[1:]), state.cwds, self.remote))
         if name in AWKS or name in SEDS:
             programs = [awk_program(args)] if name in AWKS else sed_scripts(args)
             if set(_option_values(args, "f", ("--file",))) & (_STDIN_FILES | {"-"}):

@@ -48,6 +48,11 @@ def env_settings(env: Mapping[str, str | None], variables: Mapping[str, str | No
     elif parameters:
         for setting in split_words(parameters.replace("'='", "=")):
             options += ["-c", setting]
+    for variable, setting in (("GIT_CONFIG_GLOBAL", "include.path"), ("GIT_CONFIG_SYSTEM", "include.path"),
+                              ("GIT_CONFIG", "include.path"), ("GIT_TEMPLATE_DIR", "init.templateDir")):
+        named = get(variable)
+        if named != "" and named != "/dev/null":  # a config file read whole, or templates copied into .git
+            options += ["-c", f"{setting}={named if named is not None else UNKNOWN}"]
     keys = sorted({name[len("GIT_CONFIG_KEY_"):] for name in (*env, *variables) if name.startswith("GIT_CONFIG_KEY_")})
     for index in keys:
         key, value = get(f"GIT_CONFIG_KEY_{index}"), get(f"GIT_CONFIG_VALUE_{index}")

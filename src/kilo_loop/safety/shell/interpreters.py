@@ -51,6 +51,8 @@ _SINGLE_DASH_LONG = frozenset({"-eval", "-execute"})
 AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 SEDS = frozenset({"sed", "gsed"})
 
+UNREAD_LANGUAGES = ("lua", "r", "julia", "powershell", "elixir", "erlang", "lisp", "tcl", "jvm")
+"""Languages whose programs the guard does not read: one that may run or delete anything is denied."""
 _EXEC_HINT = LazyRegex(
     r"\$`|\bposix_spawnp?\s*\(|"
     r"\b(system|exec|execSync|execFile|execFileSync|spawn|spawnSync|popen|Popen|call|check_call|check_output|"
@@ -100,8 +102,10 @@ _DYNAMIC: dict[str, LazyRegex] = {
         r"\b(?:execute|system2?|popen|run|spawn|exec|cmd|shell|unlink|remove|rm|delete|Remove-Item|Invoke-Expression"
         r"|iex|Start-Process|Invoke-Command|FromBase64String|EncodedCommand|rmdir|rmtree|syscmd|esyscmd|eval|load)\b"
         r"|`|\bos\s*:\s*cmd")
-       for language in ("lua", "r", "julia", "powershell", "elixir", "erlang", "lisp", "tcl", "jvm")},
+       for language in UNREAD_LANGUAGES},
     "dc": LazyRegex(r"!"),  # dc's `!` runs the rest of the line in a shell
+    "cmd": LazyRegex(r"(?i)\b(?:rd|rmdir|del|erase|format|diskpart|shutdown|taskkill|cipher|robocopy|reg|"
+                     r"powershell|pwsh|wsl|bash|git|start|call|cmd)\b|%|!|\^"),
     "m4": LazyRegex(r"\be?syscmd\b"),
     "make": LazyRegex(r"(?m)^\t|;|\$\(shell\b"),  # a recipe line, an inline recipe, $(shell …)
     "ed": LazyRegex(r"(?:^|\n)\s*[0-9,.$;'a-z+-]*\s*[rwe]?\s*!"),

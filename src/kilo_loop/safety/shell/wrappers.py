@@ -57,6 +57,10 @@ def _env(args: list[str]) -> Unwrapped:
     opts, i = parse_options(args, "uCS", frozenset({"unset", "chdir", "split-string", "block-signal",
                                                     "default-signal", "ignore-signal"}))
     rest, env = strip_assignments(args[i:])
+    while rest and "=" in rest[0] and not rest[0].startswith("="):  # env takes `BASH_FUNC_x%%=…` too
+        key, _, value = rest[0].partition("=")
+        env[key] = value
+        rest = rest[1:]
     split = opts.get("-S", opts.get("--split-string"))
     if split is not None:
         rest = split_words(split) + rest
@@ -294,7 +298,12 @@ WRAPPERS: dict[str, Unwrap] = {
     "dbus-run-session": _plain(),
     "firejail": _plain(),
     "unshare": _plain(),
-    "nsenter": _plain("tSGnumipUCr", frozenset({"target"})),
+    # (namespace options take a file only when it is attached: `-m` alone, `--mount=FILE`)
+    "nsenter": _plain("tSGw", frozenset({"target", "setuid", "setgid", "wd"})),
+    "capsh": lambda args: Unwrapped(["bash", *args[args.index("--") + 1:]]) if "--" in args else NOEXEC,
+    "wsl": lambda args: Unwrapped(args[args.index("--") + 1:] if "--" in args else args[args.index("-e") + 1:]
+                                  if "-e" in args else args[parse_options(args, "dux", frozenset(
+                                      {"distribution", "user", "cd", "exec"}))[1]:]),
     "chroot": _plain("", frozenset({"userspec", "groups"}), skip=1),
     "systemd-run": _plain("pEu", frozenset({"property", "setenv", "unit", "uid", "gid", "working-directory"})),
     "busybox": lambda args: Unwrapped(args),
