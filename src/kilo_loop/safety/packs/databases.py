@@ -85,6 +85,14 @@ def _sql(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     return None
 
 
+def _redis_admin(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    words = [w.lower() for w in operands(cmd.args, ("-h", "-p", "-a", "-n", "-u", "--user", "--pass", "-s"))]
+    text = " ".join(words + (cmd.stdin or "").lower().split())
+    found = re.search(r"\b(shutdown|config set (?:dir|dbfilename)|function flush|cluster reset|debug "
+                      r"(?:segfault|crash-and-recover|reload))\b", text)
+    return f"`{found.group(1).upper()}`" if found else None
+
+
 def _django_reset(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     found = operands(cmd.args)
     if cmd.name in ("python", "python3"):
@@ -104,6 +112,8 @@ PACK = Pack(
         Rule("database-drop", "flushes every key", ("redis-cli", "valkey-cli", "keydb-cli"),
              check=lambda c, p: "" if any(w in a.lower() for a in (*c.args, c.stdin or "") for w in (
                  "flushall", "flushdb")) else None),
+        Rule("database-drop", "stops the server (NOSAVE drops what was not saved) or points its data file anywhere",
+             ("redis-cli", "valkey-cli", "keydb-cli"), check=_redis_admin),
         Rule("database-drop", "deletes every key under a prefix", ("etcdctl",), words=("del",),
              flags=("--prefix", "--from-key")),
         Rule("database-drop", "deletes a key tree", ("consul",), words=("kv", "delete"), flags=("-recurse",)),

@@ -240,6 +240,25 @@ def _written_targets(cmd: SimpleCommand) -> list[str]:
     return _copy_destination(cmd)
 
 
+def _unlisted_into_home(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    """`tar -xf x -C ~`, `unzip x -d ~`, `cp -r dir/. ~`, `rsync -a dir/ ~/`: files the command does not list land
+    in the home directory (or /) itself, where start-up and ssh files live."""
+    if cmd.name in ("tar", "unzip", "bsdtar"):
+        targets = _written_targets(cmd)
+    elif cmd.name in ("cp", "rsync") and has_option(cmd.args, "-r", "-R", "-a", "--recursive", "--archive"):
+        found = operands(cmd.args, ("-t", "--target-directory", "-e", "--rsh", "--exclude", "--include", "-f"))
+        contents = [s for s in found[:-1] if s.endswith(("/.", "/")) or s in (".", "./")]
+        targets = found[-1:] if contents else []
+    else:
+        return None
+    for target in targets:
+        where = normalize_path(target) if not target.startswith(HOME) else HOME + target[len(HOME):].rstrip("/")
+        if where in (HOME, "/") or where.rstrip("/") == HOME:
+            return (f"it puts files it does not list into {shown(target)!r}, where start-up and ssh files live; "
+                    "unpack into a directory of its own")
+    return None
+
+
 def _sensitive_write(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     for target in _written_targets(cmd):
         if sensitive_file(target) and not paths.in_temp(normalize_path(target)):
@@ -296,5 +315,8 @@ PACK = Pack(
         Rule("sensitive-file-write", "writes a login, shell start-up or ssh file", _WRITERS,
              check=_sensitive_write),
         Rule("git-dir-write", "writes inside .git", _WRITERS, check=_git_dir_write),
+        Rule("sensitive-file-write", "unpacks unlisted files into the home directory", ("tar", "unzip", "bsdtar",
+                                                                                          "cp", "rsync"),
+             check=_unlisted_into_home),
     ),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kilo_loop.safety.packs.paths import PathPolicy
 from kilo_loop.safety.packs.rules import Pack, Rule, operands
-from kilo_loop.safety.shell.model import SimpleCommand
+from kilo_loop.safety.shell.model import SimpleCommand, has_option
 
 _REASON = "the agent never publishes packages; the operator releases"
 _JS = ("npm", "pnpm", "yarn", "bun")
@@ -86,6 +86,15 @@ PACK = Pack(
              words=("dist-tag", "add")),
         Rule("package-publish", _REASON, ("cargo",), words=("publish",), unless=("--dry-run", "-n")),
         Rule("package-publish", _REASON, ("cargo",), words=("yank",)),
+        Rule("package-publish", _REASON, ("cargo",), check=lambda c, p: "" if operands(c.args)[:1] in (
+            ["ws"], ["workspaces"]) and "publish" in operands(c.args)[1:2] and not has_option(
+            c.args, "--dry-run") else None),
+        Rule("package-publish", _REASON, ("python", "python3", "setup.py"), check=lambda c, p: "" if (
+            c.name == "setup.py" or (operands(c.args)[:1] and operands(c.args)[0].endswith("setup.py"))) and
+            {"upload", "register"} & set(c.args) else None),
+        Rule("package-publish", _REASON, ("helm",), words=("cm-push",)),
+        Rule("release-publish", "creating a public repository with --push publishes the work", ("gh",),
+             words=("repo", "create"), flags=("--push",)),
         Rule("package-publish", _REASON, ("twine",), words=("upload",)),
         Rule("package-publish", _REASON, ("poetry", "uv", "flit", "hatch", "pdm", "maturin", "deno", "jsr", "vsce",
                                           "ovsx"), words=("publish",), check=_not_dry_run),

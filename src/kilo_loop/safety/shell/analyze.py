@@ -83,6 +83,7 @@ _RECIPE_FILES: dict[str, tuple[str, ...]] = {
 """Files whose recipes or scripts a task runner runs: written by the same command, what runs is unseen."""
 _OUTPUT_OPTIONS = ("--output", "--output-file", "--outfile", "--out-file", "--output-document", "-out", "--out",
                    "--output-dir")
+_SQL_FILE_CLIENTS = frozenset({"psql", "duckdb", "cockroach"})
 _COMPILERS = frozenset({"gcc", "cc", "clang", "g++", "c++", "go", "rustc"})
 _SHORT_OUTPUT = frozenset({"gpg", "gpg2", "iconv", "pandoc", "base64", "gcc", "cc", "clang", "g++", "c++", "go",
                            "rustc", "zstd", "xz", "gzip", "lz4", "jq", "yq", "sops", "age", "ffmpeg", "convert"})
@@ -132,6 +133,8 @@ class Analyzer:
         self.functions: dict[str, str] = {}
         self.calling: list[str] = []
         self.written_dirs: set[str] = set()
+        self.descriptors = 0
+        """`<(…)` substitutions whose output is known, each a /dev/fd/N this command wrote."""
         """Directories this command fills with files it does not show (`git clone URL DIR`)."""
 
     @property
@@ -192,6 +195,10 @@ class Analyzer:
             return UNKNOWN if cwd is None else cwd
         printed = printed_text(name, argv[1:], None)
         return printed.rstrip("\n") if printed is not None else READ
+
+    @staticmethod
+    def printed(argv: Sequence[str]) -> str | None:
+        return printed_text(command_name(argv[0]), argv[1:], None) if argv else None
 
     def _mktemp_value(self, args: Sequence[str], state: State) -> str:
         """The path `mktemp [-d] [-p DIR] [TEMPLATE]` makes: a fresh name in DIR, the template's directory
@@ -341,6 +348,8 @@ class Analyzer:
                 self._stdin_code(stdin, command_name(argv[0]), here, depth)
             if step.noexec or step.script is not None or step.reads_stdin:
                 return state, state, None
+            if command_name(argv[0]) == "coproc" and stdin is None:
+                stdin = PIPE  # what the shell writes to "${COPROC[1]}" later
             argv = _apply_xargs(step.argv, step.xargs_replace) if step.xargs_replace is not None else step.argv
         name = command_name(argv[0])
         versioned = _VERSIONED_SHELL.fullmatch(name)
@@ -655,6 +664,17 @@ class Analyzer:
         for target in _option_outputs(name, args):  # `gpg -o FILE`, `openssl -out FILE`: like a redirect
             # (what a compiler writes is the program just built: running it next is the point of building it)
             self.output_redirect(target, state.cwds, record=name not in _COMPILERS)
+        if name in ("rg", "ripgrep"):
+            for program in _option_values(args, "\x01", ("--pre",)):
+                self.run_simple([program, READ], state, None, {}, depth + 1)  # once per file searched
+        for sql_file in _option_values(args, "f", ("--file",)) if name in _SQL_FILE_CLIENTS else []:
+            content = self.file_content(sql_file, state.cwds)  # `psql -f <(echo SQL)`: judged as if on stdin
+            if content is not None:
+                self.out.append(SimpleCommand((name,) if content != PIPE else (name, "-f", UNKNOWN), state.cwds,
+                                              self.remote, (), content if content != PIPE else None))
+        if name in ("mkfifo", "mknod"):
+            for fifo in [a for a in args if not a.startswith("-")][:1 if name == "mknod" else None]:
+                self.wrote(fifo, None, state.cwds)  # reading it gives whatever another command writes
         if name in _PACKAGE_RUNNERS and self._written_here("package.json", state.cwds):
             self.out.append(_unknown_code(f"{name} runs scripts from a package.json this same command writes"))
         if name == "less":

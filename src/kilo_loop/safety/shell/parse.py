@@ -539,7 +539,8 @@ class Walker:
                 self.sequence(inner, state)
             finally:
                 self.piped_stdin = saved
-            value = UNKNOWN if kind == "process_substitution" else \
+            value = self._process_output(inner, state) if kind == "process_substitution" and not writes_into \
+                else UNKNOWN if kind == "process_substitution" else \
                 self.an.substitution_value(self._plain_argv(inner, state), state)
             self._substituted[key] = (state, value)  # the state is kept so that its id is not reused
             return value
@@ -554,6 +555,17 @@ class Walker:
         for value in values:
             if value and ("$(" in value or "`" in value):
                 self.an.script(": " + value, state, self.depth + 1)
+
+    def _process_output(self, inner: Sequence[Node], state: State) -> str:
+        """`<(echo TEXT)`: a descriptor whose content is known (a file this command wrote, named /dev/fd/N)."""
+        argv = self._plain_argv(inner, state)
+        printed = self.an.printed(argv) if argv else None
+        if printed is None:
+            return UNKNOWN
+        self.an.descriptors += 1
+        path = f"/dev/fd/{62 + self.an.descriptors}"
+        self.an.wrote(path, printed, frozenset({None}))
+        return path
 
     def _plain_argv(self, inner: Sequence[Node], state: State) -> list[str] | None:
         if len(inner) != 1 or inner[0].type != "command":
