@@ -25,6 +25,9 @@ _CLIENT_SHELL = LazyRegex(r"(?:^|[\s;])\\!|^\s*system\s|(?:^|\n)\s*\.(?:shell|sy
 _SQL_COMMENT = LazyRegex(r"/\*.*?\*/|--[^\n]*|#[^\n]*", re.DOTALL)
 _SQL_STRING = LazyRegex(r"'(?:[^']|'')*'")
 """A SQL string literal: data, not a statement (`SELECT 'DROP TABLE' AS word`)."""
+_DYNAMIC_SQL = LazyRegex(r"\b(?:execute|exec|prepare|dblink\w*|do|eval|call|sp_executesql|query_to_xml)\b",
+                         re.IGNORECASE)
+"""SQL that runs a string as a statement (`EXECUTE 'DROP TABLE x'`, `PREPARE s FROM '…'`, `DO $$ … $$`)."""
 _SQL_CLIENTS = {
     "psql": ("c", frozenset({"command"})), "mysql": ("e", frozenset({"execute"})),
     "mariadb": ("e", frozenset({"execute"})), "sqlite3": ("", frozenset()), "sqlcmd": ("Q", frozenset()),
@@ -79,7 +82,10 @@ def _sql(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
         written = _sql_writes(text)
         if written:
             return written
-        found = _DESTRUCTIVE_SQL.search(_SQL_STRING.sub("''", _SQL_COMMENT.sub(" ", text)))
+        statements = _SQL_COMMENT.sub(" ", text)
+        if not _DYNAMIC_SQL.search(statements):  # a string EXECUTE runs is a statement, not data
+            statements = _SQL_STRING.sub("''", statements)
+        found = _DESTRUCTIVE_SQL.search(statements)
         if found:
             return f"the SQL drops or empties data ({found.group(0).strip()})"
     return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kilo_loop.safety.lazy_regex import LazyRegex
-from kilo_loop.safety.packs.paths import PathPolicy, absolute, in_git_dir, sensitive_file, shown
+from kilo_loop.safety.packs.paths import PathPolicy, absolute, in_git_dir, sensitive_file, shown, system_path
 from kilo_loop.safety.packs.rules import Pack, Rule, operands
 from kilo_loop.safety.shell.analyze import find_roots
 from kilo_loop.safety.shell.model import HOME, READ, UNKNOWN, SimpleCommand, has_option, normalize_path
@@ -174,6 +174,11 @@ _EMPTY_SOURCES = frozenset({"/dev/null", "/dev/zero", "/dev/urandom", "/dev/rand
 
 def _permission_broad(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     if not has_option(cmd.args, "-R", "--recursive"):
+        for target in operands(cmd.args, ("--reference",))[1:]:
+            where = target.rstrip("/") or "/"
+            top = where.startswith("/") and where.count("/") <= 1 and system_path(normalize_path(where))
+            if where in (HOME, "/", HOME + "/.ssh") or top:
+                return f"it changes who may use {shown(target)!r} itself, which can lock the user or system out"
         return None
     for target in operands(cmd.args, ("--reference",))[1:]:
         why = paths.broad(target, cmd.cwds)

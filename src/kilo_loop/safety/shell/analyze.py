@@ -88,6 +88,8 @@ _COMPILERS = frozenset({"gcc", "cc", "clang", "g++", "c++", "go", "rustc"})
 _SHORT_OUTPUT = frozenset({"gpg", "gpg2", "iconv", "pandoc", "base64", "gcc", "cc", "clang", "g++", "c++", "go",
                            "rustc", "zstd", "xz", "gzip", "lz4", "jq", "yq", "sops", "age", "ffmpeg", "convert"})
 _PACKAGE_RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun"})
+_STACK_INDEX = LazyRegex(r"[+-][0-9]+")
+_MOUNTERS = frozenset({"bindfs", "sshfs", "rclone", "s3fs", "gcsfuse", "goofys", "mount.fuse", "fuse-overlayfs"})
 _DD_WRITERS = frozenset({"dd", "dcfldd", "dc3dd"})
 _CODE_WRITES = LazyRegex(r"\b(?:write|writeFile|writeFileSync|appendFile|appendFileSync|write_text|write_bytes|copy"
                          r"|copyfile|copyFileSync|createWriteStream|syswrite)\b|['\"][wa]b?\+?['\"]|>")
@@ -134,6 +136,7 @@ class Analyzer:
         self.calling: list[str] = []
         self.written_dirs: set[str] = set()
         self.descriptors = 0
+        self.cdable_vars = False
         """`<(…)` substitutions whose output is known, each a /dev/fd/N this command wrote."""
         """Directories this command fills with files it does not show (`git clone URL DIR`)."""
 
@@ -504,9 +507,10 @@ class Analyzer:
         if name in ("cd", "pushd", "chdir"):
             operands = [a for a in args if not (a.startswith("-") and len(a) > 1)]
             target = operands[0] if operands else None
-            if target is None or target == "-":
+            rotates = name == "pushd" and any(_STACK_INDEX.fullmatch(a) for a in args)  # `pushd +1`: a stack entry
+            if target is None or target == "-" or rotates:
                 return state.with_cwds(frozenset({None})), state, None
-            cdpath = "CDPATH" in state.vars or _environ_has("CDPATH")
+            cdpath = "CDPATH" in state.vars or _environ_has("CDPATH") or self.cdable_vars
             return state.with_cwds(frozenset(chdir(cwd, target, cdpath) for cwd in state.cwds)), state, None
         if name == "popd":
             return state.with_cwds(frozenset({None})), state, None
@@ -542,6 +546,8 @@ class Analyzer:
             if len(args) > at + 2:  # `hash -p /bin/rm ls`: the name `ls` now runs /bin/rm
                 self.aliases[args[at + 2]] = shlex_quote(args[at + 1])
             return state, state, None
+        if name == "shopt" and "cdable_vars" in args and not any(a.startswith("-") and "u" in a for a in args):
+            self.cdable_vars = True  # `cd NAME` now goes to $NAME when ./NAME does not exist
         if name == "fc" and not any(a.startswith("-") and "l" in a for a in args):
             self.out.append(_unknown_code("fc runs commands again from the shell history"))
             return state, state, None
@@ -625,6 +631,10 @@ class Analyzer:
                 self._link(origin, destination, state.cwds)
                 for key in self._keys(destination, state.cwds):
                     self.moved[key] = origin
+        if name in _MOUNTERS and (name != "rclone" or args[:1] in (["mount"], ["nfsmount"])):
+            found = [a for a in args if not a.startswith("-")]
+            if len(found) >= 2:
+                self._link(found[-2] if name == "bindfs" else UNKNOWN + found[-2], found[-1], state.cwds)
         if name == "mount" and len([a for a in args if not a.startswith("-")]) >= 2:
             found = [a for a in args if not a.startswith("-")]
             self._link(found[-2], found[-1], state.cwds)
