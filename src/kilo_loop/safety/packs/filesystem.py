@@ -174,7 +174,10 @@ _EMPTY_SOURCES = frozenset({"/dev/null", "/dev/zero", "/dev/urandom", "/dev/rand
 
 def _permission_broad(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     if not has_option(cmd.args, "-R", "--recursive"):
-        for target in operands(cmd.args, ("--reference",))[1:]:
+        found = operands(cmd.args, ("--reference",))
+        if cmd.name == "chmod" and not (found and _locks_out(found[0])):
+            return None  # (`chmod 700 ~/.ssh` is how it should be)
+        for target in found[1:]:
             where = target.rstrip("/") or "/"
             top = where.startswith("/") and where.count("/") <= 1 and system_path(normalize_path(where))
             if where in (HOME, "/", HOME + "/.ssh") or top:
@@ -185,6 +188,17 @@ def _permission_broad(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
         if why:
             return f"it changes {shown(target)!r} recursively: {why}"
     return None
+
+
+_OPEN_OR_SHUT = LazyRegex(r"(?:^|,)[ua]*[-=]|(?:^|,)[go]*a?[go]*[+=][rwxXst]*w")
+
+
+def _locks_out(mode: str) -> bool:
+    """A mode that takes the owner's read or search access away (`000`, `a=`, `u-x`) or lets others write."""
+    if mode.isdigit():
+        digits = mode[-3:].rjust(3, "0")
+        return int(digits[0]) & 5 != 5 or any(int(d) & 2 for d in digits[1:])
+    return bool(_OPEN_OR_SHUT.search(mode))
 
 
 def _moves_protected(cmd: SimpleCommand, paths: PathPolicy) -> str | None:

@@ -23,11 +23,13 @@ def _not_dry_run(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
             break
         name, eq, value = arg.partition("=")
         short = {"semantic-release": "-d", "release-it": "-d"}.get(cmd.name, "-n" if cmd.name != "npm" else "")
-        if name == "--dry-run" or (short and name == short):
+        # npm reads a long option from any unique prefix (`--no-dry` is `--no-dry-run`)
+        abbreviates = cmd.name in _JS and len(name) >= 5
+        if name == "--no-dry-run" or (abbreviates and "--no-dry-run".startswith(name) and name.startswith("--no-")):
+            dry = False
+        elif name == "--dry-run" or (short and name == short) or (abbreviates and "--dry-run".startswith(name)):
             following = args[index + 1] if index + 1 < len(args) else ""
             dry = not ((eq and value.lower() in _FALSE) or (not eq and following.lower() in _FALSE))
-        elif name == "--no-dry-run":
-            dry = False
     return None if dry else ""
 
 
