@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import NamedTuple
 
 from kilo_loop.safety.lazy_regex import LazyRegex
@@ -126,6 +127,7 @@ _SHELL_ON_A_PIPE = LazyRegex(
     r"""(?:ba|z|da|k|fi)?sh['"]\s*[,)\]]""")
 
 
+@lru_cache(maxsize=1024)  # asked for every command run, by a name that repeats
 def interpreter(name: str) -> Interpreter | None:
     return next((interp for pattern, interp in _INTERPRETERS if pattern.fullmatch(name)), None)
 
