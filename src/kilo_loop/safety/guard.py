@@ -112,7 +112,7 @@ _COMPUTED_DELETE_CODE = LazyRegex(
     # a delete whose path the code computes (a loop over listdir/glob): what goes is only known when it runs
     r"\b(?:os\s*\.\s*(?:remove|unlink|rmdir|removedirs)|(?:fs\s*\.\s*)?(?:unlinkSync|rmSync|rmdirSync)"
     r"|File\s*\.\s*(?:delete|unlink)|FileUtils\s*\.\s*(?:rm|remove)|unlink)\s*\(\s*(?![rbuRBU]?['\"`)])"
-    r"|(?<![)\s])\s*\.\s*unlink\s*\(\s*\)")
+    r"|(?<![)\s])\s*\.\s*unlink\s*\(\s*\)|\bunlink\s+(?!['\"(])|\bunlink\s*<|['\"]unlink['\"]")
 _MOVE_CODE = LazyRegex(r"\b(?:os\s*\.\s*(?:rename|renames|replace)|shutil\s*\.\s*(?:move|copytree)|renameSync|rename"
                        r"|FileUtils\s*\.\s*(?:mv|move))\s*\(")
 _HOME_CODE = LazyRegex(r"homedir\s*\(|expanduser\s*\(|Path\s*\.\s*home\s*\(|os\s*\.\s*environ|process\s*\.\s*env"

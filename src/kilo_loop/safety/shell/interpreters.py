@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.shell.model import UNKNOWN, parse_options
+from kilo_loop.safety.shell.sed import sed_executes
 from kilo_loop.safety.shell.words import ansi_c
 
 
@@ -215,7 +216,30 @@ def dynamic_code(language: str, code: str) -> str | None:
     found = pattern.search(code) if pattern is not None else None
     if found is None and language in _SHELL_FEEDERS:
         found = _SHELL_ON_A_PIPE.search(code)
+    if found is None and language == "python":
+        found = _aliased_runner(code)
+    if found is None and language == "sed":
+        return sed_executes(code)
     return found.group(0).strip() if found else None
+
+
+_PYTHON_ALIAS = LazyRegex(r"\bimport\s+(?:os|subprocess|pty|posix|commands)\s+as\s+(\w+)"
+                          r"|\bfrom\s+(?:os|subprocess|pty|posix|commands)\s+import\s+[^\n;]*")
+_INDEXED_MODULE = LazyRegex(rf"\]\s*\.\s*{_RUNS_SOMETHING}{_NOT_A_LITERAL}")
+
+
+def _aliased_runner(code: str) -> re.Match[str] | None:
+    """A runner reached under another name (`import subprocess as sp; sp.run(cmd)`, `from os import system;
+    system(cmd)`, `sys.modules['os'].system(cmd)`) given something computed."""
+    found = _INDEXED_MODULE.search(code)
+    if found is not None:
+        return found
+    for match in _PYTHON_ALIAS.finditer(code):
+        prefix = rf"\b{re.escape(match.group(1))}\s*\.\s*" if match.group(1) else r"(?<![\w.])"
+        called = re.search(prefix + _RUNS_SOMETHING + _NOT_A_LITERAL, code)
+        if called is not None:
+            return called
+    return None
 
 
 def _literal_text(match: re.Match[str]) -> str:
@@ -244,10 +268,18 @@ _LITERAL_THEN_COMPUTED = LazyRegex(r"""'((?:[^'\\\n]|\\.)*)'\s*(?:\+|\.(?!\w)|<<
 
 
 def _argv_text(items: str) -> str:
-    """The words of a literal argv list (`['git', 'push']`); an element that is not a literal is unknown."""
-    words = [_literal_text(m) for m in _STRING_LITERAL.finditer(items)]
-    computed = _STRING_LITERAL.sub("", items).replace(",", "").strip()
-    return " ".join(words) + (" " + UNKNOWN if computed else "")
+    """The words of a literal argv list (`['git', 'push']`), in place; an element that is not a literal is
+    unknown (`[cmd, 'push']` runs a command whose name is only known at run time)."""
+    words: list[str] = []
+    cursor = 0
+    for match in _STRING_LITERAL.finditer(items):
+        if items[cursor:match.start()].replace(",", "").strip():
+            words.append(UNKNOWN)
+        words.append(_literal_text(match))
+        cursor = match.end()
+    if items[cursor:].replace(",", "").strip():
+        words.append(UNKNOWN)
+    return " ".join(words)
 
 
 def shell_strings_in_code(language: str, code: str) -> list[str]:
