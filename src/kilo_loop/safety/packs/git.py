@@ -86,7 +86,7 @@ def _config_runs_code(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     value = found[-1]
     if _EXT_TRANSPORT in key.lower() or value.lower().startswith(_EXT_TRANSPORT):
         return f"{key} makes git use the ext:: transport, which runs a shell command"
-    if key.lower().startswith("alias.") and value.startswith("!"):
+    if (key.lower().startswith("alias.") or _SUBMODULE_UPDATE.fullmatch(key.lower())) and value.startswith("!"):
         return f"the alias {key} runs the shell command {value[1:]!r}"
     if exec_config_key(key):
         return f"git runs the value of {key} as a command"
@@ -152,6 +152,7 @@ def _global_settings(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
 
 
 _EXT_TRANSPORT = "ext::"
+_SUBMODULE_UPDATE = re.compile(r"submodule\..+\.update")
 
 
 def _moves_git_dir(cmd: SimpleCommand, paths: PathPolicy) -> str | None:

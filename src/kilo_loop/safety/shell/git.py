@@ -20,6 +20,9 @@ EXEC_CONFIG_KEYS = (
     "credential.*.helper", "core.alternaterefscommand", "mergetool.*.cmd", "difftool.*.cmd",
     "gpg.ssh.defaultkeycommand", "sendemail.sendmailcmd", "sendemail.tocmd", "sendemail.cccmd", "browser.*.cmd",
     "sequence.editor", "init.templatedir",
+    # also run: `add -p`'s diff filter, `git help`'s man viewer, trailer commands, `git archive` compressors
+    "interactive.difffilter", "man.*.cmd", "man.*.path", "trailer.*.command", "trailer.*.cmd", "tar.*.command",
+    "sendemail.smtpserver",
 )
 # Environment variables whose value git runs as a command.
 EXEC_ENV = ("GIT_SSH_COMMAND", "GIT_SSH", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_ASKPASS",
@@ -74,6 +77,11 @@ def exec_config_key(key: str) -> bool:
     return False
 
 
+def _submodule_update(key: str) -> bool:
+    parts = key.lower().split(".")
+    return len(parts) >= 3 and parts[0] == "submodule" and parts[-1] == "update"
+
+
 class GitCall(NamedTuple):
     """A git invocation with its global options resolved."""
 
@@ -93,6 +101,8 @@ class GitCall(NamedTuple):
         args = list(self.args)
         # a credential helper or alias starting with `!` is a shell command
         scripts = [value.removeprefix("!") for key, value in self.settings if exec_config_key(key) and value]
+        # `submodule.NAME.update=!CMD` runs CMD on `git submodule update` (other values name a merge strategy)
+        scripts += [value[1:] for key, value in self.settings if _submodule_update(key) and value.startswith("!")]
         if self.subcommand == "submodule" and args[:1] == ["foreach"]:
             rest = [a for a in args[1:] if a not in ("--recursive", "-q", "--quiet")]
             scripts += [" ".join(rest)] if rest else []
