@@ -17,6 +17,7 @@ _MATCHES_ALL = LazyRegex(r"[*?./]*|\.\*|\^?\.[*+]\$?")
 """A -name/-path/-regex pattern that matches (nearly) every file: `*`, `?*`, `*.*`, `.*`."""
 
 
+_GLOB_CHARS = LazyRegex(r"[*?\[]")
 _CHARACTER_CLASS = LazyRegex(r"\[[^\]]*\]")
 _LITERAL_PAIR = LazyRegex(r"[^*?\x00]{2}")
 
@@ -75,6 +76,12 @@ def _rm_protected(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
         why = paths.protected(target, cmd.cwds)
         if why:
             return f"it deletes {shown(target)!r}: {why}"
+        last = target.rstrip("/").rsplit("/", 1)[-1]
+        if _matches_nearly_all(last) and _GLOB_CHARS.search(last):
+            outside = paths.outside_temp(target, cmd.cwds)
+            if outside:
+                return (f"it deletes every file {shown(target)!r} matches, but {outside}; name the files, or a "
+                        "pattern for just them (`*.pyc`)")
         if sensitive_file(target) and not paths.in_temp(normalize_path(target)):
             return f"it deletes {shown(target)!r}, a login, shell start-up or ssh file"
     return None
