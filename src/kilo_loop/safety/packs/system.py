@@ -30,10 +30,13 @@ def _device_target(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     return None
 
 
+_MINUS_ONE = LazyRegex(r"-0*1")
+
+
 def _kills_everything(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     """`kill -9 -1`, `kill -- -1`, `kill -s KILL -1`: pid -1 (a first `-1` alone is a signal number);
     pid 0 (and `-0`) is the caller's own process group, the loop included."""
-    if "-1" in cmd.args[1:]:
+    if any(_MINUS_ONE.fullmatch(a) for a in cmd.args[1:]):  # (`-01` is -1 too)
         return "pid -1 is every process the user may signal"
     if any(a.startswith("-") and UNKNOWN in a for a in cmd.args):
         return "a negative pid is a whole process group, and this one is only known at run time"
@@ -170,8 +173,8 @@ PACK = Pack(
     ),
     text_rules=(
         TextRule("fork-bomb", "an endless loop starting background processes exhausts the machine",
-                 LazyRegex(r"\b(?:while|until)\s+(?:true|:|\[\s*1\s*\]|\(\(\s*1\s*\)\))\s*;?\s*do\b[^;&|]{0,256}&"
-                           r"(?!&)\s*;?\s*done\b")),
+                 LazyRegex(r"(?:\b(?:while|until)\s+(?:true|:|\[\s*1\s*\]|\(\(\s*1\s*\)\))|\bfor\s*\(\(\s*[^;()]*;\s*;"
+                           r"[^;()]*\)\))\s*;?\s*do\b[^;&|]{0,256}&(?!&)\s*;?\s*done\b")),
         TextRule("fork-bomb", "a fork bomb exhausts the machine's processes",
                  # bounded name and body, anchored at a name boundary: linear on long input
                  # (`name() {…}`, `function name {…}`, a subshell body `name() (…)`; `name|name` or `name & name`)

@@ -18,7 +18,7 @@ from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.shell.flow import Flow, State, Step, fold
 from kilo_loop.safety.shell.grammar import bash_language
 from kilo_loop.safety.shell.model import HOME, KEEP, UNKNOWN, Unanalysable
-from kilo_loop.safety.shell.words import ansi_c, brace_alternatives
+from kilo_loop.safety.shell.words import ansi_c, brace_alternatives, integer_arithmetic
 
 if TYPE_CHECKING:
     from kilo_loop.safety.shell.analyze import Analyzer, Outcome
@@ -547,7 +547,8 @@ class Walker:
         self.substitutions(node, state)
         literal = self.text(node)[3:-2].strip()
         self.arithmetic_values([self.an.lookup(m.group(0), state) for m in _ARITH_NAME.finditer(literal)], state)
-        return literal if literal.isdigit() else UNKNOWN
+        number = integer_arithmetic(literal)  # `$((-1))`, `$((0-1))`: plain numbers are worked out
+        return str(number) if number is not None else UNKNOWN
 
     def arithmetic_values(self, values: Sequence[str | None], state: State) -> None:
         """Arithmetic evaluates a variable's value as an expression, and an array subscript in it runs
