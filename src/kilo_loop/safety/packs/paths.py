@@ -13,7 +13,7 @@ from fnmatch import fnmatchcase
 from functools import cached_property
 
 from kilo_loop.safety.lazy_regex import LazyRegex
-from kilo_loop.safety.shell.model import HOME, UNKNOWN, display, normalize_path
+from kilo_loop.safety.shell.model import HOME, SHELL_PID, UNKNOWN, display, normalize_path
 from kilo_loop.safety.shell.words import brace_alternatives
 
 _GLOB = LazyRegex(r"[*?\[]")
@@ -152,6 +152,7 @@ class PathPolicy:
 
     def outside_temp(self, target: str, cwds: frozenset[str | None]) -> str | None:
         """Why `target` is not strictly inside a temp directory, or None when it is."""
+        target = target.replace(SHELL_PID, "0")  # `/tmp/run-$$`: a pid is digits, it moves nothing
         if target.startswith(HOME):
             return "it is in the home directory"
         if UNKNOWN in target:

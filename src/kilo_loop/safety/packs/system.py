@@ -6,7 +6,7 @@ from __future__ import annotations
 from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.packs.paths import PathPolicy, absolute, is_block_device, resolved, system_file
 from kilo_loop.safety.packs.rules import Pack, Rule, TextRule, operands
-from kilo_loop.safety.shell.model import UNKNOWN, SimpleCommand, has_option, normalize_path
+from kilo_loop.safety.shell.model import SHELL_PID, UNKNOWN, SimpleCommand, has_option, normalize_path
 
 _INFO = ("-l", "--list", "-h", "--help", "-V", "--version", "-s", "--show")
 
@@ -38,6 +38,8 @@ def _kills_everything(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     pid 0 (and `-0`) is the caller's own process group, the loop included."""
     if any(_MINUS_ONE.fullmatch(a) for a in cmd.args[1:]):  # (`-01` is -1 too)
         return "pid -1 is every process the user may signal"
+    if any(SHELL_PID in a for a in cmd.args):
+        return "it signals the shell running it or the agent that started it ($$, $PPID)"
     if any(a.startswith("-") and UNKNOWN in a for a in cmd.args):
         return "a negative pid is a whole process group, and this one is only known at run time"
     pids = operands(cmd.args, ("-s", "-n", "--signal"))
@@ -126,6 +128,7 @@ PACK = Pack(
                  "destroy", "remove", "remove_all", "luksFormat", "luksErase", "erase", "wipe_table", "labelclear", "create",
                  "format", "rollback")) or has_option(c.args, "--zero-superblock", "--create") else None),
         Rule("power-state", "shuts down or reboots the machine", _POWER, unless=("--help",)),
+        Rule("power-state", "reboots the machine", ("launchctl",), words=("reboot",)),
         Rule("power-state", "shuts down or reboots the machine", ("systemctl", "loginctl"),
              check=lambda c, p: "" if set(operands(c.args)[:1]) & {
                  "poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "rescue", "emergency",

@@ -35,6 +35,7 @@ from kilo_loop.safety.shell.model import (
     KEEP,
     LITERALLY,
     READ,
+    SHELL_PID,
     UNKNOWN,
     Analysis,
     Executed,
@@ -178,6 +179,8 @@ class Analyzer:
         return None
 
     def variable(self, name: str, state: State) -> str:
+        if name == "$" or (name == "PPID" and name not in state.vars):
+            return SHELL_PID
         value = self.lookup(name, state) if _NAME.fullmatch(name) else None
         return UNKNOWN if value is None else value
 

@@ -20,6 +20,8 @@ READ = UNKNOWN + "<data>"
 """Data only known at run time: what `read` takes from stdin or a command substitution prints
 (`… | while read f; do rm "$f"; done`, `rm $(git ls-files)`)."""
 KEEP = UNKNOWN + "keep"
+SHELL_PID = UNKNOWN + "<shell-pid>"
+"""`$$` or `$PPID`: the shell running the command, or the agent that started it."""
 """A declared name with no value (`export NAME`): its value is kept."""
 LITERALLY = "write the command out literally, with no variables, substitutions or decoding in its name or code"
 

@@ -17,7 +17,7 @@ from tree_sitter import Language, Node, Parser
 from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.shell.flow import Flow, State, Step, fold
 from kilo_loop.safety.shell.grammar import bash_language
-from kilo_loop.safety.shell.model import HOME, KEEP, UNKNOWN, Unanalysable
+from kilo_loop.safety.shell.model import HOME, KEEP, SHELL_PID, UNKNOWN, Unanalysable
 from kilo_loop.safety.shell.words import ansi_c, brace_alternatives, integer_arithmetic
 
 if TYPE_CHECKING:
@@ -481,7 +481,7 @@ class Walker:
                 out.literal(value, quoted=True)
         elif kind == "$":
             if self.text(node) == "$$":  # the grammar's token for `$$` (the shell's pid) after a word: `-$$`
-                out.literal(UNKNOWN)
+                out.literal(SHELL_PID)
             return
         else:
             self.substitutions(node, state)
