@@ -120,6 +120,9 @@ _ARGV_WRAPPERS = [
     "busybox {}", "strace -f {}", "systemd-run --user {}", "unshare -r {}", "xvfb-run -a {}", "screen -dmS job {}",
     "poetry run {}", "uv run {}", "pipenv run {}", "pdm run {}", "hatch run {}", "conda run -n base {}",
     "npm exec -- {}", "pnpm exec {}", "direnv exec . {}", "watch -x {}", "flock /tmp/lock {}", "coproc {}",
+    # round 3
+    "run0 {}", "prlimit --nofile=10 {}", "cgexec -g cpu:grp {}", "ip netns exec ns1 {}", "nsenter -t 1 -m {}",
+    "pixi run {}", "devbox run {}", "wsl -- {}", "nice --10 {}", "timeout -k 5 10 {}",
 ]
 _STRING_FORMS = [
     "bash -c {q}", "sh -c {q}", "zsh -c {q}", "bash -lc {q}", "eval {q}", "bash <<<{q}", "echo {q} | bash",
@@ -127,6 +130,10 @@ _STRING_FORMS = [
     "tmux new-session -d {q}", "tmux send-keys -t w {q} Enter", "watch -n 5 {q}", "flock /tmp/l -c {q}",
     "at now <<<{q}", "parallel ::: {q}", "script -qc {q} /dev/null", "bash <<'EOF'\n{}\nEOF", "trap {q} EXIT",
     "npx -c {q}",
+    # round 3
+    "ksh93 -c {q}", "bash -O extglob -c {q}", "sh -ec {q}", "busybox sh -c {q}", "docker exec c sh -c {q}",
+    "kubectl exec p -- sh -c {q}", "source <(echo {q})", "bash -c \"$(printf '%s' {q})\"", "eval -- {q}",
+    "capsh -- -c {q}",
 ]
 
 

@@ -51,8 +51,8 @@ from kilo_loop.safety.shell import (
     brace_alternatives,
     display,
 )
-from kilo_loop.safety.shell.interpreters import dynamic_code
-from kilo_loop.safety.shell.model import LITERALLY
+from kilo_loop.safety.shell.interpreters import UNREAD_LANGUAGES, dynamic_code
+from kilo_loop.safety.shell.model import HOME, LITERALLY, UNKNOWN
 
 __all__ = ["Guard", "GuardDecision", "brace_alternatives"]
 
@@ -108,16 +108,29 @@ _RECURSIVE_DELETE_CODE = LazyRegex(
 _FILE_DELETE_CODE = LazyRegex(
     r"\b(os\s*\.\s*(remove|unlink|removedirs|rmdir)|unlinkSync|unlink|File\s*\.\s*delete|FileUtils\s*\.\s*(rm|remove)"
     r"|Path\s*\([^)]*\)\s*\.\s*unlink)\b")
+_COMPUTED_DELETE_CODE = LazyRegex(
+    # a delete whose path the code computes (a loop over listdir/glob): what goes is only known when it runs
+    r"\b(?:os\s*\.\s*(?:remove|unlink|rmdir|removedirs)|(?:fs\s*\.\s*)?(?:unlinkSync|rmSync|rmdirSync)"
+    r"|File\s*\.\s*(?:delete|unlink)|FileUtils\s*\.\s*(?:rm|remove)|unlink)\s*\(\s*(?![rbuRBU]?['\"`)])"
+    r"|(?<![)\s])\s*\.\s*unlink\s*\(\s*\)|\bunlink\s+(?!['\"(])|\bunlink\s*<|['\"]unlink['\"]")
+_MOVE_CODE = LazyRegex(r"\b(?:os\s*\.\s*(?:rename|renames|replace)|shutil\s*\.\s*(?:move|copytree)|renameSync|rename"
+                       r"|FileUtils\s*\.\s*(?:mv|move))\s*\(")
 _HOME_CODE = LazyRegex(r"homedir\s*\(|expanduser\s*\(|Path\s*\.\s*home\s*\(|os\s*\.\s*environ|process\s*\.\s*env"
                         r"|ENV\s*\[|getenv")
 _SYSTEM_CODE = LazyRegex(r"\bkill\s*\(\s*-\s*1\b|\bkill\s*\(\s*0\s*,|\bfork\s+while\s+fork\b"
-                         r"|while\s*\(?\s*(?:True|true|1)\s*\)?\s*:?\s*\{?\s*(?:os\s*\.\s*)?fork\s*\(")
+                         r"|while\s*\(?\s*(?:True|true|1)\s*\)?\s*:?\s*\{?\s*(?:os\s*\.\s*)?fork\s*\("
+                         # fork() driven by an endless iterator: `[os.fork() for _ in iter(int, 1)]`, `for(;;) fork()`
+                         r"|\bfork\s*\([^\n]{0,200}?(?:\biter\s*\(\s*int\s*,|\bitertools\s*\.\s*count\b|\brepeat\s*\(\s*\))"
+                         r"|(?:\biter\s*\(\s*int\s*,|\bitertools\s*\.\s*count\b|\bfor\s*\(\s*;\s*;\s*\)|\bloop\s+do\b"
+                         r"|\bloop\s*\{)[^\n]{0,200}?\bfork\s*\(")
 _WRITE_CODE = LazyRegex(r"\b(?:write|writeFile|writeFileSync|appendFile|appendFileSync|write_text|write_bytes"
                         r"|symlink|symlinkSync|link|linkSync|copy|copyfile|copyFileSync|rename|renameSync|move"
                         r"|createWriteStream)\b|['\"][wa]b?\+?['\"]|>>?|(?:^|[;}\s/])w\s+\S")
 _CODE_STRING = LazyRegex(r"'([^'\n]*)'|\"([^\"\n]*)\"|(?:>>?|\bw)\s*(~?/\S+|\.git/\S+)")
 _CODE_PATH = LazyRegex(r"""['"](~[^'"\n]*|/[^'"\n]*)['"]""")
 
+_QUOTED = LazyRegex(r"'[^'\n]*'|\"[^\"\n]*\"")
+"""String literals in program text: an unknown value inside one is data, not code."""
 _BASH_TOOLS = frozenset({"bash", "shell", "sh", "run_shell_command", "execute_command", "exec_command"})
 _WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "patch", "apply_patch", "notebookedit", "write_file",
                           "replace", "str_replace_based_edit_tool"})
@@ -252,7 +265,13 @@ class Guard:
 
     def _inline_code(self, item: InlineCode) -> GuardDecision | None:
         code = item.code
+        if item.language != "sed" and UNKNOWN in _QUOTED.sub("", code.replace(HOME, "~")):
+            return _deny("unknown-code", f"the {item.language} program text comes from a variable, substitution or "
+                         f"pipe, so the guard cannot know what it does; {LITERALLY}")
         dynamic = dynamic_code(item.language, code)
+        if dynamic and (item.language in UNREAD_LANGUAGES or item.language == "cmd"):
+            return _deny("unknown-code", f"the guard does not read {item.language} programs, and this one may run or "
+                         f"delete something ({dynamic[:60]}); do it with plain shell commands instead")
         if dynamic:
             return _deny("unknown-code", f"{item.language} code computes, decodes or looks up what it runs "
                          f"({dynamic[:60]}), so the guard cannot know it; {LITERALLY}")
@@ -273,6 +292,14 @@ class Guard:
         if found:
             return _deny("inline-code-delete",
                          f"{item.language} code deletes a directory tree ({found.group(0).strip()})", "filesystem")
+        if _MOVE_CODE.search(code) and _HOME_CODE.search(code):
+            return _deny("inline-code-delete", f"{item.language} code moves a path built from the home directory or "
+                         "the environment; name the paths literally", "filesystem")
+        computed = _COMPUTED_DELETE_CODE.search(code)
+        if computed:
+            return _deny("inline-code-delete", f"{item.language} code deletes paths it computes "
+                         f"({computed.group(0).strip()}…), known only when it runs; name each path literally",
+                         "filesystem")
         if _FILE_DELETE_CODE.search(code):
             if _HOME_CODE.search(code):
                 return _deny("inline-code-delete", f"{item.language} code deletes a path built from the home "

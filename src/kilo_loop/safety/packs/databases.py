@@ -6,19 +6,28 @@ from __future__ import annotations
 import re
 
 from kilo_loop.safety.lazy_regex import LazyRegex
-from kilo_loop.safety.packs.paths import PathPolicy
+from kilo_loop.safety.packs.paths import PathPolicy, in_git_dir, sensitive_file, system_file
 from kilo_loop.safety.packs.rules import Pack, Rule, operands
 from kilo_loop.safety.shell.model import UNKNOWN, SimpleCommand
 
 _DESTRUCTIVE_SQL = LazyRegex(
-    r"\b(drop\s+(table|database|schema|index|view|user|role|collection)|truncate\b|delete\s+from\s+[\w.\"`\[\]]+"
+    r"\b(drop\s+(table|database|schema|index|view|user|role|collection|owned|materialized\s+view|sequence|function"
+    r"|trigger|type|extension|tablespace)|truncate\b|delete\s+from\s+[\w.\"`\[\]]+"
     r"\s*(;|$)|alter\s+table\s+\S+\s+drop\b|dropDatabase\s*\(|\.drop\s*\(|deleteMany\s*\(\s*\{\s*\}\s*\)"
     r"|flushall|flushdb|delete\s+from\s+[\w.\"`\[\]]+\s+where\s+(true|1\s*=\s*1|'1'\s*=\s*'1'|not\s+false)\b"
     r"|\.(remove|deleteMany)\s*\(\s*(\{\s*\})?\s*\)|drop\s+keyspace"
     r"|\bupdate\s+[\w.\"`\[\]]+\s+set\b(?![\s\S]*\bwhere\b))", re.IGNORECASE)
 # Client commands that run a shell command: psql `\!`, mysql `system`/`\!`, sqlite3 `.shell`/`.system`.
-_CLIENT_SHELL = LazyRegex(r"(?:^|[\s;])\\!|^\s*system\s|(?:^|\n)\s*\.(?:shell|system)\b", re.MULTILINE)
+# Also output piped to a command (psql `\o |cmd`, `\g |cmd`; sqlite3 `.output |cmd`, `.once |cmd`) and
+# `COPY … FROM/TO PROGRAM 'cmd'`, which the database server runs.
+_CLIENT_SHELL = LazyRegex(r"(?:^|[\s;])\\!|^\s*system\s|(?:^|\n)\s*\.(?:shell|system)\b|\\[og]\s*\|"
+                          r"|(?:^|\n)\s*\.(?:output|once)\s+['\"]?\||\bprogram\s+['\"$]", re.MULTILINE | re.IGNORECASE)
 _SQL_COMMENT = LazyRegex(r"/\*.*?\*/|--[^\n]*|#[^\n]*", re.DOTALL)
+_SQL_STRING = LazyRegex(r"'(?:[^']|'')*'")
+"""A SQL string literal: data, not a statement (`SELECT 'DROP TABLE' AS word`)."""
+_DYNAMIC_SQL = LazyRegex(r"\b(?:execute|exec|prepare|dblink\w*|do|eval|call|sp_executesql|query_to_xml)\b",
+                         re.IGNORECASE)
+"""SQL that runs a string as a statement (`EXECUTE 'DROP TABLE x'`, `PREPARE s FROM '…'`, `DO $$ … $$`)."""
 _SQL_CLIENTS = {
     "psql": ("c", frozenset({"command"})), "mysql": ("e", frozenset({"execute"})),
     "mariadb": ("e", frozenset({"execute"})), "sqlite3": ("", frozenset()), "sqlcmd": ("Q", frozenset()),
@@ -26,6 +35,21 @@ _SQL_CLIENTS = {
         {"execute"})), "clickhouse-client": ("q", frozenset({"query"})), "duckdb": ("c", frozenset()),
 }
 _VALUE_SHORT = "UhpdfWPoSvFTLn"
+
+
+_SQL_FILE_WRITE = LazyRegex(r"(?:\bcopy\b[^;]*?\bto\s+|\binto\s+(?:out|dump)file\s+|^\s*\.(?:output|once|save|backup"
+                            r"|excel)\s+(?:main\s+)?)['\"]?([^'\"\s;]+)", re.IGNORECASE | re.MULTILINE)
+
+
+def _sql_writes(text: str) -> str | None:
+    """A file the SQL or the client writes that is a start-up, ssh, .git or system file."""
+    for found in _SQL_FILE_WRITE.finditer(text):
+        target = found.group(1)
+        if target.lower() in ("stdout", "stdin", "program") or target.startswith("|"):
+            continue
+        if sensitive_file(target) or system_file(target) or in_git_dir(target):
+            return f"the SQL writes {target!r}, a start-up, ssh, .git or system file"
+    return None
 
 
 def _sql(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
@@ -52,13 +76,27 @@ def _sql(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
         return "the SQL file is only known when the command runs; write the statements out literally"
     for index, text in enumerate(texts):
         if _CLIENT_SHELL.search(text):
-            return "the client runs a shell command (\\!, system, .shell)"
+            return "the client or server runs a shell command (\\!, system, .shell, a pipe, COPY … PROGRAM)"
         if index and UNKNOWN in text:
             return "the SQL is only known when the command runs; write the statement out literally"
-        found = _DESTRUCTIVE_SQL.search(_SQL_COMMENT.sub(" ", text))
+        written = _sql_writes(text)
+        if written:
+            return written
+        statements = _SQL_COMMENT.sub(" ", text)
+        if not _DYNAMIC_SQL.search(statements):  # a string EXECUTE runs is a statement, not data
+            statements = _SQL_STRING.sub("''", statements)
+        found = _DESTRUCTIVE_SQL.search(statements)
         if found:
             return f"the SQL drops or empties data ({found.group(0).strip()})"
     return None
+
+
+def _redis_admin(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    words = [w.lower() for w in operands(cmd.args, ("-h", "-p", "-a", "-n", "-u", "--user", "--pass", "-s"))]
+    text = " ".join(words + (cmd.stdin or "").lower().split())
+    found = re.search(r"\b(shutdown|config set (?:dir|dbfilename)|function flush|cluster reset|debug "
+                      r"(?:segfault|crash-and-recover|reload))\b", text)
+    return f"`{found.group(1).upper()}`" if found else None
 
 
 def _django_reset(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
@@ -80,6 +118,8 @@ PACK = Pack(
         Rule("database-drop", "flushes every key", ("redis-cli", "valkey-cli", "keydb-cli"),
              check=lambda c, p: "" if any(w in a.lower() for a in (*c.args, c.stdin or "") for w in (
                  "flushall", "flushdb")) else None),
+        Rule("database-drop", "stops the server (NOSAVE drops what was not saved) or points its data file anywhere",
+             ("redis-cli", "valkey-cli", "keydb-cli"), check=_redis_admin),
         Rule("database-drop", "deletes every key under a prefix", ("etcdctl",), words=("del",),
              flags=("--prefix", "--from-key")),
         Rule("database-drop", "deletes a key tree", ("consul",), words=("kv", "delete"), flags=("-recurse",)),
@@ -97,6 +137,18 @@ PACK = Pack(
         Rule("database-drop", "migrates the database down to nothing", ("flask",), words=("db", "downgrade")),
         Rule("database-drop", "drops or resets the database", ("mix",), check=lambda c, p: "" if set(operands(
             c.args)[:1]) & {"ecto.drop", "ecto.reset", "ecto.rollback"} else None),
+        Rule("database-drop", "drops every object in the schema", ("flyway",), words=("clean",)),
+        Rule("database-drop", "drops every object in the schema", ("liquibase",),
+             check=lambda c, p: "" if set(operands(c.args)[:1]) & {"drop-all", "dropAll", "rollback-count",
+                                                                     "rollbackCount"} else None),
+        Rule("database-drop", "drops or resets the database", ("dbmate", "goose", "migrate"),
+             check=lambda c, p: "" if set(operands(c.args, ("-d", "--url", "-dir", "-database", "-path",
+                                                             "--migrations-dir"))[:2]) & {"drop", "reset", "down-to"}
+             else None),
+        Rule("database-drop", "drops or resets the database", ("diesel", "sqlx", "sea-orm-cli"),
+             check=lambda c, p: "" if operands(c.args)[:2] in (["database", "drop"], ["database", "reset"],
+                                                              ["migrate", "reset"], ["migrate", "fresh"],
+                                                              ["migrate", "down"]) else None),
         Rule("database-drop", "drops the schema", ("typeorm", "sequelize", "sequelize-cli", "knex"), check=lambda c, p: "" if set(
             operands(c.args)[:1]) & {"schema:drop", "db:drop", "migrate:rollback"} else None),
     ),

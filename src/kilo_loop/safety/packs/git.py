@@ -84,7 +84,9 @@ def _config_runs_code(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
         return None
     key = found[1] if found[0] in ("set",) and len(found) > 2 else found[0]
     value = found[-1]
-    if key.lower().startswith("alias.") and value.startswith("!"):
+    if _EXT_TRANSPORT in key.lower() or value.lower().startswith(_EXT_TRANSPORT):
+        return f"{key} makes git use the ext:: transport, which runs a shell command"
+    if (key.lower().startswith("alias.") or _SUBMODULE_UPDATE.fullmatch(key.lower())) and value.startswith("!"):
         return f"the alias {key} runs the shell command {value[1:]!r}"
     if exec_config_key(key):
         return f"git runs the value of {key} as a command"
@@ -141,9 +143,16 @@ def _global_settings(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
             return f"-c {key} makes git run hooks from {value!r}"
         if key.lower() == "include.path" or key.lower().startswith("includeif."):
             return f"-c {key} pulls in settings from {value!r}, which may run commands"
+    for key, value in call.settings:
+        if _EXT_TRANSPORT in key.lower() or value.lower().startswith(_EXT_TRANSPORT):
+            return f"-c {key}=… rewrites URLs to the ext:: transport, which runs a shell command"
     if any(a.lower().split("=", 1)[-1].startswith(("ext::", "fd::")) for a in call.args):
         return "the ext:: transport runs a shell command"
     return None
+
+
+_EXT_TRANSPORT = "ext::"
+_SUBMODULE_UPDATE = re.compile(r"submodule\..+\.update")
 
 
 def _moves_git_dir(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
@@ -196,6 +205,11 @@ PACK = Pack(
         Rule("git-branch-force-move", "git branch -f moves a branch, dropping its commits", ("git",),
              check=_git("branch", flags=("-f", "--force"), when=lambda c, p: "" if len(operands(c.args)) >= 2 and
                         not has_option(c.args, "-d", "--delete") else None)),
+        Rule("git-tag-delete", "deleting or moving a tag changes what a release points at", ("git",),
+             check=_git("tag", flags=("-d", "--delete", "-f", "--force"))),
+        Rule("git-submodule-discard", "a forced submodule deinit deletes its working tree and local changes",
+             ("git",), check=lambda c, p: _git("submodule", flags=("-f", "--force"))(c, p) if "deinit" in c.args
+             else None),
         Rule("git-worktree-remove-force", "a forced worktree removal deletes its uncommitted changes", ("git",),
              check=_git("worktree", first=("remove",), flags=("-f", "--force"))),
         Rule("git-rm-force", "git rm -f deletes files with uncommitted changes", ("git",),

@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Sequence
+from fnmatch import fnmatchcase
 from functools import cached_property
 
 from kilo_loop.safety.lazy_regex import LazyRegex
-from kilo_loop.safety.shell.model import HOME, UNKNOWN, display, normalize_path
+from kilo_loop.safety.shell.model import HOME, SHELL_PID, UNKNOWN, display, normalize_path
 from kilo_loop.safety.shell.words import brace_alternatives
 
 _GLOB = LazyRegex(r"[*?\[]")
@@ -88,10 +89,22 @@ def sensitive_file(path: str) -> bool:
     """Login, shell start-up and credential files: writing one changes what runs or who gets in."""
     clean = path.replace(HOME, "~")
     parts = [p for p in clean.split("/") if p]
+    if parts and _GLOB.search(parts[-1]) and _names_a_start_up_file(parts[-1]):
+        return True
     return bool(parts) and (parts[-1] in _RC_FILES or any(d in clean + "/" for d in _RC_DIRS)
                             or parts[-1].endswith(".pth")  # Python runs `import` lines of .pth files at start-up
                             or parts[-1] == ".ssh" or clean.startswith(("/etc/profile", "/etc/sudoers",
                                                                         "/etc/cron", "/etc/systemd")))
+
+
+_LITERAL_RUN = LazyRegex(r"[^*?\[\]]{3}")
+
+
+def _names_a_start_up_file(pattern: str) -> bool:
+    """A wildcard spelling a start-up file's name (`.bashr?`, `authorized_key[s]`): it has a literal part of its
+    own (`*` alone is not a name) and matches the name the way bash does (a leading dot only literally)."""
+    return bool(_LITERAL_RUN.search(pattern)) and any(
+        fnmatchcase(name, pattern) and (pattern[0] == "." or not name.startswith(".")) for name in _RC_FILES)
 
 
 def system_file(path: str) -> bool:
@@ -139,6 +152,7 @@ class PathPolicy:
 
     def outside_temp(self, target: str, cwds: frozenset[str | None]) -> str | None:
         """Why `target` is not strictly inside a temp directory, or None when it is."""
+        target = target.replace(SHELL_PID, "0")  # `/tmp/run-$$`: a pid is digits, it moves nothing
         if target.startswith(HOME):
             return "it is in the home directory"
         if UNKNOWN in target:

@@ -35,6 +35,7 @@ from kilo_loop.safety.shell.model import (
     KEEP,
     LITERALLY,
     READ,
+    SHELL_PID,
     UNKNOWN,
     Analysis,
     Executed,
@@ -56,7 +57,8 @@ MAX_DEPTH = 12
 MAX_WRAPPERS = 16
 """Wrappers peeled off one simple command (`sudo env nice … CMD`); more are denied."""
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "rbash", "fish", "csh",
-                    "tcsh"})
+                    "tcsh", "nu", "xonsh", "elvish", "osh", "ysh", "oksh", "loksh", "hush", "murex"})
+_VERSIONED_SHELL = LazyRegex(r"((?:ba|z|k|da|mk|pdk|a|ya|po|rba|tc|c|fi)sh)[-.]?(?:[0-9][0-9.]*|static)")
 _NAME = LazyRegex(r"[A-Za-z_][A-Za-z0-9_]*")
 _STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-"})
 _COPY_WRITERS = frozenset({"cp", "mv", "install", "ln", "rsync", "sponge", "scp"})
@@ -66,12 +68,43 @@ _SUBSCRIPT_CODE = LazyRegex(r"\[[^\]]*(?:\$\(|`)")
 _SUBSCRIPT_BUILTINS = frozenset({"test", "[", "let", "printf", "read", "unset", "declare", "local", "export", "typeset",
                                  "readonly", "mapfile", "readarray", "wait", "getopts", "shift", "return", "exit"})
 _POSITIONAL = LazyRegex(r"\"?\$\{?([@*1-9])\}?\"?")
+_REPOSITIONS = LazyRegex(r"\bshift\b|\bset\s+(?:--|-[a-zA-Z]*\s+--|[^-\s])")
 _SYMLINK_CODE = LazyRegex(r"\b(?:symlink|symlinkSync|symlink_to|hardlink_to|make_symlink|ln_s|ln_sf)\b"
                           r"|\b(?:link|linkSync)\s*\(|\bFileUtils\s*\.\s*ln"
                           )
 _TREE_CHANGERS = frozenset({"chmod", "chown", "chgrp", "setfacl", "chattr"})
 _MAKEFILES = frozenset({"Makefile", "makefile", "GNUmakefile"})
+_RECIPE_FILES: dict[str, tuple[str, ...]] = {
+    "just": ("justfile", "Justfile", ".justfile"), "task": ("Taskfile.yml", "Taskfile.yaml", "taskfile.yml"),
+    "rake": ("Rakefile", "rakefile", "Rakefile.rb"), "tox": ("tox.ini",), "nox": ("noxfile.py",),
+    "invoke": ("tasks.py",), "inv": ("tasks.py",), "gulp": ("gulpfile.js",), "grunt": ("Gruntfile.js",),
+    "cargo": ("build.rs",), "pre-commit": (".pre-commit-config.yaml",), "mise": ("mise.toml", ".mise.toml"),
+    "deno": ("deno.json", "deno.jsonc"), "poe": ("pyproject.toml",), "pdm": ("pyproject.toml",),
+}
+"""Files whose recipes or scripts a task runner runs: written by the same command, what runs is unseen."""
+_OUTPUT_OPTIONS = ("--output", "--output-file", "--outfile", "--out-file", "--output-document", "-out", "--out",
+                   "--output-dir")
+_SQL_FILE_CLIENTS = frozenset({"psql", "duckdb", "cockroach"})
+_COMPILERS = frozenset({"gcc", "cc", "clang", "g++", "c++", "go", "rustc"})
+_SHORT_OUTPUT = frozenset({"gpg", "gpg2", "iconv", "pandoc", "base64", "gcc", "cc", "clang", "g++", "c++", "go",
+                           "rustc", "zstd", "xz", "gzip", "lz4", "jq", "yq", "sops", "age", "ffmpeg", "convert"})
 _PACKAGE_RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun"})
+_STACK_INDEX = LazyRegex(r"[+-][0-9]+")
+_MOUNTERS = frozenset({"bindfs", "sshfs", "rclone", "s3fs", "gcsfuse", "goofys", "mount.fuse", "fuse-overlayfs"})
+_DD_WRITERS = frozenset({"dd", "dcfldd", "dc3dd"})
+_CODE_WRITES = LazyRegex(r"\b(?:write|writeFile|writeFileSync|appendFile|appendFileSync|write_text|write_bytes|copy"
+                         r"|copyfile|copyFileSync|createWriteStream|syswrite)\b|['\"][wa]b?\+?['\"]|>")
+_CODE_PATH_LITERAL = LazyRegex(r"'([^'\s]*[/.][^'\s]*)'|\"([^\"\s]*[/.][^\"\s]*)\"")
+_LOADER_VARIABLES = frozenset({"LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES"})
+_HOOK_VARIABLES = frozenset({
+    "PROMPT_COMMAND",
+    # programs other tools start by name from these (man, psql, systemctl, git, sudo, ssh, `fc`)
+    "PAGER", "MANPAGER", "PSQL_PAGER", "SYSTEMD_PAGER", "SYSTEMD_EDITOR", "EDITOR", "VISUAL", "FCEDIT", "BROWSER",
+    "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "SUDO_EDITOR", "SUDO_ASKPASS", "SSH_ASKPASS", "MYSQL_PAGER",
+})
+_TERRAFORMS = frozenset({"terraform", "tofu", "terragrunt"})
+_PROMPT_VARIABLES = frozenset({"PS0", "PS1", "PS2", "PS3", "PS4"})
+_PROC_EXE = LazyRegex(r"/proc/[^/]+/(?:exe|fd/\d+|cwd/.*)|/dev/fd/\d+")
 
 Outcome = tuple[State, State, str | None]
 """A command's flow, plus what it prints when that is plain data (for `echo … | sh`)."""
@@ -103,6 +136,9 @@ class Analyzer:
         self.functions: dict[str, str] = {}
         self.calling: list[str] = []
         self.written_dirs: set[str] = set()
+        self.descriptors = 0
+        self.cdable_vars = False
+        """`<(…)` substitutions whose output is known, each a /dev/fd/N this command wrote."""
         """Directories this command fills with files it does not show (`git clone URL DIR`)."""
 
     @property
@@ -143,6 +179,8 @@ class Analyzer:
         return None
 
     def variable(self, name: str, state: State) -> str:
+        if name == "$" or (name == "PPID" and name not in state.vars):
+            return SHELL_PID
         value = self.lookup(name, state) if _NAME.fullmatch(name) else None
         return UNKNOWN if value is None else value
 
@@ -153,11 +191,7 @@ class Analyzer:
             return READ
         name = command_name(argv[0])
         if name == "mktemp":
-            opts, i = parse_options(argv[1:], "p", frozenset({"tmpdir", "suffix"}))
-            directory = "-d" in opts or "--directory" in opts
-            in_tmp = "-t" in opts or not argv[1 + i:]
-            if directory and in_tmp and "-p" not in opts and "--tmpdir" not in opts:
-                return posixpath.join(self.temp_root, "tmp.mktemp")
+            return self._mktemp_value(argv[1:], state)
         if name == "git" and "rev-parse" in argv and any(a in ("--git-dir", "--git-common-dir", "--absolute-git-dir")
                                                          or a.startswith("--git-path") for a in argv):
             at = argv.index("--git-path") + 1 if "--git-path" in argv else 0
@@ -167,6 +201,29 @@ class Analyzer:
             return UNKNOWN if cwd is None else cwd
         printed = printed_text(name, argv[1:], None)
         return printed.rstrip("\n") if printed is not None else READ
+
+    @staticmethod
+    def printed(argv: Sequence[str]) -> str | None:
+        return printed_text(command_name(argv[0]), argv[1:], None) if argv else None
+
+    def _mktemp_value(self, args: Sequence[str], state: State) -> str:
+        """The path `mktemp [-d] [-p DIR] [TEMPLATE]` makes: a fresh name in DIR, the template's directory
+        or the temp dir."""
+        opts, i = parse_options(args, "p", frozenset({"tmpdir", "suffix"}))
+        template = args[i] if i < len(args) else ""
+        given = opts.get("-p") or opts.get("--tmpdir")
+        tmpdir = self.lookup("TMPDIR", state) or self.temp_root  # `export TMPDIR=~` moves where mktemp makes it
+        if given is not None and "/" not in template:
+            directory = given or tmpdir
+        elif template and "-t" not in opts:  # a template names its directory, else the working directory
+            directory = posixpath.dirname(template)
+            if not directory.startswith("/"):
+                return posixpath.join(directory, "tmp.mktemp")
+        else:
+            directory = tmpdir
+        if UNKNOWN in directory or not directory.startswith("/"):
+            return READ
+        return posixpath.join(directory, "tmp.mktemp")
 
     # -- files
     def _keys(self, path: str, cwds: frozenset[str | None]) -> set[str]:
@@ -179,11 +236,12 @@ class Analyzer:
         for key in self._keys(path, cwds):
             self.written[key] = content
 
-    def output_redirect(self, target: str, cwds: frozenset[str | None]) -> None:
+    def output_redirect(self, target: str, cwds: frozenset[str | None], record: bool = True) -> None:
         if self.links:
             target = self._through_links(target, cwds)
         self.out.append(OutputRedirect(target, cwds, self.remote))
-        self.wrote(target, None, cwds)
+        if record:
+            self.wrote(target, None, cwds)
 
     def file_content(self, path: str, cwds: frozenset[str | None]) -> str | None:
         """What reading `path` gives: a file this command wrote (PIPE when not known), else None."""
@@ -248,6 +306,11 @@ class Analyzer:
                     f"the command name {argv[0]!r} is a wildcard: what it matches is only known when it runs; "
                     f"{LITERALLY}", rule="unknown-command"))
                 return state, state, None
+            if _PROC_EXE.fullmatch(argv[0]):
+                self.out.append(Unanalysable(
+                    f"the command {argv[0]!r} is whatever program or file that descriptor or process holds when it "
+                    f"runs; {LITERALLY}", rule="unknown-command"))
+                return state, state, None
             if argv[0] in self.aliases and argv[0] not in expanded:  # bash expands a name once per command
                 expanded.add(argv[0])
                 if peeled == MAX_WRAPPERS:
@@ -275,6 +338,8 @@ class Analyzer:
             peeled += 1
             self.out.append(SimpleCommand((command_name(argv[0]), *argv[1:]), cwds, self.remote))
             env.update(step.env)
+            for variable, value in step.env.items():
+                self.assigned(variable, value, state, depth)
             if step.chdir is not None:
                 cwds = frozenset(chdir(cwd, step.chdir) for cwd in cwds)
             here = state.with_cwds(cwds).child_shell(env)
@@ -289,14 +354,21 @@ class Analyzer:
                 self._stdin_code(stdin, command_name(argv[0]), here, depth)
             if step.noexec or step.script is not None or step.reads_stdin:
                 return state, state, None
+            if command_name(argv[0]) == "coproc" and stdin is None:
+                stdin = PIPE  # what the shell writes to "${COPROC[1]}" later
             argv = _apply_xargs(step.argv, step.xargs_replace) if step.xargs_replace is not None else step.argv
         name = command_name(argv[0])
+        versioned = _VERSIONED_SHELL.fullmatch(name)
+        if versioned:  # `bash5.2`, `ksh93`, `zsh-5.9`, `dash.static`: the shell itself
+            name = versioned.group(1)
         if self.unknown_links:
             argv = [argv[0], *(UNKNOWN + arg if arg.startswith("/") else arg for arg in argv[1:])]
         if self.links or self.moved:
             argv = [argv[0], *(self._through_links(arg, cwds) for arg in argv[1:])]
         if name == "git":
             argv = [argv[0], *git_argv.env_settings(env, state.vars), *argv[1:]]
+        if name in _TERRAFORMS:
+            argv = [*argv, *self._terraform_env_args(argv[1:], env, state)]
         here = state.with_cwds(cwds)
         known_stdin = stdin if stdin != PIPE else None
         self.out.append(SimpleCommand((name, *argv[1:]), cwds, self.remote, tuple(env.items()), known_stdin))
@@ -310,6 +382,21 @@ class Analyzer:
         if "/" in argv[0] and name not in SHELLS:
             self._run_file(argv[0], here, depth, None)
         return self._external(name, argv[1:], here, stdin, env, depth)
+
+    def _terraform_env_args(self, args: Sequence[str], env: Mapping[str, str | None], state: State) -> list[str]:
+        """`TF_CLI_ARGS` and `TF_CLI_ARGS_<subcommand>` add arguments (`-destroy`) terraform reads as its own."""
+        words = [a for a in args if not a.startswith("-")]
+        added: list[str] = []
+        for variable in ("TF_CLI_ARGS", f"TF_CLI_ARGS_{words[0]}" if words else "TF_CLI_ARGS"):
+            if variable not in env and variable not in state.vars:
+                continue
+            value = env[variable] if variable in env else state.vars[variable]
+            if value is None or UNKNOWN in value:
+                self.out.append(Unanalysable(f"terraform adds ${variable} to its arguments, and its value is only "
+                                             f"known at run time; {LITERALLY}", rule="unknown-command"))
+            else:
+                added += split_words(value)
+        return list(dict.fromkeys(added))
 
     def _through_links(self, arg: str, cwds: frozenset[str | None]) -> str:
         """`arg` with a leading path through a link made earlier in this command replaced by its target
@@ -344,6 +431,9 @@ class Analyzer:
                                          rule="unknown-command"))
             return state, state, None
         quoted = " ".join(shlex_quote(a) for a in argv[1:])
+        if _REPOSITIONS.search(self.functions[name]):  # `shift`, `set --`: "$@" is no longer the call's words
+            self.script(self.functions[name], state, depth + 1)
+            return state, state, None
         body = _POSITIONAL.sub(lambda m: quoted if m.group(1) in ("@", "*") else
                                shlex_quote(argv[int(m.group(1))]) if int(m.group(1)) < len(argv) else "''",
                                self.functions[name])
@@ -382,6 +472,27 @@ class Analyzer:
             self.links[key] = target if target.startswith(("/", HOME)) or UNKNOWN in target else \
                 normalize_path(posixpath.join(base, target))
 
+    @staticmethod
+    def watches(name: str) -> bool:
+        return name in _LOADER_VARIABLES or name in _HOOK_VARIABLES or name in _PROMPT_VARIABLES
+
+    def assigned(self, name: str, value: str | None, state: State, depth: int) -> None:
+        """A variable set here (`X=v`, `X=v cmd`, `export X=v`, `env X=v cmd`) that the shell or the dynamic
+        loader acts on: its value is code that runs later, so it is judged now."""
+        if name in _LOADER_VARIABLES and value != "":
+            self.out.append(_unknown_code(f"${name} loads a shared library into every program started with it"))
+        elif name in _HOOK_VARIABLES:
+            if value is None:
+                self.out.append(_unknown_code(f"the shell runs ${name}, whose value is only known at run time"))
+            elif value:
+                self.script(value, state, depth + 1)
+        elif name.startswith("BASH_FUNC_"):  # a function bash imports: its body runs when the name is called
+            body = value if value is not None else UNKNOWN
+            self.script(f"{name[10:].rstrip('%') or 'f'} {body}" if body.lstrip().startswith("()") else
+                        "$" + "{__kilo_loop_unknown__}", state, depth + 1)
+        elif name in _PROMPT_VARIABLES and value and ("$(" in value or "`" in value):
+            self.script(": " + value, state, depth + 1)  # a prompt string runs its command substitutions
+
     def declaration(self, keyword: str, declared: Sequence[tuple[str, str | None]], state: State) -> State:
         """`export`/`declare`/`local`/`readonly`/`typeset` (a name alone keeps its value) and `unset`."""
         new = state
@@ -399,9 +510,10 @@ class Analyzer:
         if name in ("cd", "pushd", "chdir"):
             operands = [a for a in args if not (a.startswith("-") and len(a) > 1)]
             target = operands[0] if operands else None
-            if target is None or target == "-":
+            rotates = name == "pushd" and any(_STACK_INDEX.fullmatch(a) for a in args)  # `pushd +1`: a stack entry
+            if target is None or target == "-" or rotates:
                 return state.with_cwds(frozenset({None})), state, None
-            cdpath = "CDPATH" in state.vars or _environ_has("CDPATH")
+            cdpath = "CDPATH" in state.vars or _environ_has("CDPATH") or self.cdable_vars
             return state.with_cwds(frozenset(chdir(cwd, target, cdpath) for cwd in state.cwds)), state, None
         if name == "popd":
             return state.with_cwds(frozenset({None})), state, None
@@ -409,15 +521,22 @@ class Analyzer:
             nameref = any(a.startswith("-") and "n" in a for a in args)
             declared = [(a.split("=", 1)[0], None if nameref else a.split("=", 1)[1] if "=" in a else KEEP)
                         for a in args]
+            for variable, value in declared:
+                if value != KEEP:
+                    self.assigned(variable, value, state, depth)
             new = self.declaration(name, declared, state)
             return new, new, None
         if name in ("read", "mapfile", "readarray", "getopts", "unset", "printf"):
-            return self._assigning_builtin(name, args, state)
+            if name in ("mapfile", "readarray"):
+                opts, _ = parse_options(args, "dnOsuCct")
+                if "-C" in opts:  # the callback is evaluated for every few lines read
+                    self.script(opts["-C"], state, depth + 1)
+            return self._assigning_builtin(name, args, state, depth)
         if name == "eval":
-            succ, fail = self.script(" ".join(args), state, depth + 1)
+            succ, fail = self.script(" ".join(args[1:] if args[:1] == ["--"] else args), state, depth + 1)
             return succ, fail, None
         if name in ("source", "."):
-            return self._source(args, state, stdin, depth)
+            return self._source(args[1:] if args[:1] == ["--"] else args, state, stdin, depth)
         if name == "alias":
             for arg in args:
                 if "=" in arg:
@@ -430,6 +549,14 @@ class Analyzer:
             if len(args) > at + 2:  # `hash -p /bin/rm ls`: the name `ls` now runs /bin/rm
                 self.aliases[args[at + 2]] = shlex_quote(args[at + 1])
             return state, state, None
+        if name == "shopt" and "cdable_vars" in args and not any(a.startswith("-") and "u" in a for a in args):
+            self.cdable_vars = True  # `cd NAME` now goes to $NAME when ./NAME does not exist
+        if name == "fc" and not any(a.startswith("-") and "l" in a for a in args):
+            self.out.append(_unknown_code("fc runs commands again from the shell history"))
+            return state, state, None
+        if name == "enable" and any(a.startswith("-") and "f" in a for a in args):
+            self.out.append(_unknown_code("enable -f loads a builtin from a shared library"))
+            return state, state, None
         if name == "trap":
             handler = args[1:] if args[:1] == ["--"] else args
             if handler and not handler[0].startswith("-"):
@@ -437,7 +564,7 @@ class Analyzer:
             return state, state, None
         return None
 
-    def _assigning_builtin(self, name: str, args: list[str], state: State) -> Outcome | None:
+    def _assigning_builtin(self, name: str, args: list[str], state: State, depth: int = 0) -> Outcome | None:
         if name == "printf":
             if "-v" not in args[:-1]:
                 return None
@@ -481,6 +608,8 @@ class Analyzer:
         interp = interpreter(name)
         if interp is not None:
             self._inline(interp, args, state, stdin, env, depth)
+        if name == "cmd" and args[:1] and args[0].lower() in ("/c", "/k", "/r"):
+            self.out.append(InlineCode("cmd", " ".join(args[1:]), state.cwds, self.remote))
         if name in AWKS or name in SEDS:
             programs = [awk_program(args)] if name in AWKS else sed_scripts(args)
             if set(_option_values(args, "f", ("--file",))) & (_STDIN_FILES | {"-"}):
@@ -489,12 +618,13 @@ class Analyzer:
             for program in programs:
                 if program is not None:
                     self.out.append(InlineCode("awk" if name in AWKS else "sed", program, state.cwds, self.remote))
+                    self._code_writes(program, state.cwds)
         if name == "find":
             self._find_exec(args, state, depth)
         if name == "ln":
             self._record_link(args, state.cwds)
         if name == "mv":
-            found = [a for a in args if not a.startswith("-")]
+            found = _mv_operands(args)
             for source in found[:-1] if len(found) >= 2 else ():
                 destination = found[-1]
                 if destination.endswith("/") or _is_directory(destination, state.cwds):
@@ -504,6 +634,10 @@ class Analyzer:
                 self._link(origin, destination, state.cwds)
                 for key in self._keys(destination, state.cwds):
                     self.moved[key] = origin
+        if name in _MOUNTERS and (name != "rclone" or args[:1] in (["mount"], ["nfsmount"])):
+            found = [a for a in args if not a.startswith("-")]
+            if len(found) >= 2:
+                self._link(found[-2] if name == "bindfs" else UNKNOWN + found[-2], found[-1], state.cwds)
         if name == "mount" and len([a for a in args if not a.startswith("-")]) >= 2:
             found = [a for a in args if not a.startswith("-")]
             self._link(found[-2], found[-1], state.cwds)
@@ -513,6 +647,9 @@ class Analyzer:
         if name == "tee" or name in _COPY_WRITERS or name in ("curl", "wget"):
             for target in _written_by(name, args):
                 self.wrote(target, stdin if name == "tee" and stdin != PIPE else None, state.cwds)
+        if name in _DD_WRITERS:
+            for target in (a[3:] for a in args if a.startswith("of=")):
+                self.wrote(target, stdin if stdin != PIPE else None, state.cwds)
         return state, state, printed_text(name, args, stdin)
 
     def _runs_other_code(self, name: str, args: list[str], state: State, env: Mapping[str, str | None],
@@ -534,6 +671,23 @@ class Analyzer:
             if any(a.startswith(("--eval", "-E")) for a in args) or any(
                     self._written_here(f, state.cwds) for f in files):
                 self.out.append(_unknown_code("make runs recipes from text this same command writes or passes"))
+        for recipes in _RECIPE_FILES.get(name, ()):
+            if self._written_here(recipes, state.cwds):
+                self.out.append(_unknown_code(f"{name} runs recipes from {recipes}, which this same command writes"))
+        for target in _option_outputs(name, args):  # `gpg -o FILE`, `openssl -out FILE`: like a redirect
+            # (what a compiler writes is the program just built: running it next is the point of building it)
+            self.output_redirect(target, state.cwds, record=name not in _COMPILERS)
+        if name in ("rg", "ripgrep"):
+            for program in _option_values(args, "\x01", ("--pre",)):
+                self.run_simple([program, READ], state, None, {}, depth + 1)  # once per file searched
+        for sql_file in _option_values(args, "f", ("--file",)) if name in _SQL_FILE_CLIENTS else []:
+            content = self.file_content(sql_file, state.cwds)  # `psql -f <(echo SQL)`: judged as if on stdin
+            if content is not None:
+                self.out.append(SimpleCommand((name,) if content != PIPE else (name, "-f", UNKNOWN), state.cwds,
+                                              self.remote, (), content if content != PIPE else None))
+        if name in ("mkfifo", "mknod"):
+            for fifo in [a for a in args if not a.startswith("-")][:1 if name == "mknod" else None]:
+                self.wrote(fifo, None, state.cwds)  # reading it gives whatever another command writes
         if name in _PACKAGE_RUNNERS and self._written_here("package.json", state.cwds):
             self.out.append(_unknown_code(f"{name} runs scripts from a package.json this same command writes"))
         if name == "less":
@@ -562,8 +716,16 @@ class Analyzer:
         for code in codes:
             self.out.append(InlineCode(interp.language, code, state.cwds, self.remote))
             self._code_strings(interp.language, code, state.child_shell(env), depth)
+            self._code_writes(code, state.cwds)  # after: a path the program writes is not a command it runs
             if _SYMLINK_CODE.search(code):
                 self.unknown_links = True
+
+    def _code_writes(self, code: str, cwds: frozenset[str | None]) -> None:
+        """Program text that writes files: every path named in it may be written (so running one of them
+        later in this command runs unknown content)."""
+        if _CODE_WRITES.search(code):
+            for literal in _CODE_PATH_LITERAL.finditer(code):
+                self.wrote(literal.group(1) or literal.group(2), None, cwds)
 
     def _code_strings(self, language: str, code: str, state: State, depth: int) -> None:
         for script in shell_strings_in_code(language, code):
@@ -639,6 +801,25 @@ def find_roots(args: Sequence[str]) -> tuple[list[str], list[str]]:
     return roots or ["."], list(args[i:])
 
 
+def _mv_operands(args: Sequence[str]) -> list[str]:
+    """`mv [opts] SRC… DST`, with `-t DIR` / `--target-directory=DIR` moved to the end as the destination."""
+    found: list[str] = []
+    target: list[str] = []
+    skip = False
+    for index, arg in enumerate(args):
+        if skip:
+            skip = False
+        elif arg in ("-t", "--target-directory") and index + 1 < len(args):
+            target, skip = [args[index + 1]], True
+        elif arg.startswith("--target-directory="):
+            target = [arg.split("=", 1)[1]]
+        elif arg in ("-S", "--suffix"):
+            skip = True
+        elif not arg.startswith("-"):
+            found.append(arg)
+    return found + target
+
+
 def _names_directory(arg: str) -> bool:
     """`ln -t DIR` / `-st DIR` / `--target-directory DIR`: the next word is the directory links go in."""
     return arg == "--target-directory" or (arg.startswith("-") and not arg.startswith("--") and arg.endswith("t"))
@@ -667,6 +848,8 @@ _SCRIPT_OPTIONS: dict[str, tuple[str, ...]] = {
     "zip": ("-TT", "--unzip-command"),
     "vim": ("-c", "--cmd"), "vi": ("-c", "--cmd"), "nvim": ("-c", "--cmd"), "view": ("-c", "--cmd"),
     "gdb": ("-ex", "--ex", "-iex", "-eval-command", "--eval-command"),
+    "man": ("-P", "--pager"),
+    "scp": ("-S",),
 }
 
 
@@ -699,6 +882,27 @@ def _option_scripts(name: str, args: Sequence[str]) -> list[str]:
     return [s for s in scripts if s]
 
 
+def _option_outputs(name: str, args: Sequence[str]) -> list[str]:
+    """Files a command writes because an option names them (`--output FILE`, `-out FILE`, `gpg -o FILE`) or its
+    second operand is the output (`uniq IN OUT`, `xxd -r IN OUT`)."""
+    found: list[str] = []
+    for index, arg in enumerate(args):
+        key, eq, value = arg.partition("=")
+        if key in _OUTPUT_OPTIONS or (key == "-o" and name in _SHORT_OUTPUT):
+            found.append(value if eq else (args[index + 1] if index + 1 < len(args) else ""))
+        elif name in _SHORT_OUTPUT and arg.startswith("-o") and len(arg) > 2 and not arg.startswith("--"):
+            found.append(arg[2:])
+    if name in ("uniq", "xxd"):
+        operands = [a for a in args if not a.startswith("-") or a == "-"]
+        found += operands[1:2]
+    if name == "patch":
+        operands = [a for a in args if not a.startswith("-")]
+        found += operands[:1]
+    if name in ("7z", "7za", "7zz"):
+        found += [a[2:] for a in args if a.startswith("-o") and len(a) > 2]
+    return [f for f in found if f and f != "-"]
+
+
 def _apply_xargs(argv: list[str], replace: str) -> list[str]:
     """xargs adds arguments read from stdin: unknown words, at the replace-string or at the end."""
     if replace:
@@ -717,7 +921,9 @@ def downloaded_files(name: str, args: Sequence[str]) -> list[str]:
     else:
         remote_name = short_o or any(a in ("--remote-name", "--remote-name-all") for a in args)
     if remote_name:
-        prefix = _option_values(args, "P", ("--directory-prefix",)) if name == "wget" else []
+        prefix = _option_values(args, "P", ("--directory-prefix",)) if name == "wget" else [
+            a.split("=", 1)[1] if "=" in a else args[i + 1] for i, a in enumerate(args[:-1] if args else [])
+            if a.split("=", 1)[0] == "--output-dir"]
         directory = prefix[-1] if prefix else ""
         for url in urls:
             base = url.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]

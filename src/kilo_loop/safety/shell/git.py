@@ -3,6 +3,7 @@ commands git itself would run (`!aliases`, `core.sshCommand`, `rebase --exec`, â
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import NamedTuple
@@ -19,6 +20,9 @@ EXEC_CONFIG_KEYS = (
     "credential.*.helper", "core.alternaterefscommand", "mergetool.*.cmd", "difftool.*.cmd",
     "gpg.ssh.defaultkeycommand", "sendemail.sendmailcmd", "sendemail.tocmd", "sendemail.cccmd", "browser.*.cmd",
     "sequence.editor", "init.templatedir",
+    # also run: `add -p`'s diff filter, `git help`'s man viewer, trailer commands, `git archive` compressors
+    "interactive.difffilter", "man.*.cmd", "man.*.path", "trailer.*.command", "trailer.*.cmd", "tar.*.command",
+    "sendemail.smtpserver",
 )
 # Environment variables whose value git runs as a command.
 EXEC_ENV = ("GIT_SSH_COMMAND", "GIT_SSH", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_ASKPASS",
@@ -47,6 +51,11 @@ def env_settings(env: Mapping[str, str | None], variables: Mapping[str, str | No
     elif parameters:
         for setting in split_words(parameters.replace("'='", "=")):
             options += ["-c", setting]
+    for variable, setting in (("GIT_CONFIG_GLOBAL", "include.path"), ("GIT_CONFIG_SYSTEM", "include.path"),
+                              ("GIT_CONFIG", "include.path"), ("GIT_TEMPLATE_DIR", "init.templateDir")):
+        named = get(variable)
+        if named != "" and named != "/dev/null":  # a config file read whole, or templates copied into .git
+            options += ["-c", f"{setting}={named if named is not None else UNKNOWN}"]
     keys = sorted({name[len("GIT_CONFIG_KEY_"):] for name in (*env, *variables) if name.startswith("GIT_CONFIG_KEY_")})
     for index in keys:
         key, value = get(f"GIT_CONFIG_KEY_{index}"), get(f"GIT_CONFIG_VALUE_{index}")
@@ -68,6 +77,11 @@ def exec_config_key(key: str) -> bool:
     return False
 
 
+def _submodule_update(key: str) -> bool:
+    parts = key.lower().split(".")
+    return len(parts) >= 3 and parts[0] == "submodule" and parts[-1] == "update"
+
+
 class GitCall(NamedTuple):
     """A git invocation with its global options resolved."""
 
@@ -87,6 +101,8 @@ class GitCall(NamedTuple):
         args = list(self.args)
         # a credential helper or alias starting with `!` is a shell command
         scripts = [value.removeprefix("!") for key, value in self.settings if exec_config_key(key) and value]
+        # `submodule.NAME.update=!CMD` runs CMD on `git submodule update` (other values name a merge strategy)
+        scripts += [value[1:] for key, value in self.settings if _submodule_update(key) and value.startswith("!")]
         if self.subcommand == "submodule" and args[:1] == ["foreach"]:
             rest = [a for a in args[1:] if a not in ("--recursive", "-q", "--quiet")]
             scripts += [" ".join(rest)] if rest else []
@@ -99,7 +115,7 @@ class GitCall(NamedTuple):
                     key, _, value = args[index + 1].partition("=")
                     scripts += [value.removeprefix("!")] if exec_config_key(key) else []
         if self.subcommand == "bisect" and args[:1] == ["run"] and len(args) > 1:
-            scripts.append(" ".join(args[1:]))
+            scripts.append(shlex.join(args[1:]))  # an argv: git quotes it for the shell it runs it with
         for index, arg in enumerate(args):
             name, eq, value = arg.partition("=")
             if arg == "--":

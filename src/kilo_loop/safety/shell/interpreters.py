@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import NamedTuple
 
 from kilo_loop.safety.lazy_regex import LazyRegex
-from kilo_loop.safety.shell.model import parse_options
+from kilo_loop.safety.shell.model import UNKNOWN, parse_options
+from kilo_loop.safety.shell.sed import sed_executes
 from kilo_loop.safety.shell.words import ansi_c
 
 
@@ -28,8 +30,8 @@ _RUBY = Interpreter("ruby", "e", arg_short="rICEF")
 _PERL = Interpreter("perl", "eE", arg_short="ICDFMmx")
 _PHP = Interpreter("php", "r", arg_short="cdz")
 _INTERPRETERS: list[tuple[LazyRegex, Interpreter]] = [
-    (LazyRegex(r"(python|pypy)[0-9.]*"), _PYTHON),
-    (LazyRegex(r"node(js)?|bun|deno"), _NODE),
+    (LazyRegex(r"(i?python|pypy)[0-9.]*"), _PYTHON),
+    (LazyRegex(r"node(js)?|bun|deno|ts-node(-esm)?|tsx|esno|swc-node"), _NODE),
     (LazyRegex(r"ruby[0-9.]*|jruby"), _RUBY),
     (LazyRegex(r"perl[0-9.]*"), _PERL),
     (LazyRegex(r"php[0-9.]*"), _PHP),
@@ -42,10 +44,17 @@ _INTERPRETERS: list[tuple[LazyRegex, Interpreter]] = [
     (LazyRegex(r"elixir|iex"), Interpreter("elixir", "e", frozenset({"eval"}))),
     (LazyRegex(r"erl"), Interpreter("erlang", "", frozenset({"eval"}))),
     (LazyRegex(r"racket|guile|sbcl|clisp|gnuplot|octave"), Interpreter("lisp", "ecx", frozenset({"eval"}))),
+    (LazyRegex(r"emacs(-nox)?|emacsclient"), Interpreter("lisp", "", frozenset({"eval", "execute"}))),
+    (LazyRegex(r"groovy|jrunscript|jjs|bb|clojure|clj|kotlin|scala"), Interpreter("jvm", "e", frozenset({"eval"}))),
+    (LazyRegex(r"dc"), Interpreter("dc", "e", frozenset({"expression"}))),
 ]
+_SINGLE_DASH_LONG = frozenset({"-eval", "-execute"})
+"""emacs spells its long options with one dash too (`emacs -batch -eval CODE`)."""
 AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 SEDS = frozenset({"sed", "gsed"})
 
+UNREAD_LANGUAGES = ("lua", "r", "julia", "powershell", "elixir", "erlang", "lisp", "tcl", "jvm")
+"""Languages whose programs the guard does not read: one that may run or delete anything is denied."""
 _EXEC_HINT = LazyRegex(
     r"\$`|\bposix_spawnp?\s*\(|"
     r"\b(system|exec|execSync|execFile|execFileSync|spawn|spawnSync|popen|Popen|call|check_call|check_output|"
@@ -95,7 +104,10 @@ _DYNAMIC: dict[str, LazyRegex] = {
         r"\b(?:execute|system2?|popen|run|spawn|exec|cmd|shell|unlink|remove|rm|delete|Remove-Item|Invoke-Expression"
         r"|iex|Start-Process|Invoke-Command|FromBase64String|EncodedCommand|rmdir|rmtree|syscmd|esyscmd|eval|load)\b"
         r"|`|\bos\s*:\s*cmd")
-       for language in ("lua", "r", "julia", "powershell", "elixir", "erlang", "lisp", "tcl")},
+       for language in UNREAD_LANGUAGES},
+    "dc": LazyRegex(r"!"),  # dc's `!` runs the rest of the line in a shell
+    "cmd": LazyRegex(r"(?i)\b(?:rd|rmdir|del|erase|format|diskpart|shutdown|taskkill|cipher|robocopy|reg|"
+                     r"powershell|pwsh|wsl|bash|git|start|call|cmd)\b|%|!|\^"),
     "m4": LazyRegex(r"\be?syscmd\b"),
     "make": LazyRegex(r"(?m)^\t|;|\$\(shell\b"),  # a recipe line, an inline recipe, $(shell …)
     "ed": LazyRegex(r"(?:^|\n)\s*[0-9,.$;'a-z+-]*\s*[rwe]?\s*!"),
@@ -107,6 +119,16 @@ _DYNAMIC: dict[str, LazyRegex] = {
 }
 
 
+_SHELL_FEEDERS = frozenset({"python", "node", "ruby", "perl", "php"})
+_SHELL_ON_A_PIPE = LazyRegex(
+    # perl `open(F, "|sh")` / `open(F, "|-", "bash")`, `popen("sh", "w")`, `Popen(["bash"], stdin=PIPE)`: a shell
+    # that runs whatever the program writes to it
+    r"""['"]\s*\|-?\s*(?:['"]\s*,\s*['"])?\s*(?:/[\w/]*/)?(?:ba|z|da|k|fi|c|tc)?sh\b"""
+    r"""|\b(?:popen|Popen|spawn|open3|popen3|popen2|run|exec|execFile|spawnSync)\s*\(\s*\[?\s*['"](?:/[\w/]*/)?"""
+    r"""(?:ba|z|da|k|fi)?sh['"]\s*[,)\]]""")
+
+
+@lru_cache(maxsize=1024)  # asked for every command run, by a name that repeats
 def interpreter(name: str) -> Interpreter | None:
     return next((interp for pattern, interp in _INTERPRETERS if pattern.fullmatch(name)), None)
 
@@ -117,6 +139,7 @@ def inline_codes(interp: Interpreter, args: Sequence[str]) -> tuple[list[str], b
     if interp.language == "node" and args[:1] == ["eval"]:  # `deno eval CODE`
         return [a for a in args[1:] if not a.startswith("-")][:1], False, None
     codes: list[str] = []
+    args = ["-" + a if a in _SINGLE_DASH_LONG else a for a in args]
     i = 0
     while i < len(args):
         arg = args[i]
@@ -143,10 +166,10 @@ def inline_codes(interp: Interpreter, args: Sequence[str]) -> tuple[list[str], b
                     break
         elif arg == "-":
             return codes, not codes, None
-        if codes and codes[-1] == "-":  # `pwsh -Command -`: the code comes from stdin
-            return codes[:-1], True, None
         else:
             return codes, False, (None if codes else arg)
+        if codes and codes[-1] == "-":  # `pwsh -Command -`: the code comes from stdin
+            return codes[:-1], True, None
         if codes and interp.first_code_ends_options:
             return codes, False, None
         i += step
@@ -191,7 +214,32 @@ def dynamic_code(language: str, code: str) -> str | None:
     """The part of `code` that computes, decodes or looks up what it runs, or None."""
     pattern = _DYNAMIC.get(language)
     found = pattern.search(code) if pattern is not None else None
+    if found is None and language in _SHELL_FEEDERS:
+        found = _SHELL_ON_A_PIPE.search(code)
+    if found is None and language == "python":
+        found = _aliased_runner(code)
+    if found is None and language == "sed":
+        return sed_executes(code)
     return found.group(0).strip() if found else None
+
+
+_PYTHON_ALIAS = LazyRegex(r"\bimport\s+(?:os|subprocess|pty|posix|commands)\s+as\s+(\w+)"
+                          r"|\bfrom\s+(?:os|subprocess|pty|posix|commands)\s+import\s+[^\n;]*")
+_INDEXED_MODULE = LazyRegex(rf"\]\s*\.\s*{_RUNS_SOMETHING}{_NOT_A_LITERAL}")
+
+
+def _aliased_runner(code: str) -> re.Match[str] | None:
+    """A runner reached under another name (`import subprocess as sp; sp.run(cmd)`, `from os import system;
+    system(cmd)`, `sys.modules['os'].system(cmd)`) given something computed."""
+    found = _INDEXED_MODULE.search(code)
+    if found is not None:
+        return found
+    for match in _PYTHON_ALIAS.finditer(code):
+        prefix = rf"\b{re.escape(match.group(1))}\s*\.\s*" if match.group(1) else r"(?<![\w.])"
+        called = re.search(prefix + _RUNS_SOMETHING + _NOT_A_LITERAL, code)
+        if called is not None:
+            return called
+    return None
 
 
 def _literal_text(match: re.Match[str]) -> str:
@@ -199,6 +247,7 @@ def _literal_text(match: re.Match[str]) -> str:
     return ansi_c(raw or "")
 
 
+_IPYTHON_ESCAPE = LazyRegex(r"(?:^|[;\n])\s*!!?([^\n;]+)")
 _JOINED_LITERALS = LazyRegex(r"""(['"])((?:(?!\1)[^\\\n]|\\.)*)\1\s*(?:\+|\.(?!\w))?\s*"""
                              r"""(['"])((?:(?!\3)[^\\\n]|\\.)*)\3""")
 
@@ -213,9 +262,31 @@ def _join_literals(code: str) -> str:
     return code
 
 
+_MORE_ARGUMENTS = LazyRegex(r"\s*,\s*[^\s)'\"]")
+_LITERAL_THEN_COMPUTED = LazyRegex(r"""'((?:[^'\\\n]|\\.)*)'\s*(?:\+|\.(?!\w)|<<)\s*(?!['"\s])"""
+                                   r"""|"((?:[^"\\\n]|\\.)*)"\s*(?:\+|\.(?!\w)|<<)\s*(?!['"\s])""")
+
+
+def _argv_text(items: str) -> str:
+    """The words of a literal argv list (`['git', 'push']`), in place; an element that is not a literal is
+    unknown (`[cmd, 'push']` runs a command whose name is only known at run time)."""
+    words: list[str] = []
+    cursor = 0
+    for match in _STRING_LITERAL.finditer(items):
+        if items[cursor:match.start()].replace(",", "").strip():
+            words.append(UNKNOWN)
+        words.append(_literal_text(match))
+        cursor = match.end()
+    if items[cursor:].replace(",", "").strip():
+        words.append(UNKNOWN)
+    return " ".join(words)
+
+
 def shell_strings_in_code(language: str, code: str) -> list[str]:
     """Strings inside program text that the program hands to a shell (or to exec) to run."""
     found: list[str] = []
+    if language == "python":  # IPython runs `!CMD` lines in a shell (plain Python rejects them)
+        found += [m.group(1) for m in _IPYTHON_ESCAPE.finditer(code)]
     if language in ("ruby", "perl", "php"):
         found += [next(g for g in m.groups() if g is not None) for m in _BACKTICKS.finditer(code)]
     if not _EXEC_HINT.search(code):
@@ -225,9 +296,13 @@ def shell_strings_in_code(language: str, code: str) -> list[str]:
     code = _join_literals(code)
     found += [_literal_text(m) for m in _STRING_LITERAL.finditer(code)]
     for match in _LIST_LITERAL.finditer(code):
-        found.append(" ".join(_literal_text(m) for m in _STRING_LITERAL.finditer(match.group(1))))
+        found.append(_argv_text(match.group(1)))
     for match in _ARG_LIST.finditer(code):  # perl/ruby `system "git", "push"`: one argv
-        found.append(" ".join(_literal_text(m) for m in _STRING_LITERAL.finditer(match.group(1))))
+        rest = code[match.end():]
+        found.append(_argv_text(match.group(1)) + (" " + UNKNOWN if _MORE_ARGUMENTS.match(rest) else ""))
+    for match in _LITERAL_THEN_COMPUTED.finditer(code):  # `'chmod -R 777 ' + home`: the end is computed
+        if _literal_text(match).strip():
+            found.append(_literal_text(match) + UNKNOWN)
     for match in _NAME_THEN_LIST.finditer(code):
         rest = " ".join(_literal_text(m) for m in _STRING_LITERAL.finditer(match.group(3)))
         found.append(f"{match.group(2)} {rest}")

@@ -20,6 +20,8 @@ READ = UNKNOWN + "<data>"
 """Data only known at run time: what `read` takes from stdin or a command substitution prints
 (`… | while read f; do rm "$f"; done`, `rm $(git ls-files)`)."""
 KEEP = UNKNOWN + "keep"
+SHELL_PID = UNKNOWN + "<shell-pid>"
+"""`$$` or `$PPID`: the shell running the command, or the agent that started it."""
 """A declared name with no value (`export NAME`): its value is kept."""
 LITERALLY = "write the command out literally, with no variables, substitutions or decoding in its name or code"
 
@@ -88,11 +90,18 @@ def display(text: str) -> str:
 
 
 def command_name(word: str) -> str:
-    """Normalize a command word: drop quotes and backslashes, the directory and the case."""
+    """Normalize a command word: drop quotes and backslashes, the directory, the case, a Windows `.exe`
+    suffix (`git.exe` from WSL), and the `g` of GNU tools installed beside BSD ones (`grm`, `gshred`)."""
     name = word.replace("\\", "").replace("'", "").replace('"', "")
     if "/" in name.rstrip("/"):
         name = name.rstrip("/").rsplit("/", 1)[1]
-    return name.lower()
+    name = name.lower().removesuffix(".exe")
+    return name[1:] if name in _GNU_PREFIXED else name
+
+
+_GNU_PREFIXED = frozenset({"grm", "gshred", "gdd", "gtruncate", "gchmod", "gchown", "gchgrp", "gfind", "gxargs",
+                           "gln", "gmv", "gcp", "gtee", "ginstall", "gunlink", "grmdir", "gnice", "gnohup", "genv",
+                           "gstdbuf", "gsed", "gtar", "gsort", "gsplit", "gcsplit", "gtouch"})
 
 
 def normalize_path(path: str) -> str:

@@ -6,7 +6,7 @@ that run one; `poetry install` runs nothing, so its handler returns None.
 
 from __future__ import annotations
 
-from kilo_loop.safety.shell.model import command_name, parse_options
+from kilo_loop.safety.shell.model import UNKNOWN, command_name, parse_options
 from kilo_loop.safety.shell.unwrapped import NOEXEC, Unwrap, Unwrapped
 
 
@@ -60,6 +60,16 @@ def _nix(args: list[str]) -> Unwrapped | None:
     return None
 
 
+def _nix_run(args: list[str]) -> Unwrapped:
+    """`nix run PKG -- ARGS…` runs PKG's main program (named after the package) with ARGS."""
+    _, i = parse_options(args[1:], "f", frozenset({"file", "expr", "override-input", "inputs-from"}))
+    found = args[1 + i:]
+    package = found[0] if found and found[0] != "--" else "nixpkgs#default"
+    rest = found[found.index("--") + 1:] if "--" in found else found[1:]
+    program = package.rsplit("#", 1)[-1].rsplit(".", 1)[-1] or UNKNOWN
+    return Unwrapped([program, *rest])
+
+
 def _yarn(args: list[str]) -> Unwrapped | None:
     """`yarn exec CMD`, `yarn dlx PKG`, and `yarn workspaces foreach [opts] CMD…` (runs `yarn CMD…`)."""
     if args[:2] == ["workspaces", "foreach"]:
@@ -94,7 +104,11 @@ PACKAGE_RUNNERS: dict[str, Unwrap] = {
     "pipx": subcommand_runner(frozenset({"run"})),
     "corepack": _corepack,
     "npm": _npm,
-    "pnpm": subcommand_runner(frozenset({"exec", "dlx"}), "C", frozenset({"dir", "filter"})),
+    "pnpm": lambda args: Unwrapped(args) if args[:1] and args[0] in _PACKAGE_BINS else subcommand_runner(
+        frozenset({"exec", "dlx"}), "C", frozenset({"dir", "filter"}))(args),  # `pnpm rimraf ~` runs the binary
+    "devbox": subcommand_runner(frozenset({"run"}), "c", frozenset({"config", "environment", "env-file"})),
+    "pixi": subcommand_runner(frozenset({"run", "exec"}), "e", frozenset({"environment", "manifest-path"})),
+    "nix": lambda args: _nix_run(args) if args[:1] == ["run"] else _nix(args),
     "yarn": _yarn,
     "bun": subcommand_runner(frozenset({"x"})),
     "poetry": subcommand_runner(frozenset({"run"}), "C", frozenset({"directory", "project"})),
@@ -109,5 +123,4 @@ PACKAGE_RUNNERS: dict[str, Unwrap] = {
     "micromamba": subcommand_runner(frozenset({"run"}), "np", frozenset({"name", "prefix"})),
     "bundle": subcommand_runner(frozenset({"exec"})),
     "asdf": subcommand_runner(frozenset({"exec"})),
-    "nix": _nix,
 }

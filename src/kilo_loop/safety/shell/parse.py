@@ -17,8 +17,8 @@ from tree_sitter import Language, Node, Parser
 from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.shell.flow import Flow, State, Step, fold
 from kilo_loop.safety.shell.grammar import bash_language
-from kilo_loop.safety.shell.model import HOME, KEEP, UNKNOWN, Unanalysable
-from kilo_loop.safety.shell.words import ansi_c, brace_alternatives
+from kilo_loop.safety.shell.model import HOME, KEEP, SHELL_PID, UNKNOWN, Unanalysable
+from kilo_loop.safety.shell.words import ansi_c, brace_alternatives, integer_arithmetic
 
 if TYPE_CHECKING:
     from kilo_loop.safety.shell.analyze import Analyzer, Outcome
@@ -399,9 +399,14 @@ class Walker:
             return key, "" if not appends else None
         if value.type == "array":
             self.substitutions(value, state)
+            if self.an.watches(key):  # `PROMPT_COMMAND=(cmd …)`: each element runs
+                for element in (c for c in value.children if c.is_named):
+                    self.an.assigned(key, self.word_text(element, state, split=False), state, self.depth)
             return key, None
         text = self.word_text(value, state, split=False)
-        return key, None if appends or name is None or name.type != "variable_name" else text
+        result = None if appends or name is None or name.type != "variable_name" else text
+        self.an.assigned(key, result, state, self.depth)
+        return key, result
 
     def _assign(self, node: Node, state: State) -> State:
         parts = [node] if node.type == "variable_assignment" else [c for c in node.children if c.is_named]
@@ -475,6 +480,8 @@ class Walker:
             else:
                 out.literal(value, quoted=True)
         elif kind == "$":
+            if self.text(node) == "$$":  # the grammar's token for `$$` (the shell's pid) after a word: `-$$`
+                out.literal(SHELL_PID)
             return
         else:
             self.substitutions(node, state)
@@ -525,15 +532,23 @@ class Walker:
             if cached is not None:
                 return cached[1]
             inner = [c for c in node.children if c.is_named]
-            self.sequence(inner, state)
-            value = UNKNOWN if kind == "process_substitution" else \
+            # `>(cmd)` reads what the outer command writes into it: a pipe whose content is not known
+            writes_into = kind == "process_substitution" and self.source[node.start_byte:node.start_byte + 1] == b">"
+            saved, self.piped_stdin = self.piped_stdin, PIPE if writes_into else self.piped_stdin
+            try:
+                self.sequence(inner, state)
+            finally:
+                self.piped_stdin = saved
+            value = self._process_output(inner, state) if kind == "process_substitution" and not writes_into \
+                else UNKNOWN if kind == "process_substitution" else \
                 self.an.substitution_value(self._plain_argv(inner, state), state)
             self._substituted[key] = (state, value)  # the state is kept so that its id is not reused
             return value
         self.substitutions(node, state)
         literal = self.text(node)[3:-2].strip()
         self.arithmetic_values([self.an.lookup(m.group(0), state) for m in _ARITH_NAME.finditer(literal)], state)
-        return literal if literal.isdigit() else UNKNOWN
+        number = integer_arithmetic(literal)  # `$((-1))`, `$((0-1))`: plain numbers are worked out
+        return str(number) if number is not None else UNKNOWN
 
     def arithmetic_values(self, values: Sequence[str | None], state: State) -> None:
         """Arithmetic evaluates a variable's value as an expression, and an array subscript in it runs
@@ -541,6 +556,17 @@ class Walker:
         for value in values:
             if value and ("$(" in value or "`" in value):
                 self.an.script(": " + value, state, self.depth + 1)
+
+    def _process_output(self, inner: Sequence[Node], state: State) -> str:
+        """`<(echo TEXT)`: a descriptor whose content is known (a file this command wrote, named /dev/fd/N)."""
+        argv = self._plain_argv(inner, state)
+        printed = self.an.printed(argv) if argv else None
+        if printed is None:
+            return UNKNOWN
+        self.an.descriptors += 1
+        path = f"/dev/fd/{62 + self.an.descriptors}"
+        self.an.wrote(path, printed, frozenset({None}))
+        return path
 
     def _plain_argv(self, inner: Sequence[Node], state: State) -> list[str] | None:
         if len(inner) != 1 or inner[0].type != "command":

@@ -60,6 +60,17 @@ def printf_text(args: list[str]) -> str | None:
         return None
     fmt, values = args[0], list(args[1:])
     out: list[str] = []
+    while True:  # bash reuses the format while arguments remain: `printf '%s ' git push` prints both
+        used = _printf_once(fmt, values, out)
+        if used is None:
+            return None
+        if not values or not used:
+            return "".join(out)
+
+
+def _printf_once(fmt: str, values: list[str], out: list[str]) -> int | None:
+    """One pass of `fmt`, taking from `values`; how many it took (None for a directive not modelled)."""
+    used = 0
     i = 0
     while i < len(fmt):
         ch = fmt[i]
@@ -73,6 +84,7 @@ def printf_text(args: list[str]) -> str | None:
                 out.append("%")
             elif directive in "sb":
                 value = values.pop(0) if values else ""
+                used += 1
                 out.append(echo_escapes(value) if directive == "b" else value)
             else:
                 return None
@@ -80,7 +92,7 @@ def printf_text(args: list[str]) -> str | None:
             continue
         out.append(ch)
         i += 1
-    return "".join(out)
+    return used
 
 
 def echo_escapes(text: str) -> str:
@@ -119,3 +131,42 @@ def _sequence(inner: str) -> list[str]:
             step = 1 if high_c >= low_c else -1
             return [chr(n) for n in range(low_c, high_c + step, step)]
     return ends[:2]
+
+
+_ARITHMETIC = LazyRegex(r"[0-9+\-*/%() \t]{1,64}")
+
+
+def integer_arithmetic(expression: str) -> int | None:
+    """The value of a shell arithmetic expression made only of integers, `+ - * / %` and parentheses."""
+    if not _ARITHMETIC.fullmatch(expression):
+        return None
+    import ast  # here, not at the top: few commands hold arithmetic
+
+    try:
+        tree = ast.parse(expression.replace("/", "//"), mode="eval")
+    except SyntaxError:
+        return None
+    return _evaluate(tree.body)
+
+
+def _evaluate(node: object) -> int | None:
+    import ast
+
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _evaluate(node.operand)
+        return None if value is None else (-value if isinstance(node.op, ast.USub) else value)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)):
+        left, right = _evaluate(node.left), _evaluate(node.right)
+        if left is None or right is None or (isinstance(node.op, (ast.FloorDiv, ast.Mod)) and right == 0):
+            return None
+        if isinstance(node.op, ast.Add):
+            return left + right
+        if isinstance(node.op, ast.Sub):
+            return left - right
+        if isinstance(node.op, ast.Mult):
+            return left * right if abs(left) < 2**32 and abs(right) < 2**32 else None
+        quotient = abs(left) // abs(right) * (1 if (left >= 0) == (right >= 0) else -1)  # C division
+        return quotient if isinstance(node.op, ast.FloorDiv) else left - right * quotient
+    return None

@@ -13,7 +13,7 @@ have their own modules, whose tables are merged into `WRAPPERS`.
 from __future__ import annotations
 
 from kilo_loop.safety.lazy_regex import LazyRegex
-from kilo_loop.safety.shell.model import UNKNOWN, parse_options, split_words
+from kilo_loop.safety.shell.model import READ, UNKNOWN, parse_options, split_words
 from kilo_loop.safety.shell.package_runners import PACKAGE_RUNNERS, subcommand_runner
 from kilo_loop.safety.shell.remote import REMOTE_RUNNERS
 from kilo_loop.safety.shell.script_options import SCRIPT_OPTIONS
@@ -57,6 +57,10 @@ def _env(args: list[str]) -> Unwrapped:
     opts, i = parse_options(args, "uCS", frozenset({"unset", "chdir", "split-string", "block-signal",
                                                     "default-signal", "ignore-signal"}))
     rest, env = strip_assignments(args[i:])
+    while rest and "=" in rest[0] and not rest[0].startswith("="):  # env takes `BASH_FUNC_x%%=…` too
+        key, _, value = rest[0].partition("=")
+        env[key] = value
+        rest = rest[1:]
     split = opts.get("-S", opts.get("--split-string"))
     if split is not None:
         rest = split_words(split) + rest
@@ -174,6 +178,58 @@ def _after_verb(verbs: frozenset[str], short_arg: str = "", long_arg: frozenset[
     return unwrap
 
 
+def _coproc(args: list[str]) -> Unwrapped:
+    """`coproc CMD…`, `coproc NAME { CMD; }`: the body runs (the name only labels it)."""
+    if args[:1] in (["{"], ["("]):
+        return Unwrapped(args[1:])
+    if args[1:2] in (["{"], ["("]):
+        return Unwrapped(args[2:])
+    return Unwrapped(args)
+
+
+_SU = _script_runner("cgGsw", frozenset({"command", "group", "supp-group", "shell", "session-command",
+                                          "whitelist-environment"}), ("-c", "--command", "--session-command"))
+
+
+def _su(args: list[str]) -> Unwrapped | None:
+    """`su - root -c CMD`: a lone `-` is `--login`."""
+    return _SU([a for a in args if a != "-"])
+
+
+def _start_stop_daemon(args: list[str]) -> Unwrapped:
+    """`start-stop-daemon --start --exec PROG -- ARGS…` runs PROG with ARGS."""
+    opts, _ = parse_options(args, "xanpucgNrdPkISoOqbvmTHVR", frozenset(
+        {"exec", "startas", "name", "pidfile", "user", "chuid", "group", "nicelevel", "chroot", "chdir",
+         "signal", "retry", "make-pidfile", "remove-pidfile", "procsched", "iosched", "umask", "output"}))
+    if not any(k in opts for k in ("-S", "--start")):
+        return NOEXEC
+    program = opts.get("-a") or opts.get("--startas") or opts.get("-x") or opts.get("--exec")
+    rest = args[args.index("--") + 1:] if "--" in args else []
+    return Unwrapped([program, *rest]) if program else NOEXEC
+
+
+_FD_PLACEHOLDERS = LazyRegex(r"\{(?:/|//|\.|/\.)?\}")
+
+
+def _fd(args: list[str]) -> Unwrapped | None:
+    """`fd PATTERN -x CMD…` / `-X CMD…` runs CMD on every file found (`{}` and its variants stand for one)."""
+    at = next((i for i, a in enumerate(args) if a in ("-x", "--exec", "-X", "--exec-batch")), None)
+    if at is None:
+        return None
+    command = args[at + 1:]
+    if ";" in command:
+        command = command[:command.index(";")]
+    replaced = [_FD_PLACEHOLDERS.sub(READ, w) for w in command]
+    return Unwrapped(replaced if replaced != command else [*command, READ]) if command else NOEXEC
+
+
+def _uv(args: list[str]) -> Unwrapped | None:
+    """`uv run CMD`, and `uv tool run PKG …` (what `uvx` runs)."""
+    if args[:2] == ["tool", "run"]:
+        return PACKAGE_RUNNERS["uvx"](args[2:])
+    return PACKAGE_RUNNERS["uv"](args)
+
+
 def _bwrap(args: list[str]) -> Unwrapped:
     """`bwrap [--bind SRC DST | --dev DIR | …] CMD…`: options take zero, one or two values."""
     two = {"--bind", "--ro-bind", "--dev-bind", "--bind-try", "--ro-bind-try", "--dev-bind-try", "--symlink",
@@ -200,8 +256,7 @@ WRAPPERS: dict[str, Unwrap] = {
     "runuser": _script_runner("cgGsuw", frozenset({"command", "group", "supp-group", "shell", "session-command",
                                                    "user", "whitelist-environment"}),
                               ("-c", "--command", "--session-command"), operands_run=True),
-    "su": _script_runner("cgGsw", frozenset({"command", "group", "supp-group", "shell", "session-command",
-                                             "whitelist-environment"}), ("-c", "--command", "--session-command")),
+    "su": _su,
     "sg": lambda args: Unwrapped([], script=args[2]) if args[1:2] == ["-c"] and len(args) > 2 else Unwrapped(
         [], script=" ".join(args[1:])) if len(args) > 1 else NOEXEC,
     "script": _script_runner("cEIOBTm", frozenset({"command", "echo", "log-in", "log-out", "log-io",
@@ -213,7 +268,21 @@ WRAPPERS: dict[str, Unwrap] = {
     "nohup": _plain(),
     "nice": _plain("n", frozenset({"adjustment"})),
     "time": _plain("fo", frozenset({"format", "output"})),
-    "coproc": _plain(),
+    "coproc": _coproc,
+    "run0": _plain("ugD", frozenset({"user", "group", "chdir", "unit", "property", "description", "slice", "nice",
+                                      "setenv", "background", "machine"})),
+    "prlimit": lambda args: NOEXEC if any(a.startswith(("-p", "--pid")) for a in args) else _plain()(args),
+    "cgexec": _plain("g"),
+    "ip": lambda args: Unwrapped(args[3:]) if args[:2] == ["netns", "exec"] else None,
+    "start-stop-daemon": _start_stop_daemon,
+    "sem": lambda args: _parallel(args),
+    "limactl": _after_verb(frozenset({"shell"}), skip=1),
+    "machinectl": _after_verb(frozenset({"shell"}), skip=1),
+    "fd": _fd,
+    "fdfind": _fd,
+    "microk8s": lambda args: Unwrapped(args) if args[:1] in (["kubectl"], ["helm"], ["helm3"], ["ctr"]) else None,
+    "k3s": lambda args: Unwrapped(args) if args[:1] in (["kubectl"], ["crictl"], ["ctr"]) else None,
+    "kubecolor": lambda args: Unwrapped(["kubectl", *args]),
     "timeout": _timeout,
     "gtimeout": _timeout,
     "stdbuf": _plain("ioe", frozenset({"input", "output", "error"})),
@@ -229,10 +298,18 @@ WRAPPERS: dict[str, Unwrap] = {
     "dbus-run-session": _plain(),
     "firejail": _plain(),
     "unshare": _plain(),
-    "nsenter": _plain("tSGnumipUCr", frozenset({"target"})),
+    # (namespace options take a file only when it is attached: `-m` alone, `--mount=FILE`)
+    "nsenter": _plain("tSGw", frozenset({"target", "setuid", "setgid", "wd"})),
+    "capsh": lambda args: Unwrapped(["bash", *args[args.index("--") + 1:]]) if "--" in args else NOEXEC,
+    "wsl": lambda args: Unwrapped(args[args.index("--") + 1:] if "--" in args else args[args.index("-e") + 1:]
+                                  if "-e" in args else args[parse_options(args, "dux", frozenset(
+                                      {"distribution", "user", "cd", "exec"}))[1]:]),
     "chroot": _plain("", frozenset({"userspec", "groups"}), skip=1),
     "systemd-run": _plain("pEu", frozenset({"property", "setenv", "unit", "uid", "gid", "working-directory"})),
     "busybox": lambda args: Unwrapped(args),
+    "coreutils": lambda args: Unwrapped([args[0].split("=", 1)[1], *args[1:]]) if args[:1] and args[0].startswith(
+        "--coreutils-prog=") else Unwrapped(args[1:]) if args[:1] == ["--coreutils-prog"] else NOEXEC,
+    "hub": lambda args: Unwrapped(["git", *args]),
     "toybox": lambda args: Unwrapped(args),
     "strace": _plain("aeoOpPsSuXbIE"),
     "ltrace": _plain("aeoOpPsSuXbIE"),
@@ -307,6 +384,7 @@ WRAPPERS: dict[str, Unwrap] = {
     **PACKAGE_RUNNERS,
     **REMOTE_RUNNERS,
     **SCRIPT_OPTIONS,
+    "uv": _uv,
 }
 
 
