@@ -13,7 +13,9 @@ What is replaced, and with what (the secret part always becomes ``[REDACTED]``):
   ``https://hooks.slack.com/services/[REDACTED]``, Discord webhooks (id kept) and bot tokens,
   Mailgun, Mailchimp, Shopify, PyPI, DigitalOcean, Linear, Postman, Groq, Replicate, xAI,
   Perplexity, Databricks, Square, age, Supabase, Notion, Atlassian, Vault (``hvs.[REDACTED]``),
-  Tailscale, Pulumi, Grafana, New Relic, Dynatrace; an Entra ID client secret from its ``8Q~``.
+  Tailscale, Pulumi, Grafana, New Relic, Dynatrace, and more of gitleaks' prefixes (Docker Hub,
+  Doppler, Sentry, PlanetScale, RubyGems, Heroku, JFrog, Alibaba, OpenShift, Facebook, …); an
+  Entra ID client secret from its ``8Q~``.
 * URL signatures keep the parameter: Azure SAS ``sig=[REDACTED]``, S3 presigned
   ``X-Amz-Signature=[REDACTED]`` / ``X-Amz-Security-Token=``, v2 ``Signature=``.
 * Passwords given as command arguments: ``mysql -p[REDACTED]``, ``sshpass -p [REDACTED]``,
@@ -22,6 +24,16 @@ What is replaced, and with what (the secret part always becomes ``[REDACTED]``):
   ``requirepass`` in redis.conf), HTML form fields (``name="csrf_token" value=…``), ``.netrc`` (``machine h login u
   password [REDACTED]``) and ``.pgpass`` lines (``host:port:db:user:[REDACTED]``); Datadog
   keys (32/40 hex) named in prose.
+* Secrets handed over in code: ``os.Setenv("TOKEN", "[REDACTED]")``, ``environ["API_KEY"] = …``,
+  setters and builders (``.setApiKey("[REDACTED]")``, ``.password("[REDACTED]")``), a user and a
+  password (``new UsernamePasswordCredentials("u", "[REDACTED]")``, ``auth=("u", "[REDACTED]")``,
+  ``smtp.login(u, "[REDACTED]")``), Go and Oracle DSNs (``u:[REDACTED]@tcp(…)``, ``u/[REDACTED]@db``),
+  ODBC's braced ``Pwd={[REDACTED]}``; in command lines: ``config set KEY [REDACTED]``, ``setenv``,
+  ``echo [REDACTED] | docker login --password-stdin`` (``sudo -S``, ``chpasswd``), ``htpasswd -b``,
+  secret-store values (``gh secret set N --body [REDACTED]``), argv lists (``"--password", "[REDACTED]"``),
+  single-dash and camelCase flags (``-token``, ``-apiKey``); entries whose name and value are apart
+  (``- name: DB_PASSWORD`` / ``value: [REDACTED]``, ``ParameterKey=…,ParameterValue=``, a Terraform
+  variable's ``default``); TOML/Python triple-quoted strings under a secret-named key.
 * Secret-named assignments keep key, separator and quotes: ``password=[REDACTED]``,
   ``"apiKey": "[REDACTED]"``, ``token: [REDACTED]``, ``export GITHUB_TOKEN=[REDACTED]``,
   ``Authorization: Bearer [REDACTED]``, ``--token [REDACTED]``, ``--password=[REDACTED]``,
@@ -37,9 +49,10 @@ What is replaced, and with what (the secret part always becomes ``[REDACTED]``):
 * Percent-encoded separators count (``password%3D[REDACTED]%26…``, ``Bearer%20[REDACTED]``, twice
   encoded ``%253D``), and so do JSON's ``\\u0022`` quotes and the HTML entity ``&#61;``.
 * URL userinfo keeps the user: ``https://user:[REDACTED]@host``.
-* PEM private keys keep their ``-----BEGIN/END … PRIVATE KEY-----`` lines; every body line
+* PEM private keys (and SSH2 ``---- BEGIN SSH2 … PRIVATE KEY ----`` ones) keep their BEGIN/END lines; every body line
   becomes ``[REDACTED]`` (behind a log prefix like ``api-1  | ``, a CRI or syslog head, a
-  line-number gutter or ``> `` too, and in string literals); a PuTTY key's ``Private-Lines``.
+  line-number gutter, ``> `` or a diff's ``-``/``+`` too, and in string literals); a PuTTY key's
+  ``Private-Lines``.
 * A 40-character AWS secret key alone on its line or on a line about AWS; a base64 run that
   decodes to an env file holding a secret (a wrapped blob goes whole); in CSV under a header
   naming secret columns (``user,password``, or ``| user | password |`` in query output and
@@ -53,14 +66,15 @@ string.  Redaction is idempotent, never raises (an internal failure yields ``[RE
 whole input: fail closed), and ``redact_lines`` yields exactly what ``redact`` gives for the joined
 text, one output per input line, lazily.
 
-Speed: three RE2 DFAs (most rules; the generic random-looking value; the long base64 run) run
+Speed: four RE2 DFAs (most rules; the round-3 code and command rules; the generic random-looking
+value; the long base64 run) run
 loosened alternations over the UTF-8 bytes to find candidate positions; Python's ``re`` confirms
 the exact rule at the nearest candidate and the judgements of ``secret_patterns`` decide, reading only the spans of that
 rule's groups.  Without ``re2`` the exact alternation runs on Python's ``re`` alone.
 ``redact_block`` redacts a block of lines given what the block before left open, so blocks can be
 redacted in other processes (``redact_pool``) and joined.  The rule handlers live in ``redact_values`` (single values, assignments) and
-``redact_blocks`` (PEM blocks, command arguments, base64 runs, CSV tables); this module is the
-engine and the public API.
+``redact_blocks`` (PEM blocks, command arguments, base64 runs, CSV tables) and ``redact_pairs``
+(a name and its value as two entries); this module is the engine and the public API.
 """
 
 from __future__ import annotations
@@ -73,6 +87,7 @@ from typing import Any
 
 from kilo_loop.safety import secret_patterns as sp
 from kilo_loop.safety.redact_blocks import _arg, _b64_run, _csv_header, _line_arg, _pem, has_upper
+from kilo_loop.safety.redact_pairs import _name_value
 from kilo_loop.safety.redact_values import (
     _ALNUM_RUN,
     _MARK,
@@ -121,6 +136,7 @@ _HANDLERS: dict[Kind, Handler] = {
     Kind.LINE_ARG: _line_arg,
     Kind.B64_RUN: _b64_run,
     Kind.CSV_HEADER: _csv_header,
+    Kind.NAME_VALUE: _name_value,
 }
 
 
