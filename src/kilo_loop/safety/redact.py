@@ -100,6 +100,7 @@ from kilo_loop.safety.redact_values import (
     _bearer,
     _content_end,
     _curl_user,
+    _dsn_at,
     _flag,
     _generic,
     _keep_prefix,
@@ -137,6 +138,7 @@ _HANDLERS: dict[Kind, Handler] = {
     Kind.B64_RUN: _b64_run,
     Kind.CSV_HEADER: _csv_header,
     Kind.NAME_VALUE: _name_value,
+    Kind.DSN_AT: _dsn_at,
 }
 
 
@@ -212,8 +214,18 @@ def _dispatch_table(rules: tuple[Rule, ...]) -> dict[int, tuple[Handler, Rule]]:
     group = 1
     for rule in rules:
         table[group] = (_HANDLERS[rule.kind], rule)
-        group += 1 + re.compile(rule.pattern).groups
+        group += 1 + capturing_groups(rule.pattern)
     return table
+
+
+# An escape, a character class, or a group opening: "(" not followed by "?" captures.
+_GROUP_SYNTAX = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|\((?!\?)")
+
+
+def capturing_groups(pattern: str) -> int:
+    """``re.compile(pattern).groups`` without compiling (compiling every rule once more doubled the
+    engine's start-up; the patterns use no named groups)."""
+    return sum(1 for syntax in _GROUP_SYNTAX.finditer(pattern) if syntax.group() == "(")
 
 
 def _settle(data: bytes, match_start: int, outcome: Outcome) -> Outcome:
@@ -315,22 +327,39 @@ class Engine:
     """Scans UTF-8 bytes with one alternation and applies the matched rules' edits."""
 
     def __init__(self, rules: tuple[Rule, ...] = sp.RULES, use_re2: bool = True) -> None:
-        self._precise = re.compile(sp.combined_pattern(rules).encode())
         lanes = [(name, lane.encode()) for name, lane in sp.scan_lanes(rules)] if use_re2 else []
         self._finders = _finders(lanes)
         # Each rule is wrapped in its own group, which closes after any group inside it: the
         # match's ``lastindex`` is the group of the rule that matched.
         # keyed by ``id()``: a compiled pattern's hash is computed over its whole program each time
-        self._dispatch: dict[int, dict[int, tuple[Handler, Rule]]] = {id(self._precise): _dispatch_table(rules)}
-        # A candidate that only one lane found can only be matched by that lane's rules (each lane's
-        # scan finds every start its rules' exact patterns have), so the exact match there tries
-        # those alone: a base64 run or a generic value is not put to the hundred other rules first.
-        self._lane_precise: list[re.Pattern[bytes]] = []
-        for name, _ in lanes if self._finders else []:
-            members = tuple(rule for rule in rules if (rule.lane or "text") == name)
-            pattern = re.compile(sp.combined_pattern(members).encode())
-            self._lane_precise.append(pattern)
-            self._dispatch[id(pattern)] = _dispatch_table(members)
+        self._dispatch: dict[int, dict[int, tuple[Handler, Rule]]] = {}
+        self._order = {id(rule): index for index, rule in enumerate(rules)}
+        # Without RE2 one alternation of every rule finds and matches.  With it, a candidate that
+        # only one lane found can only be matched by that lane's rules (each lane's scan finds
+        # every start its rules' exact patterns have), so the exact match there tries those alone;
+        # where lanes meet, the rule first in the table wins, as in one alternation (compiling
+        # that alternation as well cost a third of the engine's start-up).
+        self._precise = None if self._finders else self._compiled(rules)
+        self._lane_precise = [
+            self._compiled(tuple(rule for rule in rules if (rule.lane or "text") == name))
+            for name, _ in (lanes if self._finders else [])
+        ]
+
+    def _compiled(self, rules: tuple[Rule, ...]) -> re.Pattern[bytes]:
+        pattern = re.compile(sp.combined_pattern(rules).encode())
+        self._dispatch[id(pattern)] = _dispatch_table(rules)
+        return pattern
+
+    def _first_rule(self, matches: Iterable[re.Match[bytes] | None]) -> re.Match[bytes] | None:
+        """Of the lanes' matches at one position, the one whose rule comes first in the table."""
+        best: re.Match[bytes] | None = None
+        best_order = len(self._order)
+        for match in matches:
+            if match is not None:
+                order = self._order[id(self._dispatch[id(match.re)][match.lastindex or 0][1])]
+                if order < best_order:
+                    best, best_order = match, order
+        return best
 
     def scan(self, data: bytes) -> tuple[bytes | None, bytes | None]:
         """(redacted bytes or None when nothing changed, header re-opening an unfinished block).
@@ -373,10 +402,9 @@ class Engine:
     def _matcher(self, data: bytes) -> Callable[[int], re.Match[bytes] | None] | None:
         """The leftmost exact match at or after a position (leftmost-first among the rules);
         None when no lane has a candidate anywhere in ``data``."""
-        precise = self._precise
         finders = self._finders
-        if not finders:
-            return functools.partial(precise.search, data)
+        if self._precise is not None:
+            return functools.partial(self._precise.search, data)
         # per lane: what it found searching from ``since`` (-1: nothing); the answer holds for
         # any later position up to the candidate found
         found = [find(data, 0) for find in finders]
@@ -401,7 +429,12 @@ class Engine:
                         owner = -1
                 if best < 0:
                     return None
-                match = (precise if owner < 0 else lane_precise[owner]).match(data, best)
+                if owner >= 0:
+                    match = lane_precise[owner].match(data, best)
+                else:
+                    match = self._first_rule(
+                        lane_precise[lane].match(data, best) for lane in lanes if found[lane] == best
+                    )
                 if match is not None:
                     return match
                 pos = best + 1

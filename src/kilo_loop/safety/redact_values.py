@@ -216,6 +216,23 @@ def _userinfo(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcom
     return Outcome(_mark(start, end), span(g)[1])
 
 
+_DSN_STOPS = frozenset(b" \t\r\n\"'`/=,;(")
+
+
+def _dsn_at(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
+    """Go's MySQL DSN ``user:pass@tcp(host)/db``: the rule matches the rare ``@tcp(`` and the
+    password is read backwards to the ``:`` after the user (a pattern starting at every ":" made
+    the scan's DFA build states all through random text)."""
+    at, end = span(g)
+    start = at
+    while start > max(floor, at - 256) and data[start - 1] not in _DSN_STOPS:
+        start -= 1
+    colon = data.find(b":", start, at)
+    if colon < 0 or colon + 1 == at:
+        return Outcome(_SKIP, end)
+    return Outcome(_value_edit(data, colon + 1, at, "password"), end)
+
+
 def _curl_user(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
     return _userinfo(data, span, g, rule, floor)
 
