@@ -6,6 +6,7 @@ expected text); every other line must come through byte-identical.  What changes
 
 * real findings: AWS keys, the basic-auth URL, the OpenSSH private key body, passwords/secrets in
   config.env/.ini/.yaml/.md, every each_secret.py example but the ``DEADBEEF`` red herring;
+* a YAML tag before a value stays (``!!binary [REDACTED]``): it says how to read the value, not what it is;
 * ``# pragma: allowlist secret`` is not honoured: an allow-listed secret is still hidden;
 * values under a secret-named key are hidden whatever they look like: ``SUPER_SECRET_VALUE`` in
   ``files/tmp/file_with_no_secrets.py`` (an ordinary sentence), ``hashed_secret`` digests in
@@ -49,10 +50,10 @@ EXPECTED: dict[str, dict[int, str]] = {
         5: f"        value: {R}",
         6: f"        other_value: {R}",
         12: f"test_agent::allowlisted_api_key: '{R}'  # pragma: allowlist secret",
-        13: f"low_entropy_binary_secret: {R}",
+        13: f"low_entropy_binary_secret: !!binary {R}",
         16: f"allowlisted_id: '{R}'",
     },
-    "config2.yaml": {2: f"high_entropy_hex_binary_secret: {R}"},
+    "config2.yaml": {2: f"high_entropy_hex_binary_secret: !!binary {R}"},
     "each_secret.py": {
         2: f"id = '{R}'",
         4: f"base64_secret = '{R}'",

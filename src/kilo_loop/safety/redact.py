@@ -13,7 +13,9 @@ What is replaced, and with what (the secret part always becomes ``[REDACTED]``):
   ``https://hooks.slack.com/services/[REDACTED]``, Discord webhooks (id kept) and bot tokens,
   Mailgun, Mailchimp, Shopify, PyPI, DigitalOcean, Linear, Postman, Groq, Replicate, xAI,
   Perplexity, Databricks, Square, age, Supabase, Notion, Atlassian, Vault (``hvs.[REDACTED]``),
-  Tailscale, Pulumi, Grafana, New Relic, Dynatrace; an Entra ID client secret from its ``8Q~``.
+  Tailscale, Pulumi, Grafana, New Relic, Dynatrace, and more of gitleaks' prefixes (Docker Hub,
+  Doppler, Sentry, PlanetScale, RubyGems, Heroku, JFrog, Alibaba, OpenShift, Facebook, …); an
+  Entra ID client secret from its ``8Q~``.
 * URL signatures keep the parameter: Azure SAS ``sig=[REDACTED]``, S3 presigned
   ``X-Amz-Signature=[REDACTED]`` / ``X-Amz-Security-Token=``, v2 ``Signature=``.
 * Passwords given as command arguments: ``mysql -p[REDACTED]``, ``sshpass -p [REDACTED]``,
@@ -22,6 +24,16 @@ What is replaced, and with what (the secret part always becomes ``[REDACTED]``):
   ``requirepass`` in redis.conf), HTML form fields (``name="csrf_token" value=…``), ``.netrc`` (``machine h login u
   password [REDACTED]``) and ``.pgpass`` lines (``host:port:db:user:[REDACTED]``); Datadog
   keys (32/40 hex) named in prose.
+* Secrets handed over in code: ``os.Setenv("TOKEN", "[REDACTED]")``, ``environ["API_KEY"] = …``,
+  setters and builders (``.setApiKey("[REDACTED]")``, ``.password("[REDACTED]")``), a user and a
+  password (``new UsernamePasswordCredentials("u", "[REDACTED]")``, ``auth=("u", "[REDACTED]")``,
+  ``smtp.login(u, "[REDACTED]")``), Go and Oracle DSNs (``u:[REDACTED]@tcp(…)``, ``u/[REDACTED]@db``),
+  ODBC's braced ``Pwd={[REDACTED]}``; in command lines: ``config set KEY [REDACTED]``, ``setenv``,
+  ``echo [REDACTED] | docker login --password-stdin`` (``sudo -S``, ``chpasswd``), ``htpasswd -b``,
+  secret-store values (``gh secret set N --body [REDACTED]``), argv lists (``"--password", "[REDACTED]"``),
+  single-dash and camelCase flags (``-token``, ``-apiKey``); entries whose name and value are apart
+  (``- name: DB_PASSWORD`` / ``value: [REDACTED]``, ``ParameterKey=…,ParameterValue=``, a Terraform
+  variable's ``default``); TOML/Python triple-quoted strings under a secret-named key.
 * Secret-named assignments keep key, separator and quotes: ``password=[REDACTED]``,
   ``"apiKey": "[REDACTED]"``, ``token: [REDACTED]``, ``export GITHUB_TOKEN=[REDACTED]``,
   ``Authorization: Bearer [REDACTED]``, ``--token [REDACTED]``, ``--password=[REDACTED]``,
@@ -37,9 +49,10 @@ What is replaced, and with what (the secret part always becomes ``[REDACTED]``):
 * Percent-encoded separators count (``password%3D[REDACTED]%26…``, ``Bearer%20[REDACTED]``, twice
   encoded ``%253D``), and so do JSON's ``\\u0022`` quotes and the HTML entity ``&#61;``.
 * URL userinfo keeps the user: ``https://user:[REDACTED]@host``.
-* PEM private keys keep their ``-----BEGIN/END … PRIVATE KEY-----`` lines; every body line
+* PEM private keys (and SSH2 ``---- BEGIN SSH2 … PRIVATE KEY ----`` ones) keep their BEGIN/END lines; every body line
   becomes ``[REDACTED]`` (behind a log prefix like ``api-1  | ``, a CRI or syslog head, a
-  line-number gutter or ``> `` too, and in string literals); a PuTTY key's ``Private-Lines``.
+  line-number gutter, ``> `` or a diff's ``-``/``+`` too, and in string literals); a PuTTY key's
+  ``Private-Lines``.
 * A 40-character AWS secret key alone on its line or on a line about AWS; a base64 run that
   decodes to an env file holding a secret (a wrapped blob goes whole); in CSV under a header
   naming secret columns (``user,password``, or ``| user | password |`` in query output and
@@ -53,14 +66,15 @@ string.  Redaction is idempotent, never raises (an internal failure yields ``[RE
 whole input: fail closed), and ``redact_lines`` yields exactly what ``redact`` gives for the joined
 text, one output per input line, lazily.
 
-Speed: three RE2 DFAs (most rules; the generic random-looking value; the long base64 run) run
+Speed: four RE2 DFAs (most rules; the round-3 code and command rules; the generic random-looking
+value; the long base64 run) run
 loosened alternations over the UTF-8 bytes to find candidate positions; Python's ``re`` confirms
 the exact rule at the nearest candidate and the judgements of ``secret_patterns`` decide, reading only the spans of that
 rule's groups.  Without ``re2`` the exact alternation runs on Python's ``re`` alone.
 ``redact_block`` redacts a block of lines given what the block before left open, so blocks can be
 redacted in other processes (``redact_pool``) and joined.  The rule handlers live in ``redact_values`` (single values, assignments) and
-``redact_blocks`` (PEM blocks, command arguments, base64 runs, CSV tables); this module is the
-engine and the public API.
+``redact_blocks`` (PEM blocks, command arguments, base64 runs, CSV tables) and ``redact_pairs``
+(a name and its value as two entries); this module is the engine and the public API.
 """
 
 from __future__ import annotations
@@ -73,6 +87,7 @@ from typing import Any
 
 from kilo_loop.safety import secret_patterns as sp
 from kilo_loop.safety.redact_blocks import _arg, _b64_run, _csv_header, _line_arg, _pem, has_upper
+from kilo_loop.safety.redact_pairs import _name_value
 from kilo_loop.safety.redact_values import (
     _ALNUM_RUN,
     _MARK,
@@ -85,6 +100,7 @@ from kilo_loop.safety.redact_values import (
     _bearer,
     _content_end,
     _curl_user,
+    _dsn_at,
     _flag,
     _generic,
     _keep_prefix,
@@ -121,6 +137,8 @@ _HANDLERS: dict[Kind, Handler] = {
     Kind.LINE_ARG: _line_arg,
     Kind.B64_RUN: _b64_run,
     Kind.CSV_HEADER: _csv_header,
+    Kind.NAME_VALUE: _name_value,
+    Kind.DSN_AT: _dsn_at,
 }
 
 
@@ -196,8 +214,18 @@ def _dispatch_table(rules: tuple[Rule, ...]) -> dict[int, tuple[Handler, Rule]]:
     group = 1
     for rule in rules:
         table[group] = (_HANDLERS[rule.kind], rule)
-        group += 1 + re.compile(rule.pattern).groups
+        group += 1 + capturing_groups(rule.pattern)
     return table
+
+
+# An escape, a character class, or a group opening: "(" not followed by "?" captures.
+_GROUP_SYNTAX = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|\((?!\?)")
+
+
+def capturing_groups(pattern: str) -> int:
+    """``re.compile(pattern).groups`` without compiling (compiling every rule once more doubled the
+    engine's start-up; the patterns use no named groups)."""
+    return sum(1 for syntax in _GROUP_SYNTAX.finditer(pattern) if syntax.group() == "(")
 
 
 def _settle(data: bytes, match_start: int, outcome: Outcome) -> Outcome:
@@ -299,22 +327,39 @@ class Engine:
     """Scans UTF-8 bytes with one alternation and applies the matched rules' edits."""
 
     def __init__(self, rules: tuple[Rule, ...] = sp.RULES, use_re2: bool = True) -> None:
-        self._precise = re.compile(sp.combined_pattern(rules).encode())
         lanes = [(name, lane.encode()) for name, lane in sp.scan_lanes(rules)] if use_re2 else []
         self._finders = _finders(lanes)
         # Each rule is wrapped in its own group, which closes after any group inside it: the
         # match's ``lastindex`` is the group of the rule that matched.
         # keyed by ``id()``: a compiled pattern's hash is computed over its whole program each time
-        self._dispatch: dict[int, dict[int, tuple[Handler, Rule]]] = {id(self._precise): _dispatch_table(rules)}
-        # A candidate that only one lane found can only be matched by that lane's rules (each lane's
-        # scan finds every start its rules' exact patterns have), so the exact match there tries
-        # those alone: a base64 run or a generic value is not put to the hundred other rules first.
-        self._lane_precise: list[re.Pattern[bytes]] = []
-        for name, _ in lanes if self._finders else []:
-            members = tuple(rule for rule in rules if (rule.lane or "text") == name)
-            pattern = re.compile(sp.combined_pattern(members).encode())
-            self._lane_precise.append(pattern)
-            self._dispatch[id(pattern)] = _dispatch_table(members)
+        self._dispatch: dict[int, dict[int, tuple[Handler, Rule]]] = {}
+        self._order = {id(rule): index for index, rule in enumerate(rules)}
+        # Without RE2 one alternation of every rule finds and matches.  With it, a candidate that
+        # only one lane found can only be matched by that lane's rules (each lane's scan finds
+        # every start its rules' exact patterns have), so the exact match there tries those alone;
+        # where lanes meet, the rule first in the table wins, as in one alternation (compiling
+        # that alternation as well cost a third of the engine's start-up).
+        self._precise = None if self._finders else self._compiled(rules)
+        self._lane_precise = [
+            self._compiled(tuple(rule for rule in rules if (rule.lane or "text") == name))
+            for name, _ in (lanes if self._finders else [])
+        ]
+
+    def _compiled(self, rules: tuple[Rule, ...]) -> re.Pattern[bytes]:
+        pattern = re.compile(sp.combined_pattern(rules).encode())
+        self._dispatch[id(pattern)] = _dispatch_table(rules)
+        return pattern
+
+    def _first_rule(self, matches: Iterable[re.Match[bytes] | None]) -> re.Match[bytes] | None:
+        """Of the lanes' matches at one position, the one whose rule comes first in the table."""
+        best: re.Match[bytes] | None = None
+        best_order = len(self._order)
+        for match in matches:
+            if match is not None:
+                order = self._order[id(self._dispatch[id(match.re)][match.lastindex or 0][1])]
+                if order < best_order:
+                    best, best_order = match, order
+        return best
 
     def scan(self, data: bytes) -> tuple[bytes | None, bytes | None]:
         """(redacted bytes or None when nothing changed, header re-opening an unfinished block).
@@ -357,10 +402,9 @@ class Engine:
     def _matcher(self, data: bytes) -> Callable[[int], re.Match[bytes] | None] | None:
         """The leftmost exact match at or after a position (leftmost-first among the rules);
         None when no lane has a candidate anywhere in ``data``."""
-        precise = self._precise
         finders = self._finders
-        if not finders:
-            return functools.partial(precise.search, data)
+        if self._precise is not None:
+            return functools.partial(self._precise.search, data)
         # per lane: what it found searching from ``since`` (-1: nothing); the answer holds for
         # any later position up to the candidate found
         found = [find(data, 0) for find in finders]
@@ -385,7 +429,12 @@ class Engine:
                         owner = -1
                 if best < 0:
                     return None
-                match = (precise if owner < 0 else lane_precise[owner]).match(data, best)
+                if owner >= 0:
+                    match = lane_precise[owner].match(data, best)
+                else:
+                    match = self._first_rule(
+                        lane_precise[lane].match(data, best) for lane in lanes if found[lane] == best
+                    )
                 if match is not None:
                     return match
                 pos = best + 1

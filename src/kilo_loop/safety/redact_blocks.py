@@ -47,13 +47,15 @@ def _pem(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
 # A log line's prefix: ``api-1  | `` (docker compose), ``[pod/api/app] `` (kubectl --prefix), a
 # timestamp, or a timestamp and one of those or a CRI stream tag (``stdout F ``, the kubelet's log
 # files); a syslog/journald head (``May 01 10:00:00 web1 app[812]: ``); a line-number gutter
-# (``cat -n``, an agent's file view ``    12→``); a quote or comment marker (``> ``, ``# ``, ``// ``).
+# (``cat -n``, an agent's file view ``    12→``); a quote or comment marker (``> ``, ``# ``, ``// ``);
+# a diff marker (``-``, ``+``).
 _TIMESTAMP = rb"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.,]+(?:Z|[+-][0-9:]+)?[ \t]+"
 _LOG_PREFIX = re.compile(
     rb"(?:" + _TIMESTAMP + rb")?(?:[^\r\n|]{1,60}\|[ \t]*|\[[^\]\r\n]{1,60}\][ \t]*)|"
     + _TIMESTAMP + rb"(?:std(?:out|err)[ \t]+[FP][ \t]+)?"
     rb"|[A-Z][a-z]{2}[ \t]+[0-9]{1,2}[ \t]+[0-9:]{8}[ \t]+[^ \t\r\n]{1,60}[ \t]+[^ \t\r\n:]{1,60}:[ \t]+"
     rb"|[ \t]*[0-9]{1,7}(?:\t|\xe2\x86\x92)|(?:>[ \t]?)+|(?:#|//|;)[ \t]?"
+    rb"|[-+]"  # a diff's removed or added line (a key file deleted in ``git show``)
 )
 
 

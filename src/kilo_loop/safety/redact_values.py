@@ -61,7 +61,7 @@ _NESTED_KEY = re.compile(rb"[ \t]*(?:-[ \t]+)?(?:\"[^\"\r\n]*\"|'[^'\r\n]*'|[A-Z
 # (a call or subscript on a name chain, or one of these words and a blank).  Literals inside it are
 # still seen by the token rules (the scan resumes at the value).
 _CODE_WORDS = frozenset({b"await", b"new", b"yield", b"lambda", b"function", b"async", b"typeof", b"not"})
-_IDENT_CHAIN = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_IDENT_CHAIN = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*")  # also Rust's ``std::env::var``
 _AFTER_WORD = frozenset({b"", b",", b")", b";", b" ", b"\t", b"\r", b"\n", b"}", b"]"})
 _EMPTY_OPENERS = frozenset({b"", b"|", b"|-", b"|+", b">", b">-", b">+", b"(", b"[", b"\\"})
 _PEM_HEADER = b"-----BEGIN PRIVATE KEY-----\n"
@@ -117,11 +117,13 @@ def _quoted_span(data: bytes, pos: int, limit: int) -> tuple[int, int, int] | No
         close = data[pos:pos + 6]
         found = data.find(close, pos + 6, limit)
         return (pos + 6, limit, limit) if found < 0 else (pos + 6, found, found + 6)
-    escaped = data.startswith(b"\\", pos)
-    quote_at = pos + 1 if escaped else pos
+    quote_at = pos
+    while quote_at < limit and data[quote_at] == 0x5C:  # ``\"x\"``, ``\\\"x\\\"``: JSON in JSON in JSON
+        quote_at += 1
+    escaped = quote_at > pos
     if quote_at >= limit or data[quote_at] not in b"\"'":
         return None
-    close = data[quote_at - 1:quote_at + 1] if escaped else data[quote_at:quote_at + 1]
+    close = data[pos:quote_at + 1]
     start = quote_at + 1
     cursor = start
     while True:
@@ -131,6 +133,16 @@ def _quoted_span(data: bytes, pos: int, limit: int) -> tuple[int, int, int] | No
         if escaped or not _backslash_escaped(data, start, found):
             return start, found, found + len(close)
         cursor = found + 1
+
+
+_YAML_TAG = re.compile(rb"![A-Za-z0-9_!.:/-]*[ \t]+(?=[^ \t\r\n])")  # ``!Pa55`` alone is a password
+_STRING_PREFIX = re.compile(rb"[bBrRuUfF]{1,2}(?=[\"'])")
+
+
+def _string_prefix_end(data: bytes, pos: int, end: int) -> int:
+    """Past a string literal's prefix (Python's ``b"…"``, ``rb'…'``, ``f"…"``), or ``pos``."""
+    prefix = _STRING_PREFIX.match(data, pos, end)
+    return prefix.end() if prefix else pos
 
 
 def _backslash_escaped(data: bytes, start: int, at: int) -> bool:
@@ -179,6 +191,8 @@ def _judged_edit(data: bytes, start: int, end: int, key: str) -> tuple[Edit, ...
     if sp.is_placeholder(secret) or (sp.is_number(secret) and not sp.numeric_is_secret(key)):
         return _SKIP
     core = secret.strip().rstrip(",;").strip()
+    if core.lower() in sp.AUTH_SCHEMES:
+        return _SKIP  # ``"Bearer " + token``: the scheme alone, the token is elsewhere
     if sp.names_itself(key, core) or sp.weak_key_plain_value(key, core):
         return _SKIP
     return ((start + keep, end, _MARK),)
@@ -200,6 +214,23 @@ def _userinfo(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcom
     if sp.is_placeholder(_text(data[start:end])):
         return Outcome(_SKIP, start)
     return Outcome(_mark(start, end), span(g)[1])
+
+
+_DSN_STOPS = frozenset(b" \t\r\n\"'`/=,;(")
+
+
+def _dsn_at(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
+    """Go's MySQL DSN ``user:pass@tcp(host)/db``: the rule matches the rare ``@tcp(`` and the
+    password is read backwards to the ``:`` after the user (a pattern starting at every ":" made
+    the scan's DFA build states all through random text)."""
+    at, end = span(g)
+    start = at
+    while start > max(floor, at - 256) and data[start - 1] not in _DSN_STOPS:
+        start -= 1
+    colon = data.find(b":", start, at)
+    if colon < 0 or colon + 1 == at:
+        return Outcome(_SKIP, end)
+    return Outcome(_value_edit(data, colon + 1, at, "password"), end)
 
 
 def _curl_user(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
@@ -246,6 +277,8 @@ def _key_start(data: bytes, kw_start: int, floor: int) -> int:
         start -= 1
     if start > 0 and data[start - 1] == 0x25 and _HEX2.fullmatch(data, start, start + 2):
         start = min(start + 2, kw_start)  # ``%3Fapi_key``: the key follows a percent escape
+    elif start > 0 and data[start - 1] == 0x5C and data[start:start + 1] in (b"n", b"t", b"r") and start < kw_start:
+        start += 1  # ``\nSTRIPE_KEY=…`` in a JSON string: the key follows an escaped newline
     return start
 
 
@@ -257,6 +290,8 @@ def _keyword(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome
     sep_start, sep_end = span(g + 2)
     key_start = _key_start(data, kw_start, floor)
     key = _text(data[key_start:kw_end])
+    if data.endswith(b"${", 0, key_start):
+        return Outcome(_SKIP, sep_start)  # ``${DB_PASSWORD:?unset}``: a shell expansion, not an assignment
     if not sp.is_secret_key(key) or data.startswith((b":", b"//"), sep_end) or _closes_string(
         data, key_start, sep_start, sep_end
     ):
@@ -264,12 +299,77 @@ def _keyword(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome
     line_start = _line_start(data, key_start)
     eol = _line_end(data, sep_end)
     pos = _HSPACE.match(data, sep_end).end()  # type: ignore[union-attr]
+    if data[sep_end - 1] in b"\"'":  # the separator took the value's opening quote: code
+        opening = _escapes_before(data, sep_start, sep_end - 1)
+        return _code_argument(data, key_start, opening, eol, key, data[sep_start] != 0x28)
     # --password=… is inline, like --password …; so is a percent-encoded ``password%3D…``
     is_flag = data.startswith(b"-", key_start) or data[sep_start] == 0x25
     if line_start >= 0 and not is_flag and _at_line_start(data, line_start, key_start, sep_start):
         indent = _indent(data, line_start, key_start)
         return _line_start_value(data, pos, eol, key, indent, pos > sep_end, data[sep_end - 1] == 0x3A)
     return _inline_value(data, pos, eol, key, sep_start, sep_end)
+
+
+_SETTER_VERBS = frozenset({"set", "with", "use", "put", "add"})
+
+
+def _escapes_before(data: bytes, floor: int, quote: int) -> int:
+    """Where the backslashes escaping the quote at ``quote`` start (``\\"x\\"`` in JSON)."""
+    while quote > floor and data[quote - 1] == 0x5C:
+        quote -= 1
+    return quote
+
+
+def _code_argument(data: bytes, key_start: int, pos: int, eol: int, key: str, pair: bool) -> Outcome:
+    """A secret handed over in code: ``Setenv("TOKEN", "x")`` / ``("password", "x")`` (``pair``:
+    the key is a string, the value the next string), ``.setApiKey("x")`` / ``.password("x")`` (a
+    setter or builder call).  Only a string literal is a value, and of a pair only one that a word
+    list or a label cannot be: it has a digit or looks generated."""
+    quoted = _quoted_span(data, pos, eol)
+    if quoted is None:
+        return Outcome(_SKIP, pos)
+    start, end, after = quoted
+    value = _text(data[start:end])
+    if pair:
+        opened = data[key_start - 1:key_start]
+        generated = len(value) >= 6 and any(c.isdigit() for c in value)  # ``"v2"`` is a version
+        if opened not in (b'"', b"'") or not (generated or sp.looks_random(value)):
+            return Outcome(_SKIP, pos)
+    else:
+        dot = key.rfind(".")
+        words = sp.key_words(key[dot + 1:])
+        called_on = dot >= 0 or data[key_start - 1:key_start] == b"."  # ``x.password(…)``
+        setter = bool(words) and (words[0] in _SETTER_VERBS or (called_on and words[0] not in sp.READING_VERBS))
+        closing = _HSPACE.match(data, after, eol).end()  # type: ignore[union-attr]
+        if not setter or any(c.isspace() for c in value) or data[closing:closing + 1] != b")":
+            # ``Credentials("user", "pass")``: a user and a password; otherwise not a setter's one value
+            return _user_and_password(data, pos, eol, key) or Outcome(_SKIP, pos)
+    if sp.is_secret_key(value):
+        return Outcome(_SKIP, pos)  # ``("password", "token")``: a list of names
+    return Outcome(_value_edit(data, start, end, key), after)
+
+
+_USER_AND_PASSWORD = re.compile(
+    rb"[ \t]*(?:\"[^\"\r\n]*\"|'[^'\r\n]*'|[A-Za-z_][A-Za-z0-9_.]*)[ \t]*,[ \t]*(?:Some\([ \t]*)?"
+    rb"(?:\"([^\"\s]{3,})\"|'([^'\s]{3,})')"
+)
+_FACTORY_CALL = re.compile(r"\.(?:create|of)$")
+_PAIR_TAKERS = frozenset({"auth", "credential", "credentials", "login"})
+
+
+def _user_and_password(data: bytes, pos: int, eol: int, key: str) -> Outcome | None:
+    """``auth=("user", "pass")``, ``Credentials("user", "pass")``: the second item, a string with
+    no blank in it, is the password (None: not that shape, or the key takes no such pair)."""
+    words = sp.key_words(_FACTORY_CALL.sub("", key).rsplit(".", 1)[-1])  # ``AwsBasicCredentials.create``
+    if not words or words[-1] not in _PAIR_TAKERS or words[0] in sp.READING_VERBS:
+        return None  # ``getCredentials("aws", "default")`` looks credentials up
+    pair = _USER_AND_PASSWORD.match(data, pos, eol)
+    if pair is None:
+        return None
+    group = 1 if pair.start(1) >= 0 else 2
+    if sp.is_secret_key(_text(pair.group(group))):
+        return None
+    return Outcome(_value_edit(data, pair.start(group), pair.end(group), key), pair.end())
 
 
 def _closes_string(data: bytes, key_start: int, sep_start: int, sep_end: int) -> bool:
@@ -300,23 +400,42 @@ def _inline_value(data: bytes, pos: int, eol: int, key: str, sep_start: int, sep
         if default >= eol or data[default:default + 1] in (b"", b",", b")") or _is_name(data, default, eol):
             return Outcome(_SKIP, pos)  # ``auth: AuthTypes | None = DEFAULT,`` — code, no literal
         pos = default  # ``token: str = "…"`` — the default is the value
-    quoted = _quoted_span(data, pos, eol)
+    quoted = _quoted_span(data, _string_prefix_end(data, pos, eol), eol)
     if quoted:
         start, end, after = quoted
         return Outcome(_value_edit(data, start, end, key), after)
+    braced = _BRACED.match(data, pos, eol) if data[sep_start] == 0x3D else None
+    if braced:  # ODBC's ``Pwd={p;w0rd};``: braces quote a value (JSX's ``apiKey={props.apiKey}`` is code)
+        inner = _text(data[pos + 1:braced.end() - 1])
+        edits = _SKIP if sp.is_code_reference(key, inner) else _value_edit(data, pos + 1, braced.end() - 1, key)
+        return Outcome(edits, braced.end())
+    if data.startswith(b"(", pos) and (pair := _user_and_password(data, pos + 1, eol, key)):
+        return pair  # ``auth=("user", "pass")``
     if pos >= eol or data[pos] in b"{[(" or _is_code(data, pos, eol, key):
         return Outcome(_SKIP, max(pos, sep_start + 1))
     match = _INLINE_VALUE.match(data, pos, eol)
     end = match.end() if match else pos
     if end == pos:
         return Outcome(_SKIP, pos)
-    if _text(data[pos:end]).lower() in sp.AUTH_SCHEMES:
+    if _auth_scheme(data[pos:end], key):
         following = _HSPACE.match(data, end, eol).end()  # type: ignore[union-attr]
         token = _INLINE_VALUE.match(data, following, eol)
         if not (following > end and token):
             return Outcome(_SKIP, end)  # "Authorization: Bearer" names the scheme, nothing more
         return Outcome(_value_edit(data, following, token.end(), key), token.end())
     return Outcome(_value_edit(data, pos, end, key), pos)
+
+
+_BRACED = re.compile(rb"\{[^{}\r\n:,\"']+\}(?=[;\"']|\r?$)", re.MULTILINE)
+_SCHEME_WORD = re.compile(rb"[A-Za-z][A-Za-z-]{1,19}")
+
+
+def _auth_scheme(word: bytes, key: str) -> bool:
+    """``Bearer``, ``Basic``…; under an Authorization header any word is one (``SSWS``, ``OAuth``,
+    ``SharedKey``, ``GenieKey``): the credential is the token after it."""
+    if _text(word).lower() in sp.AUTH_SCHEMES:
+        return True
+    return bool(_SCHEME_WORD.fullmatch(word)) and sp.key_words(key)[-1:] == ("authorization",)
 
 
 def _encoded_value(data: bytes, pos: int, eol: int, key: str) -> Outcome:
@@ -363,6 +482,13 @@ def _line_start_value(
     opens with a quote); an empty value opens an indented block."""
     if spaced and data.startswith(b"#", pos):
         return _continuation(data, eol, indent, _rescan_comment(data, pos, eol))
+    tag = _YAML_TAG.match(data, pos, eol)
+    if colon and tag:  # ``token: !vault |``, ``password: !secret db_password``, ``!Ref DbPassword``
+        pos = tag.end()
+        if _IDENT_CHAIN.fullmatch(data, pos, _content_end(data, pos, eol)):
+            return Outcome(_SKIP, pos)  # a tag naming where the value lives
+    if data.startswith(_TRIPLE_QUOTES, pos):
+        return _triple_quoted(data, pos, eol, key)
     if data[pos:_content_end(data, pos, eol)] in _EMPTY_OPENERS:
         return _continuation(data, eol, indent, ())
     comment = _COMMENT.search(data, pos, eol)
@@ -375,11 +501,36 @@ def _line_start_value(
         if default >= end or _is_name(data, default, end):
             return Outcome(_SKIP, pos)  # ``token: str | None = DEFAULT`` — code, no literal
         pos = default  # ``password: str = "…"`` — the default is the value
-    if data[pos] in b"{[" or _is_code(data, pos, end, key):
-        return Outcome(_SKIP, pos)
+    if data.startswith(b"(", pos) and (pair := _user_and_password(data, pos + 1, end, key)):
+        return pair  # ``auth = ("user", "pass")``
+    if data[pos] in b"{[(" or _is_code(data, pos, end, key):
+        return Outcome(_SKIP, pos)  # a tuple, dict or list: its items are scanned on their own
+    pos = _string_prefix_end(data, pos, end)
     if data[pos] in b"\"'":
         return _quoted_values(data, pos, end, key)
     return Outcome(_value_edit(data, pos, end, key), pos)
+
+
+_TRIPLE_QUOTES = (b'"""', b"'''")
+
+
+def _triple_quoted(data: bytes, pos: int, eol: int, key: str) -> Outcome:
+    """A TOML/Python multi-line string (three quotes, lines, three quotes): every line up to the
+    closing quotes is the value; at the end of the data it stays open for the next line."""
+    quotes = data[pos:pos + 3]
+    start = pos + 3
+    edits: list[Edit] = []
+    while True:
+        close = data.find(quotes, start, eol)
+        stop = close if close >= 0 else _content_end(data, start, eol)
+        first = start + _indent(data, start, stop)
+        if stop > first:
+            edits.extend(_value_edit(data, first, stop, key))
+        if close >= 0:
+            return Outcome(tuple(edits), close + 3)
+        if eol >= len(data):
+            return Outcome(tuple(edits), len(data), b"password = " + quotes + b"\n")
+        start, eol = eol + 1, _line_end(data, eol + 1)
 
 
 def _quoted_values(data: bytes, pos: int, end: int, key: str) -> Outcome:
@@ -431,21 +582,33 @@ def _continuation_line(data: bytes, start: int, end: int) -> tuple[Edit, ...]:
     return _value_edit(data, start, _content_end(data, start, end), "password")
 
 
+_LOWER_WORD = re.compile(rb"[a-z]+")
+
+
 def _flag(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
     name_start, name_end = span(g + 1)
     pos = span(g)[1]
+    # a short flag's match opens with the blank before the dash: a rule starting at the dash
+    # (``-pass pass:x``) still gets its turn
+    skip = Outcome(_SKIP, name_start if span(g)[0] < name_start else pos)
     name = _text(data[name_start:name_end]).lstrip("-")
+    single = not data.startswith(b"--", name_start)
+    listed = data[name_end:pos].strip(b" \t").startswith((b'"', b"'"))
+    if single and name.lower() == "pass":
+        return skip  # ``-pass file:x``, ``-pass pass:x``: openssl's
+    if listed and data[name_start - 1:name_start] != data[name_end:name_end + 1]:
+        return skip  # ``"--token", "x"`` are two items of a list, quoted alike
     if not (sp.is_secret_key(name) or name.lower() == "pass") or data.startswith(b"-", pos):
-        return Outcome(_SKIP, pos)
+        return skip
     eol = _line_end(data, pos)
     quoted = _quoted_span(data, pos, eol)
     if quoted:
         return Outcome(_value_edit(data, quoted[0], quoted[1], name), quoted[2])
     if data[pos:pos + 1] in (b"[", b"<", b"{"):  # usage text: --token <TOKEN>, --auth [USER PASS]
-        return Outcome(_SKIP, pos)
+        return skip
     match = _FLAG_VALUE.match(data, pos, eol)
-    if not match:
-        return Outcome(_SKIP, pos)
+    if not match or (single and _LOWER_WORD.fullmatch(data, pos, match.end())):
+        return skip  # ``use the -token flag``: prose names a single-dash flag
     return Outcome(_value_edit(data, pos, match.end(), name), pos)
 
 

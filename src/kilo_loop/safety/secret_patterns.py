@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import functools
 import itertools
 import re
@@ -35,6 +36,8 @@ class Kind(Enum):
     LINE_ARG = "line_arg"  # like ARG, but only when the match is a line of its own (.netrc, .pgpass)
     B64_RUN = "b64_run"  # a long base64 run: an AWS secret key, or an encoded env file
     CSV_HEADER = "csv_header"  # a CSV header naming secret columns; the rows below lose those cells
+    DSN_AT = "dsn_at"  # ``user:pass@tcp(``: the match is the "@…(", the password is read backwards
+    NAME_VALUE = "name_value"  # group 1 names a secret whose value is a separate entry (k8s env, HCL)
 
 
 @dataclass(frozen=True)
@@ -67,12 +70,19 @@ KEYWORD_RE = (
     "|[A-Z0-9]_KEY(?:_(?:ID|VALUE|SECRET|DATA|STRING))?"
 )
 KEY_SEPARATOR_RE = (
-    "(?:(?:\\\\?[\"']|\\\\u002[27])?[ \t]*(?::=|=>|===?|!==?|=|:)"  # also JSON's \u0022 quotes
+    # also JSON's \u0022 quotes, quotes escaped once or more (JSON in a JSON string), and the
+    # full-width colon and equals sign (U+FF1A, U+FF1D)
+    "(?:(?:\\\\*[\"']|\\\\u002[27])?[ \t]*(?::=|=>|===?|!==?|=|:|\uff1a|\uff1d)"
+    # code: a string key and a string value as two arguments or items (``Setenv("TOKEN", "x")``), a
+    # subscript assignment (``environ["API_KEY"] = "x"``), a setter call (``.setApiKey("x")``)
+    "|\\\\*[\"'][ \t]*,[ \t]*\\\\*[\"']|[\"'][ \t]*\\][ \t]*=|\\([ \t]*\\\\*[\"']"
     # percent-encoded, once or twice: %3D, %22%3A%22, %253D; an HTML entity: &#61;
     "|(?:%2[27])?%(?:25)?3[DdAa](?:%20)*(?:%2[27])?|&#(?:61|[xX]0*3[Dd]);)"
 )
-FLAG_WORD_RE = "(?i:password|passwd|pass|pwd|token|secret|key|auth|credentials?|cookie|passphrase)"
+FLAG_WORD_RE = "(?i:password|passwd|pass|pwd|token|secret|key|auth|credentials?|cookie|passphrase|bearer)"
 
+# the last word of a camelCase flag (``-apiKey``, ``--accessToken``); ``-srcstorepass`` is keytool's
+_CAMEL_FLAG_WORD = "(?:Password|Passwd|Pass|Pwd|Token|Secret|Key|Auth|Credentials?|Cookie|Passphrase|Bearer)"
 _STRONG_WORDS = frozenset(
     {"password", "passwd", "passphrase", "passcode", "secret", "secrets", "credential", "credentials",
      "creds", "pwd", "authorization"}
@@ -86,7 +96,9 @@ _META_LAST_WORDS = frozenset(
      "schema", "version", "location", "help", "message", "error", "errors", "method", "methods",
      # file names used as keys (``"each_secret.py": [...]`` in a scanner baseline)
      "py", "js", "ts", "mjs", "cjs", "json", "yaml", "yml", "md", "txt", "ini", "toml", "cfg", "conf",
-     "sh", "rb", "go", "rs", "java", "php", "lock", "log", "html", "css", "xml"}
+     "sh", "rb", "go", "rs", "java", "php", "lock", "log", "html", "css", "xml",
+     # ``credential.helper``, ``credentials_username``: about a secret, not one
+     "helper", "username", "user", "email"}
 )
 _TOKEN_FOLLOWERS = frozenset({"secret", "key", "value", "string", "str"})
 _AUTH_FOLLOWERS = frozenset({"key", "secret", "token", "header", "value", "string"})
@@ -130,7 +142,7 @@ def _names_secret(words: tuple[str, ...]) -> bool:
             return True
         if word.endswith("auth") and (index == last or following in _AUTH_FOLLOWERS):
             return True
-        if word == "cookie" and index == last:
+        if word in ("cookie", "bearer") and index == last:  # ``--oauth2-bearer``
             return True
         qualified = index > 0 and words[index - 1] in _KEY_QUALIFIER_WORDS
         if word == "key" and qualified and (index == last or following in _KEY_FOLLOWERS):
@@ -154,6 +166,9 @@ _LITERAL_VALUES = frozenset(
 _PLACEHOLDER_RE = re.compile(
     r"\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$?\{\{[^{}]*\}\}|<[^<>]*>|%\(?[A-Za-z_]*\)?s"
     r"|[*xX.\u2022\u2026]{3,}|process\.env\.[A-Za-z_][A-Za-z0-9_]*"
+    # ``${VAR:?must be set}``, ``${VAR:-$OTHER}``; an f-string's ``{token}``; ``$(cmd …)``, `` `cmd` ``
+    r"|\$\{[A-Za-z_][A-Za-z0-9_]*(?::?\?[^{}]*|:?-\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)\}"
+    r"|\{[A-Za-z_][A-Za-z0-9_.]*(?:\[[^\[\]{}]*\])?(?:\(\))?\}|\$\([^()]*\)|`[^`]*`"
 )
 _VERSION_RE = re.compile(r"[\^~<>=v]*[0-9]+(?:\.[0-9x*]+){1,3}(?:[-+][0-9A-Za-z.-]+)?")
 _NUMBER_RE = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
@@ -267,7 +282,9 @@ def is_code_reference(key: str, value: str) -> bool:
     parts = value.split(".")
     if names_itself(key, parts[-1]):
         return True
-    return len(parts) > 1 and (parts[0] in _OBJECT_NAMES or is_secret_key(parts[-1]))
+    if len(parts) == 1:  # ``"X-Api-Key": api_key``: a variable named for a secret (one word may be data)
+        return value[0].islower() and len(key_words(value)) > 1 and is_secret_key(value)
+    return parts[0] in _OBJECT_NAMES or is_secret_key(parts[-1])
 
 
 # --- random-looking tokens ------------------------------------------------------------------
@@ -404,9 +421,52 @@ def not_a_mask(body: str) -> bool:
     return len(set(body)) > 4
 
 
+# Verbs of calls that take a secret-named argument without setting it: ``check_password("x")``.
+READING_VERBS = frozenset(
+    {"get", "check", "verify", "validate", "hash", "is", "has", "find", "fetch", "load", "read", "compare",
+     "encode", "decode", "encrypt", "decrypt", "reset", "update", "change", "generate", "create", "rotate",
+     "revoke", "delete", "remove", "refresh", "parse", "mask", "redact", "sign", "match", "matches",
+     "require", "ensure", "print", "log", "test", "assert", "expect", "prompt", "ask", "input", "lookup"}
+)
+_CONFIG_KEY_RE = re.compile(r"([A-Za-z0-9_./:@-]+)[ \t]+(?:'[^']*'|\"[^\"]*\"|[^ \t]+)$")
+
+
+def config_key_secret(match: str) -> bool:
+    """``config set KEY VALUE``: the key names a secret (``_authToken``, ``github.token``)."""
+    found = _CONFIG_KEY_RE.search(match)
+    return found is not None and is_secret_key(found.group(1).rsplit(":", 1)[-1])
+
+
+_SECRET_NAME_RE = re.compile(r"--name[ \t=]+([^ \t]+)")
+
+
+def secret_store_value(match: str) -> bool:
+    """``ssm put-parameter`` holds plain settings too: a SecureString, or a name naming a secret."""
+    if "put-parameter" not in match or "SecureString" in match:
+        return True
+    name = _SECRET_NAME_RE.search(match)
+    return name is not None and is_secret_key(name.group(1).replace("/", "_"))
+
+
+def credential_pair(match: str) -> bool:
+    """The second argument is a password: no blank in it (not a message), not a secret's name,
+    and the call makes credentials (``getCredentials("aws", "default")`` looks them up)."""
+    quote = match[-1:]  # the match ends with the quoted password
+    value = match[match.rfind(quote, 0, len(match) - 1) + 1:-1]
+    call = key_words(_CALL_NAME_RE.match(match).group())  # type: ignore[union-attr]
+    if not call or call[0] in READING_VERBS:
+        return False
+    return len(value) >= 3 and not any(c.isspace() for c in value) and not is_secret_key(value)
+
+
+_CALL_NAME_RE = re.compile(r"[A-Za-z_]*")
+
+
 CHECKS = {
     "openai": openai_key_like, "discord": discord_token_like, "datadog": datadog_key_like,
-    "html_field": html_secret_field, "ops_tokens": not_a_mask,
+    "html_field": html_secret_field, "ops_tokens": not_a_mask, "vendor_tokens": not_a_mask,
+    "config_set": config_key_secret, "secret_store": secret_store_value,
+    "credential_pair": credential_pair,
 }
 
 
@@ -458,8 +518,23 @@ _PREFIXED: tuple[tuple[str, str, str], ...] = (
     ("openai", "sk-", "[A-Za-z0-9_-]{20,}"),
 )
 
-PEM_BEGIN = "-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-PEM_END = "-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+# also the SSH2 (RFC 4716, ssh.com, PuTTYgen export) form: ``---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----``
+# Newer prefixes from gitleaks' rule set, scanned beside the generic value (see ``_CODE_LANE``).
+_MORE_PREFIXED: tuple[tuple[str, str, str], ...] = (
+    # more prefixes from gitleaks' rule set that no word starts with: Docker Hub, Doppler, Sentry,
+    # Clojars, PlanetScale, RubyGems, Brevo, Flutterwave, Contentful, EasyPost, Heroku, JFrog,
+    # Alibaba, OpenShift, Sourcegraph, Sonar.  Each literal costs the DFA states on random text
+    # (a dense MB of tokens): the list keeps to the commonest.
+    ("vendor_tokens",
+     "(?:dckr_pat_|dp\\.(?:pt|st|sa|ct|scim|audit)\\.|sntry[su]_|CLOJARS_|pscale_(?:tkn|pw|oauth)_|rubygems_"
+     "|xkeysib-|FLWSECK(?:_TEST)?-|CFPAT-|EZAK|HRKU-|AKCp|LTAI|sha256~|sgp_|sq[upa]_)",
+     "[A-Za-z0-9_+/.=-]{20,}"),
+    ("plaid", "access-(?:sandbox|development|production)-", "[0-9a-f]{8}-[0-9a-f-]{27}"),
+    ("cloudflare_origin", "v1\\.0-", "[a-f0-9]{24}-[a-f0-9]{146}"),
+)
+
+PEM_BEGIN = "-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|---- BEGIN SSH2 (?:ENCRYPTED )?PRIVATE KEY ----"
+PEM_END = "-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|---- END SSH2 (?:ENCRYPTED )?PRIVATE KEY ----"
 _URL_USER = "[^ \t\r\n/?#\"'`<>\\[\\]\\\\:@]*"
 _URL_PASSWORD = "[^ \t\r\n/?#\"'`<>\\[\\]\\\\]+"
 
@@ -484,12 +559,20 @@ _SHELL_REST = "[^\r\n|;&]*?"
 # mysql, sshpass, registry logins and Datadog scan for their leading words only: a rest-of-line
 # wildcard in RE2's shared DFA multiplies its states (each new one built while scanning), and the
 # exact pattern decides anyway.
+# A name with a secret word in it (the judgement is ``is_secret_key``'s): the word keeps prose and
+# ordinary names (``config file``, ``"name": "bash"``) from being candidates at all.
+_SECRET_WORD = "(?i:passw|passphrase|pwd|pass|secret|token|key|auth|credential|cred)"
+_SECRET_WORD_NAME = f"[A-Za-z0-9_./-]*{_SECRET_WORD}[A-Za-z0-9_./-]*"
+# an argument boundary: a blank, or the end of one quoted item of an argv list (``"ping", "-pX"``)
+_ITEM = "(?:[ \t]|[\"'],[ \t]*)"
 _REGISTRY_LOGIN = "(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|helm[ \t]+registry)[ \t]+login"
 _ARG_RULES: tuple[Rule, ...] = (
     # mysql -pSECRET (the password is glued to -p; a bare -p prompts)
     Rule("mysql_p", "\\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mariadb|mariadb-dump)"
-         f"[ \t](?:{_SHELL_REST}[ \t])?-p{_ARG_VALUE}", Kind.ARG, scan="(?:mysql|mariadb)[a-z-]*[ \t]"),
-    Rule("sshpass", f"\\bsshpass[ \t](?:{_SHELL_REST}[ \t])?-p[ \t]*{_ARG_VALUE}", Kind.ARG, scan="sshpass[ \t]"),
+         f"{_ITEM}(?:{_SHELL_REST}{_ITEM})?[\"']?-p{_ARG_VALUE}", Kind.ARG,
+         scan="(?:mysql|mariadb)[a-z-]*(?:[ \t]|[\"'],)"),
+    Rule("sshpass", f"\\bsshpass{_ITEM}(?:{_SHELL_REST}{_ITEM})?[\"']?-p(?:[\"'],[ \t]*|[ \t]*){_ARG_VALUE}", Kind.ARG,
+         scan="sshpass(?:[ \t]|[\"'],)"),
     Rule("registry_login", f"\\b{_REGISTRY_LOGIN}\\b{_SHELL_REST}[ \t]-p[ \t]+{_ARG_VALUE}", Kind.ARG,
          scan=_REGISTRY_LOGIN),
     # openssl -passin pass:SECRET, -passout pass:…, -pass pass:…
@@ -518,10 +601,12 @@ _CLIENT_FLAGS = (
     f"|(?:sqlcmd|osql|bcp)[ \t](?:{_SHELL_REST}[ \t])?-P[ \t]*"
     f"|ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn)[ \t](?:{_SHELL_REST}[ \t])?-w[ \t]+"
     f"|(?:7z[az]?|unzip|zip)[ \t](?:{_SHELL_REST}[ \t])?-(?:p|P[ \t]+)"
+    # macOS keychain (security add-generic-password -w X), a new key's passphrase (ssh-keygen -N X)
+    f"|security[ \t](?:{_SHELL_REST}[ \t])?-w[ \t]+|ssh-keygen[ \t](?:{_SHELL_REST}[ \t])?-[NP][ \t]*"
 )
 _CLIENT_RULES: tuple[Rule, ...] = (
     Rule("client_password", f"\\b(?:{_CLIENT_FLAGS}){_ARG_VALUE}", Kind.ARG,
-         scan="(?:mongo[a-z]*|redis-cli|sqlcmd|osql|bcp|ldap[a-z]+|7z[az]?|unzip|zip)[ \t]"),
+         scan="(?:mongo[a-z]*|redis-cli|sqlcmd|osql|bcp|ldap[a-z]+|7z[az]?|unzip|zip|security|ssh-keygen)[ \t]"),
     # keytool/jarsigner -storepass X -keypass X (-storepass:env VAR names a variable)
     Rule("java_storepass", f"-(?:src|dest|new)?(?:store|key)pass[ \t]+{_ARG_VALUE}", Kind.ARG),
     # redis-server --requirepass X / --masterauth X, also as items of a JSON/YAML command list
@@ -561,8 +646,59 @@ CSV_HEADER_RE = (
 B64_RUN_RE = "[A-Za-z0-9+/]{39}"
 
 
-def _prefixed_rule(name: str, prefix: str, body: str) -> Rule:
-    return Rule(name, f"{_B}({prefix}){body}", Kind.KEEP_PREFIX, name if name in CHECKS else "")
+# The rules added in red-team round 3 share the generic value's DFA: beside the others in the
+# "text" DFA they tripled the states its lazy construction builds over a typical MB of agent
+# output, and a lane of their own would cost one more pass over every byte (a sixth of the time
+# of a typical MB); the generic lane's small DFA takes them for a few more states.
+_CODE_LANE = "generic"
+# Credentials in code and in command lines whose patterns open with a name or a word of any
+# letters (``UsernamePasswordCredentials(``, ``user:pass@tcp(``, ``config set``): placed after
+# the token rules, so the keyword and token candidates, most of a dense file, never try them.
+_CODE_AND_COMMAND_RULES: tuple[Rule, ...] = (
+    # DSNs without "://": Go's MySQL driver (``user:pass@tcp(host)/db``), Oracle's ``user/pass@db``
+    # (jdbc:oracle:thin:, sqlplus, expdp/impdp, rman, ``connect`` in SQL*Plus)
+    Rule("go_mysql_dsn", "@(?:tcp|unix|udp)\\(", Kind.DSN_AT),
+    Rule("oracle_connect", "(?:jdbc:oracle:[a-z]+:@?|\\b(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl|conn(?:ect)?)"
+         "[ \t]+(?:-[A-Za-z]+[ \t]+)*(?:target[ \t=]+)?)([A-Za-z0-9_$#.]+)/([^ \t\r\n@\"'/]+)@", Kind.USERINFO,
+         scan="jdbc:oracle:|(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl|conn(?:ect)?)[ \t]"),
+    # a user and a password handed to a credentials type or a login call in code:
+    # ``new UsernamePasswordCredentials("u", "p")``, ``HTTPBasicAuth("u", "p")``, ``auth=("u", "p")``,
+    # ``SetBasicAuth``, ``.basic_auth("u", Some("p"))``, ``smtp.login(user, "p")``, ``NetworkCredential``
+    # (the name's own head is not read: a camelCase type is the keyword rule's, see ``_user_and_password``)
+    Rule("credential_pair", "(?:Credentials?(?:\\.create|\\.of)?|BasicAuth|basic_auth|PasswordAuthentication"
+         "|\\b[Ll]ogin|\\bauth|simple_bind_s)[ \t]*(?:=[ \t]*)?\\([ \t]*(?:\"[^\"\r\n]*\"|'[^'\r\n]*'|[A-Za-z_][A-Za-z0-9_.]*)"
+         "[ \t]*,[ \t]*(?:Some\\([ \t]*)?(\"[^\"\r\n]*\"|'[^'\r\n]*')", Kind.ARG, "credential_pair"),
+    # poetry config http-basic.REPO USER PASS; htpasswd -b FILE USER PASS; rabbitmqctl add_user U P;
+    # net user U P
+    Rule("user_password_args", "\\b(?:config[ \t]+http-basic\\.[A-Za-z0-9_.-]+[ \t]+[^ \t\r\n]+"
+         "|htpasswd[ \t]+-[A-Za-z]*b[A-Za-z]*(?:[ \t]+-[A-Za-z]+)*(?:[ \t]+[^ \t\r\n-][^ \t\r\n]*){1,2}"
+         "|rabbitmqctl[ \t]+(?:add_user|change_password)[ \t]+[^ \t\r\n]+|net[ \t]+user[ \t]+[^ \t\r\n/]+)"
+         "[ \t]+([^/* \t\r\n'\"`|;&<>][^ \t\r\n'\"`|;&<>]*|'[^'\r\n]*'|\"[^\"\r\n]*\")", Kind.ARG),
+    # config setters with the key before the value: ``npm config set //reg/:_authToken X``, ``git
+    # config --global github.token X``, ``setenv API_TOKEN X``, fish's ``set -gx API_KEY X``,
+    # ``ngrok authtoken X`` (the key must be secret-named)
+    Rule("config_set", "\\b(?:config(?:[ \t]+(?:set|add|--global|--local|--system|--user|--location=[a-z]+|-g))*"
+         f"|setenv|set[ \t]+-[A-Za-z]+|ngrok)[ \t]+[A-Za-z0-9_./:@-]*{_SECRET_WORD}[A-Za-z0-9_./:@-]*[ \t]+{_ARG_VALUE}",
+         Kind.ARG, "config_set"),
+    # a secret piped to a command that reads it from stdin: ``echo X | docker login --password-stdin``,
+    # ``| sudo -S``, ``| chpasswd``, ``| gh auth login --with-token``
+    Rule("stdin_secret", f"\\b(?:echo|printf)[ \t]+(?:-[neE]+[ \t]+|(?:'%s[^']*'|\"%s[^\"]*\")[ \t]+)?{_ARG_VALUE}"
+         "[ \t]*\\|[ \t]*(?:[^\r\n|;&]*?(?:--password-stdin|--with-token|passwd[ \t]+--stdin)"
+         "|sudo[ \t]+(?:-[A-Za-z]+[ \t]+)*-S|chpasswd)", Kind.ARG),
+    # a secret store's value: gh secret set N --body X, az keyvault secret set --value X, aws
+    # secretsmanager … --secret-string X, aws ssm put-parameter … --value X (a SecureString, or named for a secret)
+    Rule("secret_store_value", "\\b(?:secret[ \t]+set|secretsmanager[ \t]+[a-z-]+|ssm[ \t]+put-parameter)"
+         f"{_SHELL_REST}[ \t](?:--body|-b|--value|--secret-string)[ \t=]+{_ARG_VALUE}", Kind.ARG, "secret_store",
+         scan="(?:secret[ \t]+set|secretsmanager|ssm[ \t]+put-parameter)"),
+)
+
+
+def _prefixed_rule(name: str, prefix: str, body: str, lane: str = "") -> Rule:
+    return Rule(name, f"{_B}({prefix}){body}", Kind.KEEP_PREFIX, name if name in CHECKS else "", lane=lane)
+
+
+def _in_lane(lane: str, rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
+    return tuple(dataclasses.replace(rule, lane=lane) for rule in rules)
 
 
 RULES: tuple[Rule, ...] = (
@@ -577,20 +713,31 @@ RULES: tuple[Rule, ...] = (
     *(rule for rule in _ARG_RULES if rule.kind is Kind.ARG and rule.name != "datadog"),
     Rule("keyword", f"({KEYWORD_RE})({KEY_SEPARATOR_RE})", Kind.KEYWORD),
     # No \\B before "--"/"-u": a redaction just before them must not change whether they match.
-    Rule("flag", f"(--(?:[A-Za-z0-9_]+-)*{FLAG_WORD_RE})(?:[ \t]+|%20)", Kind.FLAG),
+    # also ``--api_key X`` and an argv list's ``"--password", "X"``
+    Rule("flag", f"(--(?:[A-Za-z0-9]+[-_])*{FLAG_WORD_RE})(?:[ \t]+|%20|[\"'][ \t]*,[ \t]*)", Kind.FLAG),
+    # Go's and Java's single-dash ``-token X``, camelCase ``-apiKey X`` / ``--accessToken X``
+    # (after a blank, quote or bracket: in the middle of a word a dash is no flag's)
+    Rule("short_flag", f"[ \t\"'\\[(,](-(?:[A-Za-z0-9]+[-_])*(?:[a-z][A-Za-z0-9]*{_CAMEL_FLAG_WORD}|{FLAG_WORD_RE})"
+         f"|--[a-z][A-Za-z0-9]*{_CAMEL_FLAG_WORD})(?:[ \t]+|[\"'][ \t]*,[ \t]*)", Kind.FLAG, lane=_CODE_LANE),
+    # ``- name: DB_PASSWORD`` / ``value: …``, ``ParameterKey=…,ParameterValue=…``, ``variable "x" { default = … }``
+    Rule("name_value", "(?:\\b(?:name|Name|NAME|ParameterKey|ParameterName|OptionName)[\"']?[ \t]*[:=][ \t]*[\"']?"
+         f"|\\bvariable[ \t]+\")({_SECRET_WORD_NAME})", Kind.NAME_VALUE, lane=_CODE_LANE,
+         scan="(?:name|Name|NAME|ParameterKey|ParameterName|OptionName)[\"']?[ \t]*[:=]|variable[ \t]+\""),
     # after the keyword rule, which reads "password: x" and "DD_API_KEY=x" better
     *(rule for rule in _ARG_RULES if rule.kind is Kind.LINE_ARG or rule.name == "datadog"),
     *_CLIENT_RULES,
-    Rule("curl_user", "(?:--user|-u)[ \t]+[\"']?([^ \t\r\n:\"'\\\\]+):([^ \t\r\n\"'\\\\]+)", Kind.CURL_USER),
+    Rule("curl_user", "(?:--(?:proxy-)?user|-[uU])[ \t]+[\"']?([^ \t\r\n:\"'\\\\]+):([^ \t\r\n\"'\\\\]+)", Kind.CURL_USER),
     Rule("bearer", "\\b((?i:bearer)(?:[ \t]+|%20))([A-Za-z0-9._~+/=-]{8,})", Kind.BEARER),
     Rule("basic", "\\b((?i:basic)[ \t]+)([A-Za-z0-9+/]{8,}={0,2})", Kind.BASIC),
     Rule("discord_token", "\\b()[MNO][A-Za-z0-9_-]{23,27}\\.[A-Za-z0-9_-]{6}\\.[A-Za-z0-9_-]{27,40}\\b",
          Kind.KEEP_PREFIX, "discord"),
     *(_prefixed_rule(name, prefix, body) for name, prefix, body in _PREFIXED),
+    *(_prefixed_rule(name, prefix, body, _CODE_LANE) for name, prefix, body in _MORE_PREFIXED),
     # an Entra ID (Azure AD) client secret: 3 characters, "8Q~", 31-34 more.  The match starts at "8Q~"
     # (the three before it stay): a run of [A-Za-z0-9_~.-] ahead of it would keep the shared scan
     # inside every word.
     Rule("azure_ad_secret", "()8Q~[A-Za-z0-9_~.-]{31,34}", Kind.KEEP_PREFIX),
+    *_in_lane(_CODE_LANE, _CODE_AND_COMMAND_RULES),
     # A random-looking value after = or : whatever the key is called (config.env's ``mimi=…``).
     # Starting with [a-z0-9]*[A-Z+] keeps ses_/msg_ ids, sha512- integrity, hex SHAs, UUIDs and
     # paths out of the candidates before Python ever sees them.
