@@ -293,6 +293,19 @@ def test_secret_inside_code_expression_is_still_caught(redactor: Redactor) -> No
     assert redactor.redact(f'token = get_token("{token}")') == 'token = get_token("ghp_[REDACTED]")'
 
 
+@pytest.mark.parametrize("line", [
+    "echo password=hunter2secret", "x token=hunter2secret", "a secret=hunter2secret", "then password=abc9password",
+])
+def test_a_value_that_ends_in_a_secret_word_is_still_a_value(redactor: Redactor, line: str) -> None:
+    """Only a name with a joint (``api_key``, ``apiKey``) is taken for a variable: digits join nothing."""
+    assert redactor.redact(line) == line.rsplit("=", 1)[0] + "=[REDACTED]"
+
+
+@pytest.mark.parametrize("line", ['"X-Api-Key": api_key,', 'headers={"X-Api-Key": apiKey}'])
+def test_a_variable_named_for_a_secret_is_code(redactor: Redactor, line: str) -> None:
+    assert redactor.redact(line) == line
+
+
 def test_crlf_lines_keep_their_line_endings(redactor: Redactor) -> None:
     assert redactor.redact("password=abc\r\nuser=bob\r\n") == "password=[REDACTED]\r\nuser=bob\r\n"
 

@@ -275,6 +275,11 @@ def weak_key_plain_value(key: str, value: str) -> bool:
     return env_only and bool(_NAME_LIKE.fullmatch(value))
 
 
+# Where a name joins its words: ``api_key``, ``apiKey``.  Digits alone join nothing: ``hunter2secret``
+# is a password, not a variable.
+_NAME_JOINT = re.compile(r"_|[a-z0-9][A-Z]")
+
+
 def is_code_reference(key: str, value: str) -> bool:
     """``auth=auth``, ``password=self.password``, ``api_key=settings.API_KEY``: a variable, not data."""
     if not _IDENT_CHAIN.fullmatch(value):
@@ -283,7 +288,7 @@ def is_code_reference(key: str, value: str) -> bool:
     if names_itself(key, parts[-1]):
         return True
     if len(parts) == 1:  # ``"X-Api-Key": api_key``: a variable named for a secret (one word may be data)
-        return value[0].islower() and len(key_words(value)) > 1 and is_secret_key(value)
+        return value[0].islower() and _NAME_JOINT.search(value) is not None and is_secret_key(value)
     return parts[0] in _OBJECT_NAMES or is_secret_key(parts[-1])
 
 
