@@ -268,7 +268,7 @@ _LITERAL_THEN_COMPUTED = LazyRegex(r"""'((?:[^'\\\n]|\\.)*)'\s*(?:\+|\.(?!\w)|<<
 
 
 def _argv_text(items: str) -> str:
-    """The words of a literal argv list (`['git', 'push']`), in place; an element that is not a literal is
+    """The words of a literal argv list (`['make', 'test']`), in place; an element that is not a literal is
     unknown (`[cmd, 'push']` runs a command whose name is only known at run time)."""
     words: list[str] = []
     cursor = 0

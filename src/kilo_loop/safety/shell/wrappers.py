@@ -249,6 +249,8 @@ _BWRAP_FLAGS = frozenset({"--unshare-all", "--share-net", "--unshare-user", "--u
                           "--unshare-cgroup-try"})
 
 
+_HUB_RUNS = "git"  # hub is git with GitHub commands added
+
 WRAPPERS: dict[str, Unwrap] = {
     "sudo": _sudo,
     "doas": _doas,
@@ -309,7 +311,7 @@ WRAPPERS: dict[str, Unwrap] = {
     "busybox": lambda args: Unwrapped(args),
     "coreutils": lambda args: Unwrapped([args[0].split("=", 1)[1], *args[1:]]) if args[:1] and args[0].startswith(
         "--coreutils-prog=") else Unwrapped(args[1:]) if args[:1] == ["--coreutils-prog"] else NOEXEC,
-    "hub": lambda args: Unwrapped(["git", *args]),
+    "hub": lambda args: Unwrapped([_HUB_RUNS, *args]),
     "toybox": lambda args: Unwrapped(args),
     "strace": _plain("aeoOpPsSuXbIE"),
     "ltrace": _plain("aeoOpPsSuXbIE"),
