@@ -125,8 +125,9 @@ def test_extra_patterns_reach_the_workers(small_blocks: None) -> None:
     assert sink.getvalue() == b"".join(b"ticket [REDACTED] in line %d\n" % n for n in range(2000))
 
 
-def test_workers_follow_the_idle_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_workers_follow_the_idle_cores(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(redact_pool, "usable_cores", lambda: 8)
+    monkeypatch.setattr(redact_cli, "PROC_LOADAVG", tmp_path / "not-linux")
     monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.0, 0.0))
     assert redact_cli.burst_workers(None) == 4  # at most four
     monkeypatch.setattr(os, "getloadavg", lambda: (5.6, 0.0, 0.0))
@@ -204,3 +205,30 @@ def test_a_burst_on_a_live_pipe_is_written_before_stdin_closes(tmp_path: Path) -
         stdin.close()
         assert proc.wait(timeout=60) == 0
         stdout.close()
+
+
+def test_runnable_tasks_now_outweigh_a_load_average_of_work_just_finished(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The build that made the log ended seconds ago: the one-minute average still counts it,
+    the kernel's count of runnable tasks does not (and it sees work that began just now)."""
+    loadavg = tmp_path / "loadavg"
+    monkeypatch.setattr(redact_cli, "PROC_LOADAVG", loadavg)
+    monkeypatch.setattr(redact_pool, "usable_cores", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.9, 1.5, 0.3))
+    loadavg.write_text("1.90 1.50 0.30 1/92 9252\n")  # only this process runs
+    assert redact_cli.burst_workers(None) == 2
+    loadavg.write_text("1.90 1.50 0.30 2/92 9252\n")  # one other task: one core idle
+    assert redact_cli.burst_workers(None) == 0
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+    loadavg.write_text("0.10 0.10 0.10 4/92 9252\n")  # a job began a moment ago
+    assert redact_cli.burst_workers(None) == 0
+    loadavg.write_text("0.10 0.10\n")  # no runnable count: the average decides
+    assert redact_cli.burst_workers(None) == 2
+
+
+def test_runnable_others_reads_the_fourth_field() -> None:
+    assert redact_cli.runnable_others("0.34 0.52 0.77 2/92 9252\n") == 1
+    assert redact_cli.runnable_others("0.34 0.52 0.77 1/92 9252") == 0
+    assert redact_cli.runnable_others("0.34 0.52") is None
+    assert redact_cli.runnable_others("0.34 0.52 0.77 x/92 1") is None

@@ -15,7 +15,9 @@ from __future__ import annotations
 import os
 import select
 import sys
+import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 import click
@@ -30,6 +32,7 @@ _READ_SIZE = 1 << 20
 # ~20 ms, is paid once): the blocks after it go to them.  Anything smaller is redacted here at once.
 _POOL_BLOCK = 256 << 10
 _MAX_WORKERS = 4
+PROC_LOADAVG = Path("/proc/loadavg")
 
 
 def _read_some(stream: BinaryIO, size: int) -> bytes:
@@ -88,9 +91,40 @@ def whole_line_blocks(stream: BinaryIO, size: int = _READ_SIZE) -> Iterator[byte
         yield block
 
 
+def runnable_others(loadavg: str) -> int | None:
+    """How many other tasks are runnable right now, from ``/proc/loadavg``'s text (its fourth
+    field, ``running/total``, counts this process too); None when the text has no such field."""
+    fields = loadavg.split()
+    running = fields[3].partition("/")[0] if len(fields) > 3 else ""
+    return max(int(running) - 1, 0) if running.isdigit() else None
+
+
+def _busy_cores(cores: int) -> float:
+    """Cores other work keeps busy: how many other tasks the kernel counts as runnable now (the
+    middle of three looks 5 ms apart), or where it does not say, the one-minute load average.
+    The average still counts what ended seconds ago, such as the build that wrote the log."""
+    samples: list[int] = []
+    for look in range(3):
+        if look:
+            time.sleep(0.005)
+        try:
+            now = runnable_others(PROC_LOADAVG.read_text(encoding="ascii"))
+        except (OSError, UnicodeDecodeError):  # not Linux
+            now = None
+        if now is None:
+            break
+        samples.append(now)
+    if len(samples) == 3:
+        return float(sorted(samples)[1])
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # pragma: no cover - no load average on this platform
+        return float(cores)
+
+
 def burst_workers(allowed: int | None) -> int:
-    """Worker processes for a burst: ``allowed`` when given, else one per idle core (as the load
-    average counts them, the way ``make -l`` does), up to four; 0 when fewer than two would run.
+    """Worker processes for a burst: ``allowed`` when given, else one per idle core (the way
+    ``make -l`` counts them, see ``_busy_cores``), up to four; 0 when fewer than two would run.
     On a busy machine workers only add the cost of shipping blocks to them."""
     from kilo_loop.safety.redact_pool import can_fork, usable_cores
 
@@ -98,11 +132,7 @@ def burst_workers(allowed: int | None) -> int:
         return 0
     if allowed is None:
         cores = usable_cores()
-        try:
-            idle = cores - os.getloadavg()[0]
-        except OSError:  # pragma: no cover - no load average on this platform
-            idle = 0.0
-        allowed = min(cores, _MAX_WORKERS, int(idle + 0.5))
+        allowed = min(cores, _MAX_WORKERS, int(cores - _busy_cores(cores) + 0.5))
     return allowed if allowed >= 2 else 0
 
 
