@@ -245,7 +245,8 @@ def main(ctx: click.Context, /, **params: Any) -> None:
         return
     if params.get("goal") and params.get("goal_text"):
         raise click.UsageError("pass either --goal <file> or --goal-text \"…\", not both", ctx)
-    if len(params.get("goal") or ()) > 1 or params.get("parallel"):
+    several = len(params.get("goal") or ()) > 1 or params.get("parallel")
+    if several and not params.get("list_goals"):  # --list-goals only lists, with any number of --goal
         sys.exit(_parallel_main(params))
     from kilo_loop.commands.run import run_main
     from kilo_loop.git import project_root

@@ -143,3 +143,18 @@ def test_prompt_extra_naming_a_missing_file(project: Path) -> None:
     assert "--prompt-extra notes.md: no such file" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert nothing_created(project)
+
+
+@pytest.mark.parametrize("extra", [["--goal", "plans/b.md"], ["--parallel", "1"]])
+def test_list_goals_with_several_goals_lists_and_starts_nothing(project: Path, extra: list[str]) -> None:
+    plans = project / "plans"
+    plans.mkdir()
+    (plans / "a.md").write_text("# Plan A\n\n- [ ] first of a\n")
+    (plans / "b.md").write_text("# Plan B\n\n- [ ] first of b\n")
+    result = cli(["--list-goals", "--goal", "plans/a.md", *extra, "--dry-run", "--no-dashboard"], project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "plans/a.md — Plan A" in result.stdout and "plans/b.md — Plan B" in result.stdout
+    assert "started" not in result.stdout
+    assert not (project / ".kilocode-loop" / "worktrees").exists()
+    assert subprocess.run(["git", "branch", "--list", "kilo-loop/*"], cwd=project, capture_output=True,
+                          text=True).stdout == ""
