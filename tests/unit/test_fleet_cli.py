@@ -59,3 +59,68 @@ def test_a_fleet_port_no_socket_can_have_is_refused_not_replaced_by_a_free_one(
     monkeypatch.setattr(kilo_loop.fleet.serve, "fleet_dashboard", no_dashboard)
     code, output, _ = invoke(["fleet", "--broker", "redis://127.0.0.1:1/0", "--port", port], monkeypatch)
     assert code == 2 and "0<=x<=65535" in output
+
+
+@pytest.mark.parametrize(("name", "body", "needle"), [
+    ("plan.md", b"# A plan\n\nno checklist\n", "no stages"),
+    ("plan.md", b"\xff\xfe# not UTF-8\n- [ ] One\n", "not UTF-8 text"),
+    ("plan.txt", b"- [ ] One\n", "unsupported goal file type '.txt'"),
+])
+def test_submit_refuses_a_plan_no_worker_could_run_before_queueing_it(
+    tmp_path: Path, name: str, body: bytes, needle: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    goal = tmp_path / name
+    goal.write_bytes(body)
+    code, output, exc = invoke(["submit", "--broker", "redis://127.0.0.1:1/0", "--repo", ".", "--goal", str(goal)],
+                               monkeypatch)
+    assert code == 2 and isinstance(exc, SystemExit), output
+    assert "goal error" in output and needle in output
+    assert "Traceback" not in output and "cannot reach the queue" not in output
+
+
+@pytest.mark.parametrize(("flags", "needle"), [
+    (["-n", "abc"], "'abc' is not a valid integer"),
+    (["--bogus-flag"], "No such option '--bogus-flag'"),
+    (["-n", "0"], "--iterations: Input should be greater than or equal to 1"),
+    (["stray"], "unexpected extra argument (stray)"),
+])
+def test_submit_refuses_run_flags_the_run_would_refuse_before_queueing(
+    plan: Path, flags: list[str], needle: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, output, _ = invoke(["submit", "--broker", "redis://127.0.0.1:1/0", "--repo", ".", "--goal", str(plan),
+                              "--dry-run", *flags], monkeypatch)
+    assert code == 2, output
+    assert needle in output and "cannot reach the queue" not in output
+
+
+def test_submit_names_the_run_flags_the_worker_sets_instead_of_dropping_them_silently(
+    plan: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, output, _ = invoke(["submit", "--broker", "redis://127.0.0.1:1/0", "--repo", ".", "--goal", str(plan),
+                              "--goal-text", "another goal", "-C", "/elsewhere", "--quiet", "-n", "2"], monkeypatch)
+    assert code == 1 and "cannot reach the queue" in output  # the flags themselves are fine: on to the queue
+    assert [line for line in output.splitlines() if "warning" in line] == [
+        f"kilo-loop: warning: {flag} has no effect in a submitted run (the worker sets it)"
+        for flag in ("--goal-text", "-C", "--quiet")]
+
+
+def test_submit_with_the_run_id_of_a_run_already_in_the_fleet_queues_nothing(
+    plan: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    import kilo_loop.fleet.queue
+    from kilo_loop.fleet.store import FleetStore
+
+    def no_change(*_: object) -> None:
+        raise AssertionError("nothing may be registered or queued")
+
+    monkeypatch.setattr(kilo_loop.fleet.queue, "make_broker", lambda url: SimpleNamespace(client=None))
+    monkeypatch.setattr(FleetStore, "__init__", lambda self, client: None)
+    monkeypatch.setattr(FleetStore, "job", lambda self, run_id: object() if run_id == "taken" else None)
+    monkeypatch.setattr(FleetStore, "register", no_change)
+    monkeypatch.setattr(kilo_loop.fleet.queue, "enqueue", no_change)
+    code, output, _ = invoke(["submit", "--broker", "redis://127.0.0.1:1/0", "--repo", ".", "--goal", str(plan),
+                              "--run-id", "taken"], monkeypatch)
+    assert code == 2, output
+    assert "run taken is already in the fleet" in output and "nothing was queued" in output

@@ -91,28 +91,59 @@ def submit_command(ctx: click.Context, broker: str, repo: str, ref: str | None, 
     import dramatiq.errors
     import redis.exceptions
 
-    from kilo_loop.fleet.child import plan_flags, plan_label
+    from kilo_loop.fleet.child import parent_only_flags, plan_flags, plan_label
     from kilo_loop.fleet.queue import enqueue, make_broker
     from kilo_loop.fleet.store import FleetStore, Job
     from kilo_loop.run.layout import valid_run_id
     from kilo_loop.runner import new_run_id
 
     flags = plan_flags(ctx.args)
+    for dropped in parent_only_flags(ctx.args):
+        click.echo(f"kilo-loop: warning: {dropped} has no effect in a submitted run (the worker sets it)", err=True)
     name = run_id or f"{new_run_id()}-{plan_label(goal, set())}"
     if not valid_run_id(name):
         raise click.BadParameter(f"invalid run id {name!r}", param_hint="--run-id")
+    goal_text = checked_goal_text(goal)
+    check_run_flags(goal, flags)
     local = Path(repo).expanduser()
     source = str(local.resolve()) if local.exists() else repo
-    job = Job(run_id=name, repo=source, goal_name=goal.name, goal_text=goal.read_text(encoding="utf-8"), ref=ref,
+    job = Job(run_id=name, repo=source, goal_name=goal.name, goal_text=goal_text, ref=ref,
               flags=tuple(flags), backend=backend or _runtime_flag(flags) or "default", push_branch=push_branch)
     try:
         redis_broker = make_broker(broker)
-        FleetStore(redis_broker.client).register(job)
+        store = FleetStore(redis_broker.client)
+        if store.job(name) is not None:
+            raise click.UsageError(f"run {name} is already in the fleet (kilo-loop fleet shows it): pick another "
+                                   "--run-id; nothing was queued")
+        store.register(job)
         enqueue(redis_broker, job)
     except (redis.exceptions.ConnectionError, dramatiq.errors.BrokerConnectionError) as exc:
         raise click.ClickException(f"cannot reach the queue at {masked(broker)} ({exc}): start redis-server "
                                    "there or check --broker; nothing was queued") from None
     click.echo(name)
+
+
+def checked_goal_text(goal: Path) -> str:
+    """The plan's text, once it reads as a goal: a plan the worker cannot run is refused here (a goal
+    error, exit 2), before anything is queued, not found on a worker as a failed run."""
+    from kilo_loop.goal.parse import load_goal, read_goal_text
+
+    load_goal(goal)
+    return read_goal_text(goal)
+
+
+def check_run_flags(goal: Path, flags: list[str]) -> None:
+    """The run flags as the worker's run will read them: an unknown flag, a value of the wrong type or
+    out of range is a usage error here (exit 2), before anything is queued."""
+    from kilo_loop.cli import _given, main
+    from kilo_loop.settings import load_settings
+
+    run = click.Command("kilo-loop", params=main.params)
+    try:
+        run_ctx = run.make_context("kilo-loop", ["--goal", str(goal), *flags])
+    except click.UsageError as exc:
+        raise click.UsageError(f"run flags: {exc.format_message()}") from None
+    load_settings(_given(run_ctx, run_ctx.params), None)
 
 
 def _runtime_flag(flags: list[str]) -> str | None:
