@@ -124,3 +124,19 @@ def test_submit_with_the_run_id_of_a_run_already_in_the_fleet_queues_nothing(
                               "--run-id", "taken"], monkeypatch)
     assert code == 2, output
     assert "run taken is already in the fleet" in output and "nothing was queued" in output
+
+
+def test_a_worker_on_a_queue_nobody_serves_says_so_and_exits_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    code, output, exc = invoke(["worker", "--broker", f"redis://:{SECRET}@127.0.0.1:1/0"], monkeypatch)
+    assert code == 1 and isinstance(exc, SystemExit), output
+    assert output.startswith("Error: cannot reach the queue at redis://:***@127.0.0.1:1/0")
+    assert "no worker was started" in output and SECRET not in output and len(output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", [["worker", "--broker", "redis://127.0.0.1:1/0"], ["fleet", "--local", "1"]])
+def test_a_workspace_that_is_a_file_is_a_usage_error(
+    command: list[str], plan: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, output, _ = invoke([*command, "--workspace", str(plan)], monkeypatch)
+    assert code == 2, output
+    assert f"Invalid value for '--workspace': Directory '{plan}' is a file" in output

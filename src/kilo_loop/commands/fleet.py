@@ -9,7 +9,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import click
@@ -37,9 +37,22 @@ def masked(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+def reach_queue(client: Any, broker: str, outcome: str) -> None:
+    """One ping before anything waits on the queue: a Redis nobody serves is one line and exit 1
+    (a worker used to log a connection error every few seconds, forever)."""
+    import redis.exceptions
+
+    try:
+        client.ping()
+    except redis.exceptions.RedisError as exc:
+        raise click.ClickException(f"cannot reach the queue at {masked(broker)} ({exc}): start redis-server "
+                                   f"there or check --broker; {outcome}") from None
+
+
 @click.command("worker")
 @click.option("--broker", required=True, envvar="KILO_LOOP_BROKER", callback=broker_url, help=BROKER_HELP)
-@click.option("--workspace", type=click.Path(path_type=Path), default=Path(".kilo-loop-fleet"), show_default=True,
+@click.option("--workspace", type=click.Path(path_type=Path, file_okay=False), default=Path(".kilo-loop-fleet"),
+              show_default=True,
               help="where this worker clones repositories (one folder per run)")
 @click.option("--concurrency", type=click.IntRange(1, 32), default=1, show_default=True, help="runs at once")
 def worker_command(broker: str, workspace: Path, concurrency: int) -> None:
@@ -54,6 +67,7 @@ def worker_command(broker: str, workspace: Path, concurrency: int) -> None:
     from kilo_loop.fleet.queue import QUEUE, declare_actor, make_broker
 
     redis_broker = make_broker(broker)
+    reach_queue(redis_broker.client, broker, "no worker was started")
     config = WorkerConfig(workspace=workspace.expanduser().resolve())
     declare_actor(redis_broker, config)
     # worker_timeout caps how long an idle consumer sleeps between polls: with the default (1 s) the
@@ -159,7 +173,7 @@ def _runtime_flag(flags: list[str]) -> str | None:
 @click.option("--broker", envvar="KILO_LOOP_BROKER", callback=broker_url, help=BROKER_HELP)
 @click.option("--local", "local_workers", type=click.IntRange(1, 16),
               help="try-out: start redis-server on a free loopback port and this many workers here")
-@click.option("--workspace", type=click.Path(path_type=Path), help="with --local: where the workers clone")
+@click.option("--workspace", type=click.Path(path_type=Path, file_okay=False), help="with --local: where the workers clone")
 @click.option("-p", "--port", type=click.IntRange(0, 65535), default=7999, show_default=True,
               help="dashboard port (0: any free port)")
 @click.option("--host", help="dashboard host (default 127.0.0.1)")
