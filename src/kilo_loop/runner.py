@@ -255,10 +255,24 @@ def check_notify_targets(settings: Settings) -> None:
         raise SetupError(f"--notify: {exc}") from exc
 
 
+def check_loop_paths(layout: ProjectLayout) -> None:
+    """The loop's own paths under .kilocode-loop/ are free for what it writes there: a file where a
+    directory goes (or the reverse) stops the run before it starts, not with a traceback mid-way."""
+    for directory in (layout.root, layout.runs):
+        if directory.exists() and not directory.is_dir():
+            raise SetupError(f"{directory} is a file, but kilo-loop keeps its runs in that directory: "
+                             "move the file out of the way")
+    for file in (layout.progress, layout.answers, layout.handoff):
+        if file.is_dir():
+            raise SetupError(f"{file} is a directory, but the loop writes that file there: "
+                             "move the directory out of the way")
+
+
 def prepare_run(settings: Settings, goal: Goal, project: Path, runtime: str) -> PreparedRun:
     check_notify_targets(settings)
     read_prompt_extra(settings.prompt_extra, project)  # a missing file fails before the run dir exists
     project_layout = ProjectLayout(project)
+    check_loop_paths(project_layout)
     if settings.resume:
         try:
             run = resolve_run(project_layout, settings.resume)

@@ -158,3 +158,25 @@ def test_list_goals_with_several_goals_lists_and_starts_nothing(project: Path, e
     assert not (project / ".kilocode-loop" / "worktrees").exists()
     assert subprocess.run(["git", "branch", "--list", "kilo-loop/*"], cwd=project, capture_output=True,
                           text=True).stdout == ""
+
+
+@pytest.mark.parametrize(("path", "as_dir", "needle"), [
+    (".kilocode-loop", False, "is a file, but kilo-loop keeps its runs in that directory"),
+    (".kilocode-loop/runs", False, "is a file, but kilo-loop keeps its runs in that directory"),
+    (".kilocode-loop/progress.json", True, "is a directory, but the loop writes that file there"),
+])
+def test_a_loop_path_of_the_wrong_kind_stops_the_run_before_it_starts(
+    project: Path, path: str, as_dir: bool, needle: str
+) -> None:
+    target = project / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if as_dir:
+        target.mkdir()
+    else:
+        target.write_text("x")
+    result = cli(["--goal-text", "x", "--dry-run", "--no-dashboard", "--no-confirm", "--hitl", "off", "-n", "1"],
+                 project)
+    assert result.returncode == 2, result.stdout + result.stderr
+    kind = "directory" if as_dir else "file"
+    assert result.stderr.strip() == f"kilo-loop: {target} {needle}: move the {kind} out of the way"
+    assert "Traceback" not in result.stderr and not (project / ".kilocode-loop" / "runs").is_dir()
