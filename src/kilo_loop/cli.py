@@ -219,10 +219,32 @@ _ACTS_ONLY_WITH: dict[str, tuple[str, str]] = {
 }
 
 
+# Flags only a real agent CLI acts on: a dry run's simulated agent runs no command, so the loop runs
+# no verify after it (verify could change files; a dry run changes none but the loop's own).
+_REAL_RUN_ONLY = ("verify", "verify_timeout_minutes", "runtime", "transport", "isolate_home", "usage_db",
+                  "provider_config_mode")
+
+# A flag that loses to another one typed with it: flag -> (the winning flag, what the winner does).
+_OVERRIDDEN_BY: dict[str, tuple[str, str]] = {
+    "keep_open_for": ("keep_open", "which keeps the dashboard up until Ctrl+C"),
+    "lan": ("local", "which binds loopback only"),
+}
+
+
+def _flag(name: str) -> str:
+    return f"--{name.replace('_', '-')}"
+
+
 def ignored_flags(typed: set[str], settings: Settings) -> list[str]:
     """A warning for each flag typed on a one-plan command line that this run cannot act on."""
-    warnings = [f"--{name.replace('_', '-')} has no effect {why}"
+    warnings = [f"{_flag(name)} has no effect {why}"
                 for name, (needed, why) in _ACTS_ONLY_WITH.items() if name in typed and not getattr(settings, needed)]
+    warnings += [f"{_flag(name)} has no effect with {_flag(winner)}, {what}"
+                 for name, (winner, what) in _OVERRIDDEN_BY.items()
+                 if {name, winner} <= typed and settings.dashboard and getattr(settings, winner)]
+    if settings.dry_run:
+        warnings += [f"{_flag(name if getattr(settings, name) is not False else 'no_' + name)} has no effect in a "
+                     "dry run (the simulated agent runs no command)" for name in _REAL_RUN_ONLY if name in typed]
     if "merge" in typed:
         warnings.append("--merge has no effect on one plan (it applies to several --goal or --parallel)")
     return [f"kilo-loop: warning: {warning}" for warning in warnings]

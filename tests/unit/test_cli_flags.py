@@ -54,3 +54,22 @@ def test_a_project_directory_that_is_not_there_is_refused(tmp_path: Path, args: 
     result = CliRunner().invoke(main, [arg.format(missing=missing) for arg in args])
     assert result.exit_code == 2, result.output
     assert f"Directory '{missing}' does not exist" in result.output
+
+
+def test_a_flag_that_loses_to_another_typed_with_it_is_named(tmp_path: Path) -> None:
+    values = {"keep_open": True, "keep_open_for": "10m", "lan": True, "local": True}
+    assert warnings_for(set(values), values, tmp_path) == [
+        "--keep-open-for has no effect with --keep-open, which keeps the dashboard up until Ctrl+C",
+        "--lan has no effect with --local, which binds loopback only",
+    ]
+    assert warnings_for({"keep_open_for", "lan"}, {"keep_open_for": "10m", "lan": True}, tmp_path) == []
+
+
+def test_flags_only_a_real_agent_acts_on_are_named_in_a_dry_run(tmp_path: Path) -> None:
+    values = {"verify": "pytest -q", "verify_timeout_minutes": 2.0, "runtime": "claude", "transport": "run",
+              "isolate_home": True, "usage_db": False, "provider_config_mode": "none"}
+    assert warnings_for(set(values), {**values, "dry_run": True}, tmp_path) == [
+        f"--{name} has no effect in a dry run (the simulated agent runs no command)"
+        for name in ("verify", "verify-timeout-minutes", "runtime", "transport", "isolate-home", "no-usage-db",
+                     "provider-config-mode")]
+    assert warnings_for(set(values), values, tmp_path) == []
