@@ -140,3 +140,27 @@ def test_a_workspace_that_is_a_file_is_a_usage_error(
     code, output, _ = invoke([*command, "--workspace", str(plan)], monkeypatch)
     assert code == 2, output
     assert f"Invalid value for '--workspace': Directory '{plan}' is a file" in output
+
+
+def test_fleet_with_both_broker_and_local_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kilo_loop.fleet.local
+
+    def no_server(*_: object) -> None:
+        raise AssertionError("no redis-server may start")
+
+    monkeypatch.setattr(kilo_loop.fleet.local.RedisServer, "start", no_server)
+    code, output, _ = invoke(["fleet", "--broker", "redis://127.0.0.1:1/0", "--local", "1"], monkeypatch)
+    assert code == 2, output
+    assert "pass --broker redis://… or --local N, not both" in output
+
+
+def test_fleet_workspace_without_local_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kilo_loop.fleet.serve
+
+    def stop_here(*_: object) -> None:
+        raise SystemExit(0)
+
+    monkeypatch.setattr(kilo_loop.fleet.serve, "fleet_dashboard", stop_here)
+    code, output, _ = invoke(["fleet", "--broker", "redis://127.0.0.1:1/0", "--workspace", str(tmp_path)],
+                             monkeypatch)
+    assert code == 0 and "kilo-loop: warning: --workspace has no effect without --local" in output

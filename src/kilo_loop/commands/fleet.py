@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import click
+from click.core import ParameterSource
 
 if TYPE_CHECKING:
     from kilo_loop.fleet.serve import FleetDashboard
@@ -189,6 +190,11 @@ def fleet_command(broker: str | None, local_workers: int | None, workspace: Path
 
     if not broker and not local_workers:
         raise click.UsageError("pass --broker redis://… or --local N")
+    typed_broker = click.get_current_context().get_parameter_source("broker") == ParameterSource.COMMANDLINE
+    if typed_broker and local_workers:
+        raise click.UsageError("pass --broker redis://… or --local N, not both (--local starts its own redis-server)")
+    if workspace and not local_workers:
+        click.echo("kilo-loop: warning: --workspace has no effect without --local (each worker has its own)", err=True)
     server: RedisServer | None = None
     workers: list[LocalWorker] = []
     try:
