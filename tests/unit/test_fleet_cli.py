@@ -155,12 +155,27 @@ def test_fleet_with_both_broker_and_local_is_a_usage_error(monkeypatch: pytest.M
 
 
 def test_fleet_workspace_without_local_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kilo_loop.commands.fleet
     import kilo_loop.fleet.serve
 
     def stop_here(*_: object) -> None:
         raise SystemExit(0)
 
     monkeypatch.setattr(kilo_loop.fleet.serve, "fleet_dashboard", stop_here)
+    monkeypatch.setattr(kilo_loop.commands.fleet, "reach_queue", lambda *_: None)
     code, output, _ = invoke(["fleet", "--broker", "redis://127.0.0.1:1/0", "--workspace", str(tmp_path)],
                              monkeypatch)
     assert code == 0 and "kilo-loop: warning: --workspace has no effect without --local" in output
+
+
+def test_a_fleet_dashboard_over_a_queue_nobody_serves_says_so_and_exits_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kilo_loop.fleet.serve
+
+    def no_dashboard(*_: object) -> None:
+        raise AssertionError("no dashboard may start")
+
+    monkeypatch.setattr(kilo_loop.fleet.serve, "fleet_dashboard", no_dashboard)
+    code, output, _ = invoke(["fleet", "--broker", f"redis://:{SECRET}@127.0.0.1:1/0"], monkeypatch)
+    assert code == 1, output
+    assert output.startswith("Error: cannot reach the queue at redis://:***@127.0.0.1:1/0")
+    assert "the dashboard was not started" in output and SECRET not in output

@@ -206,7 +206,9 @@ def fleet_command(broker: str | None, local_workers: int | None, workspace: Path
             click.echo(f"local fleet: redis-server at {broker}, {local_workers} worker(s) under {base}")
             click.echo(f"queue a plan:  kilo-loop submit --broker {broker} --repo <path or URL> --goal plan.md")
         assert broker is not None
-        dashboard = fleet_dashboard(RedisRuns(FleetStore.from_url(broker)), host, port, lan)
+        store = FleetStore.from_url(broker)
+        reach_queue(store.client, broker, "the dashboard was not started")
+        dashboard = fleet_dashboard(RedisRuns(store), host, port, lan)
         asyncio.run(_serve(dashboard))
     except (LocalFleetError, PortInUse, BindError) as exc:
         click.echo(f"kilo-loop: {exc}", err=True)
