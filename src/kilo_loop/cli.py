@@ -228,6 +228,7 @@ _REAL_RUN_ONLY = ("verify", "verify_timeout_minutes", "runtime", "transport", "i
 _OVERRIDDEN_BY: dict[str, tuple[str, str]] = {
     "keep_open_for": ("keep_open", "which keeps the dashboard up until Ctrl+C"),
     "lan": ("local", "which binds loopback only"),
+    "run_id": ("resume", "which keeps the resumed run's id"),
 }
 
 
@@ -237,11 +238,11 @@ def _flag(name: str) -> str:
 
 def ignored_flags(typed: set[str], settings: Settings) -> list[str]:
     """A warning for each flag typed on a one-plan command line that this run cannot act on."""
-    warnings = [f"{_flag(name)} has no effect {why}"
-                for name, (needed, why) in _ACTS_ONLY_WITH.items() if name in typed and not getattr(settings, needed)]
+    idle = {name: why for name, (needed, why) in _ACTS_ONLY_WITH.items() if name in typed and not getattr(settings, needed)}
+    warnings = [f"{_flag(name)} has no effect {why}" for name, why in idle.items()]
     warnings += [f"{_flag(name)} has no effect with {_flag(winner)}, {what}"
                  for name, (winner, what) in _OVERRIDDEN_BY.items()
-                 if {name, winner} <= typed and settings.dashboard and getattr(settings, winner)]
+                 if {name, winner} <= typed and name not in idle and winner not in idle and getattr(settings, winner)]
     if settings.dry_run:
         warnings += [f"{_flag(name if getattr(settings, name) is not False else 'no_' + name)} has no effect in a "
                      "dry run (the simulated agent runs no command)" for name in _REAL_RUN_ONLY if name in typed]

@@ -57,10 +57,17 @@ def test_a_project_directory_that_is_not_there_is_refused(tmp_path: Path, args: 
 
 
 def test_a_flag_that_loses_to_another_typed_with_it_is_named(tmp_path: Path) -> None:
-    values = {"keep_open": True, "keep_open_for": "10m", "lan": True, "local": True}
+    values = {"keep_open": True, "keep_open_for": "10m", "lan": True, "local": True, "resume": "last",
+              "run_id": "mine"}
     assert warnings_for(set(values), values, tmp_path) == [
         "--keep-open-for has no effect with --keep-open, which keeps the dashboard up until Ctrl+C",
         "--lan has no effect with --local, which binds loopback only",
+        "--run-id has no effect with --resume, which keeps the resumed run's id",
+    ]
+    off = {**values, "dashboard": False}  # said once: the dashboard's own flags do nothing at all
+    assert warnings_for(set(off), off, tmp_path) == [
+        *(f"--{name} has no effect with the dashboard off" for name in ("lan", "local", "keep-open", "keep-open-for")),
+        "--run-id has no effect with --resume, which keeps the resumed run's id",
     ]
     assert warnings_for({"keep_open_for", "lan"}, {"keep_open_for": "10m", "lan": True}, tmp_path) == []
 
