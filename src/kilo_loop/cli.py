@@ -224,12 +224,14 @@ _ACTS_ONLY_WITH: dict[str, tuple[str, str]] = {
 _REAL_RUN_ONLY = ("verify", "verify_timeout_minutes", "runtime", "transport", "isolate_home", "usage_db",
                   "provider_config_mode")
 
-# A flag that loses to another one typed with it: flag -> (the winning flag, what the winner does).
-_OVERRIDDEN_BY: dict[str, tuple[str, str]] = {
-    "keep_open_for": ("keep_open", "which keeps the dashboard up until Ctrl+C"),
-    "lan": ("local", "which binds loopback only"),
-    "run_id": ("resume", "which keeps the resumed run's id"),
-}
+# A flag that loses to another one typed with it: (the flag, the winning flag, what the winner does).
+_OVERRIDDEN_BY: tuple[tuple[str, str, str], ...] = (
+    ("keep_open_for", "keep_open", "which keeps the dashboard up until Ctrl+C"),
+    ("lan", "local", "which binds loopback only"),
+    ("lan", "host", "which names the address to bind"),
+    ("host", "local", "which binds loopback only"),
+    ("run_id", "resume", "which keeps the resumed run's id"),
+)
 
 
 def _flag(name: str) -> str:
@@ -240,9 +242,11 @@ def ignored_flags(typed: set[str], settings: Settings) -> list[str]:
     """A warning for each flag typed on a one-plan command line that this run cannot act on."""
     idle = {name: why for name, (needed, why) in _ACTS_ONLY_WITH.items() if name in typed and not getattr(settings, needed)}
     warnings = [f"{_flag(name)} has no effect {why}" for name, why in idle.items()]
-    warnings += [f"{_flag(name)} has no effect with {_flag(winner)}, {what}"
-                 for name, (winner, what) in _OVERRIDDEN_BY.items()
-                 if {name, winner} <= typed and name not in idle and winner not in idle and getattr(settings, winner)]
+    beaten: dict[str, str] = {}  # the first flag that beats each one, in _OVERRIDDEN_BY's order
+    for name, winner, what in _OVERRIDDEN_BY:
+        if {name, winner} <= typed and not {name, winner} & idle.keys() and getattr(settings, winner):
+            beaten.setdefault(name, f"{_flag(name)} has no effect with {_flag(winner)}, {what}")
+    warnings += beaten.values()
     if settings.dry_run:
         warnings += [f"{_flag(name if getattr(settings, name) is not False else 'no_' + name)} has no effect in a "
                      "dry run (the simulated agent runs no command)" for name in _REAL_RUN_ONLY if name in typed]

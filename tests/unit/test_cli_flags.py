@@ -70,6 +70,12 @@ def test_a_flag_that_loses_to_another_typed_with_it_is_named(tmp_path: Path) -> 
         "--run-id has no effect with --resume, which keeps the resumed run's id",
     ]
     assert warnings_for({"keep_open_for", "lan"}, {"keep_open_for": "10m", "lan": True}, tmp_path) == []
+    host = {"host": "127.0.0.1", "lan": True}
+    assert warnings_for(set(host), host, tmp_path) == ["--lan has no effect with --host, which names the address to bind"]
+    assert warnings_for({*host, "local"}, {**host, "local": True}, tmp_path) == [
+        "--lan has no effect with --local, which binds loopback only",
+        "--host has no effect with --local, which binds loopback only",
+    ]
 
 
 def test_flags_only_a_real_agent_acts_on_are_named_in_a_dry_run(tmp_path: Path) -> None:
