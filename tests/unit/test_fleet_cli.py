@@ -179,3 +179,18 @@ def test_a_fleet_dashboard_over_a_queue_nobody_serves_says_so_and_exits_1(monkey
     assert code == 1, output
     assert output.startswith("Error: cannot reach the queue at redis://:***@127.0.0.1:1/0")
     assert "the dashboard was not started" in output and SECRET not in output
+
+
+@pytest.mark.parametrize("flag", ["-manthropic/claude-haiku", "-mhigh"])
+def test_a_glued_run_flag_with_an_h_in_its_value_is_handed_to_the_run_not_read_as_help(
+    flag: str, plan: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kilo_loop.commands.fleet
+
+    seen: list[list[str]] = []
+    monkeypatch.setattr(kilo_loop.commands.fleet, "check_run_flags", lambda goal, flags: seen.append(flags))
+    code, output, _ = invoke(["submit", "--broker", "redis://127.0.0.1:1/0", "--repo", ".", "--goal", str(plan), flag],
+                             monkeypatch)
+    assert "Usage:" not in output and seen == [[flag]]
+    assert code == 1 and "cannot reach the queue" in output
+    assert "Queue a plan for the fleet" in CliRunner().invoke(main, ["submit", "--help"]).output

@@ -88,7 +88,10 @@ def worker_command(broker: str, workspace: Path, concurrency: int) -> None:
     worker.stop(timeout=120_000)
 
 
-@click.command("submit", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+# No -h: with unknown options let through, click reads a run flag's glued value letter by letter, and an
+# `h` in it (`-mclaude-haiku`, `-C/home/me`) printed this help and queued nothing, exit 0.
+@click.command("submit", context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                                          "help_option_names": ["--help"]})
 @click.option("--broker", required=True, envvar="KILO_LOOP_BROKER", callback=broker_url, help=BROKER_HELP)
 @click.option("--repo", required=True, help="git URL or path the worker clones")
 @click.option("--ref", help="branch, tag or commit to start from (default: the repository's HEAD)")
