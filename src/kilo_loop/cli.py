@@ -52,6 +52,11 @@ def help_stand_in(name: str) -> click.Command:
     return click.Command(name, help=SUBCOMMANDS[name][1])
 
 
+def _looks_like_a_plan(word: str) -> bool:
+    """A word typed where a subcommand goes that is a goal file (`kilo-loop plan.md` without --goal)."""
+    return Path(word).suffix.lower() in (".md", ".markdown", ".json") or Path(word).is_file()
+
+
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use; `--help` lists them from SUBCOMMANDS."""
 
@@ -62,6 +67,13 @@ class LazyGroup(click.Group):
         if cmd_name not in self.commands and cmd_name in SUBCOMMANDS:
             self.add_command(load_subcommand(cmd_name), cmd_name)
         return super().get_command(ctx, cmd_name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name not in SUBCOMMANDS and name not in self.commands and _looks_like_a_plan(name):
+            raise click.UsageError(f"No such command '{name}'; to run a plan, name it with --goal: "
+                                   f"kilo-loop --goal {name}", ctx)
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -86,3 +86,12 @@ def test_flags_only_a_real_agent_acts_on_are_named_in_a_dry_run(tmp_path: Path) 
         for name in ("verify", "verify-timeout-minutes", "runtime", "transport", "isolate-home", "no-usage-db",
                      "provider-config-mode")]
     assert warnings_for(set(values), values, tmp_path) == []
+
+
+@pytest.mark.parametrize("word", ["plan.md", "goal.json"])
+def test_a_goal_file_typed_without_goal_says_to_name_it_with_goal(word: str) -> None:
+    result = CliRunner().invoke(main, [word, "--dry-run"])
+    assert result.exit_code == 2, result.output
+    assert f"No such command '{word}'; to run a plan, name it with --goal: kilo-loop --goal {word}" in result.output
+    other = CliRunner().invoke(main, ["reprot"])
+    assert other.exit_code == 2 and "No such command 'reprot'." in other.output
