@@ -160,6 +160,9 @@ def read_prompt_extra(value: str | None, project: Path) -> str | None:
         except OSError:
             continue
     if _FILE_NAME.fullmatch(value.strip()):
+        if any(candidate.is_dir() for candidate in (Path(value).expanduser(), project / value)):
+            raise SetupError(f"--prompt-extra {value}: is a directory; name the file in it, or pass the "
+                             "instructions themselves")
         raise SetupError(f"--prompt-extra {value}: no such file (looked in the current directory and "
                          f"{project}); fix the path, or pass the instructions themselves")
     return value.strip() or None

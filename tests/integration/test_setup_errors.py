@@ -180,3 +180,12 @@ def test_a_loop_path_of_the_wrong_kind_stops_the_run_before_it_starts(
     kind = "directory" if as_dir else "file"
     assert result.stderr.strip() == f"kilo-loop: {target} {needle}: move the {kind} out of the way"
     assert "Traceback" not in result.stderr and not (project / ".kilocode-loop" / "runs").is_dir()
+
+
+def test_prompt_extra_naming_a_directory_says_so(project: Path) -> None:
+    (project / "notes").mkdir()
+    result = cli(["--goal-text", "x", "--dry-run", "--no-dashboard", "--prompt-extra", "./notes"], project)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == ("kilo-loop: --prompt-extra ./notes: is a directory; name the file in it, or "
+                                     "pass the instructions themselves")
+    assert nothing_created(project)
