@@ -234,7 +234,7 @@ _ACTS_ONLY_WITH: dict[str, tuple[str, str]] = {
 # Flags only a real agent CLI acts on: a dry run's simulated agent runs no command, so the loop runs
 # no verify after it (verify could change files; a dry run changes none but the loop's own).
 _REAL_RUN_ONLY = ("verify", "verify_timeout_minutes", "runtime", "transport", "isolate_home", "usage_db",
-                  "provider_config_mode")
+                  "provider_config_mode", "thinking", "auto")
 
 # A flag that loses to another one typed with it: (the flag, the winning flag, what the winner does).
 _OVERRIDDEN_BY: tuple[tuple[str, str, str], ...] = (
@@ -243,11 +243,18 @@ _OVERRIDDEN_BY: tuple[tuple[str, str, str], ...] = (
     ("lan", "host", "which names the address to bind"),
     ("host", "local", "which binds loopback only"),
     ("run_id", "resume", "which keeps the resumed run's id"),
+    ("session_mode", "shared_context", "its newer name"),
+    ("mode", "agent", "its newer name"),
 )
 
 
 def _flag(name: str) -> str:
     return f"--{name.replace('_', '-')}"
+
+
+def _as_typed(name: str, settings: Settings) -> str:
+    """The flag as typed: `--no-usage-db` for a switch typed off."""
+    return _flag(name if getattr(settings, name, None) is not False else "no_" + name)
 
 
 def ignored_flags(typed: set[str], settings: Settings) -> list[str]:
@@ -256,12 +263,12 @@ def ignored_flags(typed: set[str], settings: Settings) -> list[str]:
     warnings = [f"{_flag(name)} has no effect {why}" for name, why in idle.items()]
     beaten: dict[str, str] = {}  # the first flag that beats each one, in _OVERRIDDEN_BY's order
     for name, winner, what in _OVERRIDDEN_BY:
-        if {name, winner} <= typed and not {name, winner} & idle.keys() and getattr(settings, winner):
-            beaten.setdefault(name, f"{_flag(name)} has no effect with {_flag(winner)}, {what}")
+        if {name, winner} <= typed and not {name, winner} & idle.keys() and getattr(settings, winner) not in (None, ""):
+            beaten.setdefault(name, f"{_flag(name)} has no effect with {_as_typed(winner, settings)}, {what}")
     warnings += beaten.values()
     if settings.dry_run:
-        warnings += [f"{_flag(name if getattr(settings, name) is not False else 'no_' + name)} has no effect in a "
-                     "dry run (the simulated agent runs no command)" for name in _REAL_RUN_ONLY if name in typed]
+        warnings += [f"{_as_typed(name, settings)} has no effect in a dry run (the simulated agent runs no command)"
+                     for name in _REAL_RUN_ONLY if name in typed]
     if "merge" in typed:
         warnings.append("--merge has no effect on one plan (it applies to several --goal or --parallel)")
     return [f"kilo-loop: warning: {warning}" for warning in warnings]

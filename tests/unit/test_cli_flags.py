@@ -72,6 +72,11 @@ def test_a_flag_that_loses_to_another_typed_with_it_is_named(tmp_path: Path) -> 
     assert warnings_for({"keep_open_for", "lan"}, {"keep_open_for": "10m", "lan": True}, tmp_path) == []
     host = {"host": "127.0.0.1", "lan": True}
     assert warnings_for(set(host), host, tmp_path) == ["--lan has no effect with --host, which names the address to bind"]
+    assert warnings_for({"session_mode", "shared_context", "mode", "agent"},
+                        {"shared_context": False, "agent": "build"}, tmp_path) == [
+        "--session-mode has no effect with --no-shared-context, its newer name",
+        "--mode has no effect with --agent, its newer name",
+    ]
     assert warnings_for({*host, "local"}, {**host, "local": True}, tmp_path) == [
         "--lan has no effect with --local, which binds loopback only",
         "--host has no effect with --local, which binds loopback only",
@@ -80,11 +85,11 @@ def test_a_flag_that_loses_to_another_typed_with_it_is_named(tmp_path: Path) -> 
 
 def test_flags_only_a_real_agent_acts_on_are_named_in_a_dry_run(tmp_path: Path) -> None:
     values = {"verify": "pytest -q", "verify_timeout_minutes": 2.0, "runtime": "claude", "transport": "run",
-              "isolate_home": True, "usage_db": False, "provider_config_mode": "none"}
+              "isolate_home": True, "usage_db": False, "provider_config_mode": "none", "thinking": True, "auto": False}
     assert warnings_for(set(values), {**values, "dry_run": True}, tmp_path) == [
         f"--{name} has no effect in a dry run (the simulated agent runs no command)"
         for name in ("verify", "verify-timeout-minutes", "runtime", "transport", "isolate-home", "no-usage-db",
-                     "provider-config-mode")]
+                     "provider-config-mode", "thinking", "no-auto")]
     assert warnings_for(set(values), values, tmp_path) == []
 
 
