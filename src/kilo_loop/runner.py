@@ -281,7 +281,8 @@ def prepare_run(settings: Settings, goal: Goal, project: Path, runtime: str) -> 
             run = resolve_run(project_layout, settings.resume)
             previous = load_for_resume(run)
         except RunNotFound as exc:
-            raise SetupError(f"--resume {settings.resume}: {exc}") from exc
+            raise SetupError(f"--resume {settings.resume}: {exc}; to start over, run without --resume "
+                             "(`kilo-loop report --last` shows the newest saved run)") from exc
         check_same_goal(previous, goal, project, settings.resume)
         return PreparedRun(run, resumed_state(previous, goal, settings), resumed=True)
     run_id = settings.run_id or _unused_run_id(project_layout)

@@ -189,3 +189,17 @@ def test_prompt_extra_naming_a_directory_says_so(project: Path) -> None:
     assert result.stderr.strip() == ("kilo-loop: --prompt-extra ./notes: is a directory; name the file in it, or "
                                      "pass the instructions themselves")
     assert nothing_created(project)
+
+
+def test_a_resume_that_cannot_load_its_run_says_what_to_do(project: Path) -> None:
+    base = ["--goal-text", "x", "--dry-run", "--no-dashboard", "--no-confirm", "--hitl", "off", "-n", "1"]
+    missing = cli([*base, "--resume", "nope"], project)
+    assert missing.returncode == 2, missing.stderr
+    assert missing.stderr.strip().endswith("no saved run 'nope' under " + str(project / ".kilocode-loop/runs") +
+                                           "; to start over, run without --resume (`kilo-loop report --last` shows "
+                                           "the newest saved run)")
+    assert cli([*base, "--run-id", "r1"], project).returncode == 0
+    (project / ".kilocode-loop/runs/r1/state.json").write_text("{")
+    damaged = cli([*base, "--resume", "r1"], project)
+    assert damaged.returncode == 2 and "state.json: not valid JSON" in damaged.stderr
+    assert "to start over, run without --resume" in damaged.stderr and len(damaged.stderr.strip().splitlines()) == 1
