@@ -224,9 +224,9 @@ class Guard:
         if isinstance(item, SimpleCommand):
             return self._simple(item)
         if isinstance(item, OutputRedirect):
-            return self._redirect(item)
+            return _from_script(self._redirect(item), item.script)
         if isinstance(item, InlineCode):
-            return self._inline_code(item)
+            return _from_script(self._inline_code(item), item.script)
         return None
 
     def _simple(self, cmd: SimpleCommand) -> GuardDecision | None:
@@ -240,7 +240,7 @@ class Guard:
         for pack, rule in self._index.get(cmd.name, ()):
             detail = match(rule, cmd, self._paths, pack.value_options.get(cmd.name, ()))
             if detail is not None:
-                where = f" (on {cmd.remote})" if cmd.remote else ""
+                where = (f" (on {cmd.remote})" if cmd.remote else "") + _in_script(cmd.script)
                 return _deny(rule.id, f"`{cmd.text}`{where}: {detail or rule.reason}", pack.name)
         return None
 
@@ -309,6 +309,17 @@ class Guard:
                 if path.startswith("~") or self._paths.outside_temp(path, item.cwds):
                     return _deny("inline-code-delete", f"{item.language} code deletes {path!r}", "filesystem")
         return None
+
+
+def _in_script(script: str | None) -> str:
+    return f" (in the script {script})" if script else ""
+
+
+def _from_script(decision: GuardDecision | None, script: str | None) -> GuardDecision | None:
+    """A deny found in a script file on disk says which file."""
+    if decision is None or not script:
+        return decision
+    return decision._replace(reason=f"in the script {script}: {decision.reason}")
 
 
 def _written_paths(tool_input: Mapping[str, Any]) -> list[str]:

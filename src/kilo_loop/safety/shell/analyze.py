@@ -50,11 +50,15 @@ from kilo_loop.safety.shell.model import (
     split_words,
 )
 from kilo_loop.safety.shell.parse import PIPE, TooDeep, walk_script
+from kilo_loop.safety.shell.scripts_on_disk import ScriptFile, places, program_interpreter, read_script
+from kilo_loop.safety.shell.sql_scripts import SQL_CLIENTS, included_files, option_files
 from kilo_loop.safety.shell.words import echo_escapes, printf_text
 from kilo_loop.safety.shell.wrappers import unwrap
 
 MAX_DEPTH = 12
 MAX_WRAPPERS = 16
+MAX_SCRIPTS_READ = 64
+"""Script files on disk read for one command (each may run others); more are denied."""
 """Wrappers peeled off one simple command (`sudo env nice … CMD`); more are denied."""
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "rbash", "fish", "csh",
                     "tcsh", "nu", "xonsh", "elvish", "osh", "ysh", "oksh", "loksh", "hush", "murex"})
@@ -67,7 +71,10 @@ _NAME_GLOB = LazyRegex(r"[*?]|\[[^\]]+\]")
 _SUBSCRIPT_CODE = LazyRegex(r"\[[^\]]*(?:\$\(|`)")
 _SUBSCRIPT_BUILTINS = frozenset({"test", "[", "let", "printf", "read", "unset", "declare", "local", "export", "typeset",
                                  "readonly", "mapfile", "readarray", "wait", "getopts", "shift", "return", "exit"})
-_POSITIONAL = LazyRegex(r"\"?\$\{?([@*1-9])\}?\"?")
+_POSITIONAL = LazyRegex(r"\"\$\{?([@*])\}?\"|\$\{([@*])\}|\$([@*])|\$\{([1-9])(?![0-9])|\$([1-9])")
+"""`$1`, `${1…}` (named as a variable, so `${1:-x}` keeps its operator) and the whole `"$@"` / `$*`
+(replaced by the words); `${@:2}` or `${10}` are left as unknown."""
+_ARGUMENT = "__kilo_loop_arg_"
 _REPOSITIONS = LazyRegex(r"\bshift\b|\bset\s+(?:--|-[a-zA-Z]*\s+--|[^-\s])")
 _SYMLINK_CODE = LazyRegex(r"\b(?:symlink|symlinkSync|symlink_to|hardlink_to|make_symlink|ln_s|ln_sf)\b"
                           r"|\b(?:link|linkSync)\s*\(|\bFileUtils\s*\.\s*ln"
@@ -84,7 +91,6 @@ _RECIPE_FILES: dict[str, tuple[str, ...]] = {
 """Files whose recipes or scripts a task runner runs: written by the same command, what runs is unseen."""
 _OUTPUT_OPTIONS = ("--output", "--output-file", "--outfile", "--out-file", "--output-document", "-out", "--out",
                    "--output-dir")
-_SQL_FILE_CLIENTS = frozenset({"psql", "duckdb", "cockroach"})
 _COMPILERS = frozenset({"gcc", "cc", "clang", "g++", "c++", "go", "rustc"})
 _SHORT_OUTPUT = frozenset({"gpg", "gpg2", "iconv", "pandoc", "base64", "gcc", "cc", "clang", "g++", "c++", "go",
                            "rustc", "zstd", "xz", "gzip", "lz4", "jq", "yq", "sops", "age", "ffmpeg", "convert"})
@@ -105,6 +111,8 @@ _HOOK_VARIABLES = frozenset({
 _TERRAFORMS = frozenset({"terraform", "tofu", "terragrunt"})
 _PROMPT_VARIABLES = frozenset({"PS0", "PS1", "PS2", "PS3", "PS4"})
 _PROC_EXE = LazyRegex(r"/proc/[^/]+/(?:exe|fd/\d+|cwd/.*)|/dev/fd/\d+")
+_ON_DISK = UNKNOWN + "<on-disk>"
+"""stdin from a file on disk (`bash < x.sh`), read only if the command turns out to run it as code."""
 
 Outcome = tuple[State, State, str | None]
 """A command's flow, plus what it prints when that is plain data (for `echo … | sh`)."""
@@ -138,6 +146,13 @@ class Analyzer:
         self.written_dirs: set[str] = set()
         self.descriptors = 0
         self.cdable_vars = False
+        self.start_cwd: str | None = None
+        """The directory the command starts in, when the caller knows it."""
+        self.reading: list[str] = []
+        """Real paths of the script files on disk being followed, innermost last (one running itself is denied)."""
+        self.scripts_read = 0
+        self.disk_inputs: list[tuple[str, frozenset[str | None]]] = []
+        """`< FILE` redirections of files on disk: the path and the directories it is opened from."""
         """`<(…)` substitutions whose output is known, each a /dev/fd/N this command wrote."""
         """Directories this command fills with files it does not show (`git clone URL DIR`)."""
 
@@ -255,25 +270,159 @@ class Analyzer:
             return PIPE  # another descriptor of this shell: a pipe or process substitution
         return PIPE if UNKNOWN in path.replace(HOME, "") else None
 
-    def _run_file(self, path: str, state: State, depth: int, language: str | None) -> None:
-        """A script file is run: one written by this same command is followed (or denied)."""
+    def _run_file(self, path: str, state: State, depth: int, language: str | None, disk: str | None = None,
+                  args: Sequence[str] | None = None) -> tuple[State, State] | None:
+        """A script file is run: one written by this same command is followed (or denied). With `disk`
+        ("script": a shell runs it, "sourced": this shell does, "program": it is executed), one already
+        on disk is read and followed too, with `args` as its positional parameters; what a sourced
+        script leaves the shell in is returned."""
         if path in _STDIN_FILES:
-            return
+            return None
         if UNKNOWN in path.replace(HOME, ""):
             self.out.append(_unknown_code(f"it runs the file {display(path)!r}, whose name is only known at run time"))
-            return
+            return None
         content = self.file_content(path, state.cwds)
         if content is None:
-            return
+            if disk is not None and language is None and self.remote is None:
+                return self._disk_script(path, state, depth, disk, args)
+            return None
         if content == PIPE:
             self.out.append(_unknown_code(f"it runs {display(path)!r}, a file this same command writes"))
         elif language is None:
             self.script(content, state.child_shell({}), depth + 1)
         else:
             self.out.append(InlineCode(language, content, state.cwds, self.remote))
+        return None
+
+    # -- script files already on disk
+    def _disk_script(self, path: str, state: State, depth: int, how: str,
+                     args: Sequence[str] | None) -> tuple[State, State] | None:
+        """Read a script file on disk (in every directory the command may be in) and follow its text."""
+        found = self._places(path, state.cwds)
+        flows: list[tuple[State, State]] = []
+        for place in found or ():
+            if how == "program" and not _is_shell(program_interpreter(place) or ""):
+                continue  # a binary, or a program in another language: not read
+            flow = self._follow_script(display(path), read_script(place), state, depth, how, args)
+            if flow is not None:
+                flows.append(flow)
+        if not flows:
+            return None
+        succ, fail = flows[0]
+        for more_succ, more_fail in flows[1:]:
+            succ, fail = succ.join(more_succ), fail.join(more_fail)
+        return succ, fail
+
+    def _places(self, path: str, cwds: frozenset[str | None]) -> list[str] | None:
+        """Where the file `path` may be; when that depends on a directory only known at run time (after
+        `cd "$DIR"`) the command is denied, unless the caller gave no working directory at all."""
+        found = places(path, cwds)
+        if found is None and self.start_cwd is not None:
+            self.out.append(Unanalysable(
+                f"it runs the file {display(path)!r} from a working directory only known when it runs, so which "
+                "file that is cannot be known; run it by its absolute path, or cd to a literal directory first",
+                rule="unknown-code"))
+        return found
+
+    def _readable(self, shown: str, script: ScriptFile) -> str | None:
+        """The script's text, or None (nothing there, or a problem reported as a deny)."""
+        problem = script.problem
+        if problem is None and script.text is not None:
+            self.scripts_read += 1
+            if self.scripts_read > MAX_SCRIPTS_READ:
+                problem = f"is one of more than {MAX_SCRIPTS_READ} script files this command runs"
+            elif script.path in self.reading:
+                problem = "runs itself again, so where it stops is only known when it runs"
+            elif len(self.reading) >= self.max_depth:
+                problem = f"is nested more than {self.max_depth} script files deep"
+        if problem is not None:
+            real = "" if script.path == shown else f" ({script.path})"
+            self.out.append(Unanalysable(f"it runs the script {shown!r}{real}, which {problem}; run the commands "
+                                         "in it directly instead", rule="unknown-code"))
+            return None
+        return script.text
+
+    def _follow_script(self, shown: str, script: ScriptFile, state: State, depth: int, how: str,
+                       args: Sequence[str] | None) -> tuple[State, State] | None:
+        text = self._readable(shown, script)
+        if text is None:
+            return None
+        shell = state if how == "sourced" else state.child_shell({})
+        if how != "sourced" or args:  # a sourced script without arguments sees the shell's own `$1…`
+            text, shell = _with_positionals(text, [shown, *(args or ())], shell) or (text, shell)
+        start = len(self.out)
+        self.reading.append(script.path)
+        try:
+            flow = self.script(text, shell, depth + 1)
+        finally:
+            self.reading.pop()
+        self._mark_script(start, shown if script.path.endswith("/" + shown.lstrip("./")) else
+                          f"{shown} → {script.path}")
+        return flow
+
+    def _mark_script(self, start: int, script: str) -> None:
+        """Say which script file the items found since `start` come from (the innermost one)."""
+        for index in range(start, len(self.out)):
+            item = self.out[index]
+            if isinstance(item, Unanalysable):
+                if not item.reason.startswith("in the script "):
+                    self.out[index] = item._replace(reason=f"in the script {script}: {item.reason}")
+            elif item.script is None:
+                self.out[index] = item._replace(script=script)
+
+    def disk_input(self, target: str, cwds: frozenset[str | None]) -> str | None:
+        """`< target` opens a file on disk: a marker for stdin, read only if a shell or SQL client runs it."""
+        if self.remote is not None or UNKNOWN in target.replace(HOME, ""):
+            return None
+        self.disk_inputs.append((target, cwds))
+        return f"{_ON_DISK}{len(self.disk_inputs) - 1}"
+
+    def _disk_input_text(self, marker: str) -> str | None:
+        """The text of the file behind a `disk_input` marker (None when there is none)."""
+        target, cwds = self.disk_inputs[int(marker[len(_ON_DISK):])]
+        texts: list[str] = []
+        for place in self._places(target, cwds) or ():
+            text = self._readable(display(target), read_script(place))
+            if text is not None:
+                texts.append(text)
+        return "\n".join(texts) if texts else None
+
+    def _sql_files(self, name: str, args: Sequence[str], stdin: str | None, state: State, depth: int) -> None:
+        """SQL files the client reads (`-f FILE`, `\\i FILE`, `.read FILE`, `source FILE`): each judged as if
+        it were given on stdin; one this same command writes is followed (`psql -f <(echo SQL)`)."""
+        files = option_files(name, args) + [f for arg in args for f in included_files(arg)]
+        if stdin is not None and stdin != PIPE:
+            files += included_files(stdin)
+        for sql_file in files:
+            content = self.file_content(sql_file, state.cwds)
+            if content is None:
+                if self.remote is None:
+                    self._sql_on_disk(name, sql_file, state, depth)
+            else:
+                self.out.append(SimpleCommand((name,) if content != PIPE else (name, "-f", UNKNOWN), state.cwds,
+                                              self.remote, (), content if content != PIPE else None))
+
+    def _sql_on_disk(self, name: str, sql_file: str, state: State, depth: int) -> None:
+        if UNKNOWN in sql_file.replace(HOME, ""):
+            return  # the databases pack denies an SQL file only known at run time
+        for place in self._places(sql_file, state.cwds) or ():
+            script = read_script(place)
+            text = self._readable(display(sql_file), script)
+            if text is None:
+                continue
+            self.out.append(SimpleCommand((name,), state.cwds, self.remote, (), text, display(sql_file)))
+            self.reading.append(script.path)
+            try:
+                for nested in included_files(text):
+                    self._sql_on_disk(name, nested, state, depth + 1)
+            finally:
+                self.reading.pop()
 
     def _stdin_code(self, stdin: str | None, what: str, state: State, depth: int,
                     language: str | None = None) -> None:
+        if stdin is not None and stdin.startswith(_ON_DISK):
+            # a file on disk: read when a shell runs it (an interpreter's program on disk is not read)
+            stdin = self._disk_input_text(stdin) if language is None else None
         if stdin is None:
             return
         if stdin == PIPE:
@@ -370,7 +519,10 @@ class Analyzer:
         if name in _TERRAFORMS:
             argv = [*argv, *self._terraform_env_args(argv[1:], env, state)]
         here = state.with_cwds(cwds)
-        known_stdin = stdin if stdin != PIPE else None
+        if stdin is not None and stdin.startswith(_ON_DISK) and not (name == "cat" and len(argv) == 1):
+            # `mysql < drop.sql` is read now; a shell reads it only if it runs stdin; `cat` passes it on
+            stdin = self._disk_input_text(stdin) if name in SQL_CLIENTS else stdin if name in SHELLS else None
+        known_stdin = stdin if stdin != PIPE and not (stdin or "").startswith(_ON_DISK) else None
         self.out.append(SimpleCommand((name, *argv[1:]), cwds, self.remote, tuple(env.items()), known_stdin))
         if name in _SUBSCRIPT_BUILTINS:
             for arg in argv[1:]:  # an array subscript in a name these evaluate runs its substitutions
@@ -380,7 +532,7 @@ class Analyzer:
         if special is not None:
             return special
         if "/" in argv[0] and name not in SHELLS:
-            self._run_file(argv[0], here, depth, None)
+            self._run_file(argv[0], here, depth, None, "program", argv[1:])
         return self._external(name, argv[1:], here, stdin, env, depth)
 
     def _terraform_env_args(self, args: Sequence[str], env: Mapping[str, str | None], state: State) -> list[str]:
@@ -430,16 +582,13 @@ class Analyzer:
             self.out.append(Unanalysable(f"the function {name!r} calls itself (a fork bomb is one); {LITERALLY}",
                                          rule="unknown-command"))
             return state, state, None
-        quoted = " ".join(shlex_quote(a) for a in argv[1:])
-        if _REPOSITIONS.search(self.functions[name]):  # `shift`, `set --`: "$@" is no longer the call's words
+        called = _with_positionals(self.functions[name], argv, state)
+        if called is None:
             self.script(self.functions[name], state, depth + 1)
             return state, state, None
-        body = _POSITIONAL.sub(lambda m: quoted if m.group(1) in ("@", "*") else
-                               shlex_quote(argv[int(m.group(1))]) if int(m.group(1)) < len(argv) else "''",
-                               self.functions[name])
         self.calling.append(name)
         try:
-            succ, fail = self.script(body, state, depth + 1)
+            succ, fail = self.script(*called, depth + 1)
         finally:
             self.calling.pop()
         return succ, fail, None
@@ -584,9 +733,9 @@ class Analyzer:
         path = args[0]
         if path in _STDIN_FILES:
             self._stdin_code(stdin if stdin is not None else PIPE, "source", state, depth)
-        else:
-            self._run_file(path, state, depth, None)
-        return state, state, None
+            return state, state, None
+        flow = self._run_file(path, state, depth, None, "sourced", args[1:])
+        return (*flow, None) if flow is not None else (state, state, None)
 
     def _external(self, name: str, args: list[str], state: State, stdin: str | None,
                   env: Mapping[str, str | None], depth: int) -> Outcome:
@@ -594,17 +743,18 @@ class Analyzer:
             for startup in ("BASH_ENV", "ENV"):  # a non-interactive shell sources these first
                 value = env[startup] if startup in env else state.vars.get(startup)
                 if startup in env or startup in state.vars:
-                    self._run_file(value if value is not None else UNKNOWN, state, depth, None)
+                    self._run_file(value if value is not None else UNKNOWN, state, depth, None, "script", ())
             for index, arg in enumerate(args[:-1]):
                 if arg in ("--rcfile", "--init-file"):  # read like a script before anything else
-                    self._run_file(args[index + 1], state, depth, None)
+                    self._run_file(args[index + 1], state, depth, None, "script", ())
             command, reads_stdin, script_file = shell_invocation(args)
             if command is not None:
                 self.script(command, state.child_shell(env), depth + 1)
             elif reads_stdin or script_file in _STDIN_FILES:
                 self._stdin_code(stdin, name, state.child_shell(env), depth)
             elif script_file is not None:
-                self._run_file(script_file, state, depth, None)
+                self._run_file(script_file, state, depth, None, None if _syntax_check(args) else "script",
+                               args[args.index(script_file) + 1:])
         interp = interpreter(name)
         if interp is not None:
             self._inline(interp, args, state, stdin, env, depth)
@@ -680,11 +830,8 @@ class Analyzer:
         if name in ("rg", "ripgrep"):
             for program in _option_values(args, "\x01", ("--pre",)):
                 self.run_simple([program, READ], state, None, {}, depth + 1)  # once per file searched
-        for sql_file in _option_values(args, "f", ("--file",)) if name in _SQL_FILE_CLIENTS else []:
-            content = self.file_content(sql_file, state.cwds)  # `psql -f <(echo SQL)`: judged as if on stdin
-            if content is not None:
-                self.out.append(SimpleCommand((name,) if content != PIPE else (name, "-f", UNKNOWN), state.cwds,
-                                              self.remote, (), content if content != PIPE else None))
+        if name in SQL_CLIENTS:
+            self._sql_files(name, args, stdin, state, depth)
         if name in ("mkfifo", "mknod"):
             for fifo in [a for a in args if not a.startswith("-")][:1 if name == "mknod" else None]:
                 self.wrote(fifo, None, state.cwds)  # reading it gives whatever another command writes
@@ -767,6 +914,48 @@ class Analyzer:
                     self.run_simple(argv, state, None, {}, depth)
                 i = end
             i += 1
+
+
+def _is_shell(name: str) -> bool:
+    return name in SHELLS or _VERSIONED_SHELL.fullmatch(name) is not None
+
+
+def _syntax_check(args: Sequence[str]) -> bool:
+    """`bash -n FILE` / `-o noexec`: the shell only parses the script, it runs nothing in it."""
+    for index, arg in enumerate(args):
+        if arg == "--" or not arg.startswith("-") or arg.startswith("--"):
+            return False
+        if "n" in arg[1:] or (arg == "-o" and args[index + 1:index + 2] == ["noexec"]):
+            return True
+    return False
+
+
+def _with_positionals(body: str, argv: Sequence[str], state: State) -> tuple[str, State] | None:
+    """`body` (a function's or a script's) run with the words after argv[0] as `$1…`: `$@`/`$*` replaced
+    by the words, `$N` by a variable holding word N. None when the body moves them itself (`shift`,
+    `set --`), so they are no longer the call's words."""
+    if _REPOSITIONS.search(body):
+        return None
+    words = " ".join(_shell_word(a) for a in argv[1:])
+
+    def positional(found: re.Match[str]) -> str:
+        if found.group(4):  # `${N…`: the rest of the expansion (`}`, `:-default}`) stays as it is
+            return "${" + _ARGUMENT + found.group(4)
+        if found.group(5):
+            return "${" + _ARGUMENT + found.group(5) + "}"
+        return words
+
+    for index in range(1, 10):
+        state = state.with_var(f"{_ARGUMENT}{index}", argv[index] if index < len(argv) else "")
+    return _POSITIONAL.sub(positional, body), state
+
+
+def _shell_word(word: str) -> str:
+    """`word` quoted for a shell; one holding a marker (`~`, an unknown value) is double-quoted, so the
+    walker still sees it expand."""
+    if UNKNOWN not in word:
+        return shlex_quote(word)
+    return '"' + re.sub(r'([\\"$`])', r"\\\1", word) + '"'
 
 
 def shlex_quote(word: str) -> str:
@@ -984,6 +1173,7 @@ def analyze(command: str, cwd: str | None, temp_root: TempRoot, max_depth: int =
     """
     start = normalize_path(cwd) if cwd and cwd.startswith("/") else None
     analyzer = Analyzer(temp_root, max_depth)
+    analyzer.start_cwd = start
     try:
         analyzer.script(command, State(frozenset({start})), 0)
     except (RecursionError, TooDeep):

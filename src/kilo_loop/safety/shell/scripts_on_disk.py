@@ -1,0 +1,149 @@
+"""Script files that are already on disk when a command is checked.
+
+The agent can write `x.sh` with its file-write tool and then run `bash x.sh`: the command alone
+does not show what runs. So a file handed to a shell (or a SQL client) is found — relative to the
+command's working directory, through symlinks — and read, for the analyzer to judge its text as if
+it were given inline. Only regular files are read, up to MAX_SCRIPT_BYTES; anything else that
+exists is a problem the guard denies with a reason. Imports stay light: the hook runs this.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from kilo_loop.safety.lazy_regex import LazyRegex
+from kilo_loop.safety.shell.model import HOME, UNKNOWN, command_name
+
+MAX_SCRIPT_BYTES = 192 * 1024
+"""Below the walker's own limit on source text (parse.MAX_SOURCE_BYTES), so this reason is the one given."""
+_HEAD_BYTES = 256
+_GLOB = LazyRegex(r"[*?\[]")
+_ENV_OPTIONS_WITH_VALUE = frozenset({"-u", "--unset", "-C", "--chdir", "-P"})
+
+
+class ScriptFile(NamedTuple):
+    path: str
+    """The file's real path (symlinks resolved), for messages and to catch a script that runs itself."""
+    text: str | None = None
+    """What it holds; None when nothing is run from it (there is no such file, or it is a directory)."""
+    problem: str | None = None
+    """Why it cannot be read (too big, not a regular file, unreadable): the command is denied."""
+
+
+def places(path: str, cwds: Iterable[str | None]) -> list[str] | None:
+    """The absolute paths `path` may name from these working directories (wildcards matched on disk);
+    None when it is relative and a working directory is not known."""
+    if path.startswith(HOME):
+        path = os.path.expanduser("~") + path[len(HOME):]
+    if UNKNOWN in path:  # a marker inside a word (`$TMPDIR~`): no file the guard can name
+        return []
+    if path.startswith("/"):
+        found = [path]
+    else:
+        directories = list(cwds)
+        if not directories or None in directories:
+            return None
+        found = [posixpath.join(cwd, path) for cwd in directories if cwd]
+    return [match for candidate in found for match in _matches(candidate)]
+
+
+def _matches(path: str) -> list[str]:
+    """A wildcard path stands for what it matches (bash runs the first, the rest become arguments:
+    each is read); with no match, or none in it, the path itself."""
+    if not _GLOB.search(path) or os.path.lexists(path):
+        return [path]
+    import glob  # here, not at the top: few commands hand a shell a wildcard
+
+    return sorted(glob.glob(path)) or [path]
+
+
+def read_script(path: str) -> ScriptFile:
+    """The text of the script at the absolute `path`, or why it cannot be read."""
+    try:
+        info = os.stat(path)  # before opening: opening a device can act on it (a tape rewinds)
+    except (FileNotFoundError, NotADirectoryError):
+        return ScriptFile(path)
+    except OSError as exc:
+        return ScriptFile(path, problem=f"cannot be read ({exc.strerror or exc})")
+    real = os.path.realpath(path)
+    if stat.S_ISDIR(info.st_mode):
+        return ScriptFile(real)
+    if not stat.S_ISREG(info.st_mode):
+        if real == "/dev/null":
+            return ScriptFile(real, "")
+        return ScriptFile(real, problem="is not a regular file (a pipe, socket or device), so what it holds is only "
+                          "known when it is read")
+    if info.st_size > MAX_SCRIPT_BYTES:
+        return _too_big(real, info.st_size)
+    try:
+        data = _read_regular(real, MAX_SCRIPT_BYTES + 1)
+    except OSError as exc:
+        return ScriptFile(real, problem=f"cannot be read ({exc.strerror or exc})")
+    if data is None:
+        return ScriptFile(real, problem="changed while the guard read it")
+    if len(data) > MAX_SCRIPT_BYTES:
+        return _too_big(real, len(data))
+    return ScriptFile(real, data.decode("utf-8", "surrogateescape"))
+
+
+def _read_regular(path: str, limit: int) -> bytes | None:
+    """Up to `limit` bytes of the file at `path`; None when it is no longer a regular file. Opened
+    without blocking, so a file swapped for a pipe meanwhile cannot hang the guard."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while size < limit:
+            chunk = os.read(descriptor, limit - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
+
+
+def _too_big(real: str, size: int) -> ScriptFile:
+    return ScriptFile(real, problem=f"is {size // 1024} KiB, more than the {MAX_SCRIPT_BYTES // 1024} KiB the guard "
+                      "reads")
+
+
+def program_interpreter(path: str) -> str | None:
+    """What runs the file at the absolute `path` when it is executed: the program its `#!` line names
+    (`/usr/bin/env bash` → `bash`), `sh` for a text file without one (bash runs such a file as a script
+    when the kernel will not), None for a binary or a file that is not there."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        head = _read_regular(path, _HEAD_BYTES)
+    except OSError:
+        return None
+    if head is None:
+        return None
+    if head.startswith(b"#!"):
+        return _shebang_program(head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split())
+    if b"\x00" in head or head.startswith(b"\x7fELF"):
+        return None
+    return "sh"
+
+
+def _shebang_program(words: list[str]) -> str:
+    if not words:
+        return "sh"
+    name = command_name(words[0])
+    if name != "env":
+        return name
+    rest = words[1:]
+    while rest and (rest[0].startswith("-") or "=" in rest[0]):
+        if rest[0] == "-S":  # `env -S "bash -e"`: the string is split into the command and its options
+            rest = rest[1:]
+            continue
+        rest = rest[2:] if rest[0] in _ENV_OPTIONS_WITH_VALUE else rest[1:]
+    return command_name(rest[0]) if rest else "env"
