@@ -49,6 +49,7 @@ from kilo_loop.safety.shell.model import (
     parse_options,
     split_words,
 )
+from kilo_loop.safety.shell.package_runners import go_run
 from kilo_loop.safety.shell.parse import PIPE, TooDeep, walk_script
 from kilo_loop.safety.shell.scripts_on_disk import ScriptFile, places, program_interpreter, read_script
 from kilo_loop.safety.shell.sql_scripts import SQL_CLIENTS, included_files, option_files
@@ -521,7 +522,8 @@ class Analyzer:
         here = state.with_cwds(cwds)
         if stdin is not None and stdin.startswith(_ON_DISK) and not (name == "cat" and len(argv) == 1):
             # `mysql < drop.sql` is read now; a shell reads it only if it runs stdin; `cat` passes it on
-            stdin = self._disk_input_text(stdin) if name in SQL_CLIENTS else stdin if name in SHELLS else None
+            stdin = self._disk_input_text(stdin) if name in SQL_CLIENTS else \
+                stdin if name in SHELLS or name in ("source", ".") else None
         known_stdin = stdin if stdin != PIPE and not (stdin or "").startswith(_ON_DISK) else None
         self.out.append(SimpleCommand((name, *argv[1:]), cwds, self.remote, tuple(env.items()), known_stdin))
         if name in _SUBSCRIPT_BUILTINS:
@@ -827,6 +829,12 @@ class Analyzer:
         for target in _option_outputs(name, args):  # `gpg -o FILE`, `openssl -out FILE`: like a redirect
             # (what a compiler writes is the program just built: running it next is the point of building it)
             self.output_redirect(target, state.cwds, record=name not in _COMPILERS)
+        if name == "gdb":  # `gdb -ex … --args PROG ARGS…` (not peeled as a wrapper): the program runs too
+            at = next((i for i, a in enumerate(args) if a in ("--args", "-args")), None)
+            if at is not None and at + 1 < len(args):
+                self.run_simple(args[at + 1:], state, None, {}, depth + 1)
+        if name == "go" and args[:1] == ["run"]:
+            self._go_run(args[1:], state, depth)
         if name in ("rg", "ripgrep"):
             for program in _option_values(args, "\x01", ("--pre",)):
                 self.run_simple([program, READ], state, None, {}, depth + 1)  # once per file searched
@@ -866,6 +874,16 @@ class Analyzer:
             self._code_writes(code, state.cwds)  # after: a path the program writes is not a command it runs
             if _SYMLINK_CODE.search(code):
                 self.unknown_links = True
+
+    def _go_run(self, args: list[str], state: State, depth: int) -> None:
+        package, programs = go_run(args)
+        if package is not None and "@" in package.lstrip("@"):
+            self.out.append(Unanalysable(
+                f"`go run {package}` downloads that module version and runs it, so what it does cannot be known "
+                "before it runs; add it to go.mod and read it first, or `go install` it and run the binary by "
+                "name", rule="unknown-code"))
+        for program in programs:  # `-exec PROG`: PROG runs with the built binary as its first argument
+            self.run_simple([*split_words(program), READ], state, None, {}, depth + 1)
 
     def _code_writes(self, code: str, cwds: frozenset[str | None]) -> None:
         """Program text that writes files: every path named in it may be written (so running one of them
