@@ -80,6 +80,13 @@ SHOULD_DENY: list[tuple[dict[str, str], str]] = [
     ({"self.sh": "source self.sh\n"}, "source self.sh"),
     ({"a.sh": "bash b.sh\n", "b.sh": "bash a.sh\n"}, "bash a.sh"),
     ({"x.sh": "x=$(cat /tmp/cmd)\n$x -rf ~\n"}, "bash x.sh"),
+    # changed earlier in the same command: what runs is not what is on disk now
+    ({"ok.sh": "echo hi\n"}, "sed -i 's/echo hi/rm -rf ~/' ok.sh && bash ok.sh"),
+    ({"ok.sh": "echo hi\n"}, "perl -pi -e 's/echo hi/rm -rf ~/' ok.sh; ./ok.sh"),
+    ({"ok.sh": "echo hi\n"}, "gawk -i inplace '{print}' ok.sh && bash ok.sh"),
+    ({"ok.sh": "echo hi\n"}, "tar xzf update.tgz && bash ok.sh"),
+    ({"ok.sh": "echo hi\n"}, "unzip -o update.zip && sh ok.sh"),
+    ({"ok.sh": "echo hi\n"}, "git switch feature && source ok.sh"),
 ]
 
 SHOULD_ALLOW: list[tuple[dict[str, str], str]] = [
@@ -105,6 +112,11 @@ SHOULD_ALLOW: list[tuple[dict[str, str], str]] = [
     ({"manage.py": "#!/usr/bin/env python3\nprint('migrated')\n"}, "./manage.py migrate"),
     ({"check.sh": "if [ -f pyproject.toml ]; then\n  ruff check .\nfi\ngit status --short\n"}, "bash check.sh"),
     ({"x.sh": WIPE_HOME}, "bash -n x.sh"),  # a syntax check runs nothing
+    ({"test.sh": "pytest -q\n"}, "chmod +x test.sh && ./test.sh"),
+    ({"test.sh": "pytest -q\n"}, "cat test.sh && bash test.sh"),
+    ({"test.sh": "pytest -q\n"}, "sed -n 1p test.sh && bash test.sh"),
+    ({"test.sh": "pytest -q\n"}, "tar czf /tmp/src.tgz . && bash test.sh"),
+    ({"test.sh": "pytest -q\n"}, "git status --short && bash test.sh"),
     ({}, "bash missing.sh"),
     ({}, "source missing.sh && echo ok"),
     ({}, "psql -f missing.sql"),

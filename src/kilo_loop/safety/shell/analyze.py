@@ -5,9 +5,11 @@ Only commands that would run count, never words that are merely mentioned (echo 
 commit messages, quoted heredoc data). Strings a shell runs are analysed too (`bash -c`,
 `eval`, heredocs and pipes fed to a shell, `ssh host CMD`, git `!aliases`, `find -exec`, …),
 wrappers are peeled off (`sudo`, `env`, `timeout`, `xargs`, `npx`, `poetry run`, …), and the
-working directory and simple variables are followed. Where the command that would run cannot
-be known — its name comes from an expansion, a shell reads code from a pipe, a file written
-by the same command is run, `eval` of unknown text — an `Unanalysable` item says so.
+working directory and simple variables are followed. Script files a shell or SQL client is
+handed are read from disk (`scripts_on_disk`) and followed like inline text. Where the command
+that would run cannot be known — its name comes from an expansion, a shell reads code from a
+pipe, a file written by the same command is run, `eval` of unknown text — an `Unanalysable`
+item says so.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.shell import git as git_argv
+from kilo_loop.safety.shell.file_changes import edited_in_place, rewrites_tree
 from kilo_loop.safety.shell.flow import State, chdir
 from kilo_loop.safety.shell.interpreters import (
     AWKS,
@@ -152,6 +155,8 @@ class Analyzer:
         self.reading: list[str] = []
         """Real paths of the script files on disk being followed, innermost last (one running itself is denied)."""
         self.scripts_read = 0
+        self.tree_rewriter: str | None = None
+        """A command earlier in this one that may rewrite files it does not name (`git checkout`, `tar x`)."""
         self.disk_inputs: list[tuple[str, frozenset[str | None]]] = []
         """`< FILE` redirections of files on disk: the path and the directories it is opened from."""
         """`<(…)` substitutions whose output is known, each a /dev/fd/N this command wrote."""
@@ -332,6 +337,9 @@ class Analyzer:
             self.scripts_read += 1
             if self.scripts_read > MAX_SCRIPTS_READ:
                 problem = f"is one of more than {MAX_SCRIPTS_READ} script files this command runs"
+            elif self.tree_rewriter is not None:
+                problem = (f"`{self.tree_rewriter}` earlier in this command may rewrite, so what it holds when it "
+                           "runs is not what is on disk now; run it in a separate command")
             elif script.path in self.reading:
                 problem = "runs itself again, so where it stops is only known when it runs"
             elif len(self.reading) >= self.max_depth:
@@ -796,6 +804,10 @@ class Analyzer:
         self._runs_other_code(name, args, state, env, stdin, depth)
         if name == "git":
             self._git(args, state, env, depth)
+        for edited in edited_in_place(name, args):  # `sed -i … x.sh; bash x.sh` runs the edited text
+            self.wrote(edited, None, state.cwds)
+        if self.tree_rewriter is None and rewrites_tree(name, args):
+            self.tree_rewriter = display(" ".join([name, *args[:2]]))
         if name == "tee" or name in _COPY_WRITERS or name in ("curl", "wget"):
             for target in _written_by(name, args):
                 self.wrote(target, stdin if name == "tee" and stdin != PIPE else None, state.cwds)
