@@ -10,6 +10,11 @@ through: a command name produced by an expansion, code a shell or interpreter re
 pipe, a decoded payload, a file written by the same command and then run, `eval` of unknown
 text, program text that computes what it runs, and input tree-sitter-bash cannot parse.
 
+A script file already on disk that a shell runs (`bash x.sh`, `source x.sh`, `./x.sh` with a
+shell `#!`, `bash < x.sh`) or a SQL client reads (`psql -f`, `mysql < f.sql`, `.read`, `\\i`)
+is read and judged as if its text were inline; one too big to read, not a regular file, or
+changed earlier in the same command is denied.
+
 `rm -r`/`rm -rf` (and `find -delete`) is path- and cd-aware: it is allowed only when every
 target is strictly inside a temp directory (the system temp dir, `/tmp`, `/var/tmp`,
 `$TMPDIR`), relative targets resolved against the working directory, paths that exist
