@@ -52,6 +52,9 @@ SHOULD_DENY: list[tuple[dict[str, str], str]] = [
     ({"x.sh": 'rm -rf "$1"\n'}, "bash x.sh ~"),
     ({"run.sh": '"$@"\n'}, "bash run.sh rm -rf ~"),
     ({"run.sh": 'exec "$@"\n'}, "./run.sh git push --force"),
+    ({"x.sh": 'run() { "$@"; }\nrun rm -rf ~\n'}, "bash x.sh anything"),  # "$@" there is the function's
+    ({"x.sh": 'function wipe { rm -rf "$1"; }\nwipe ~\n'}, "bash x.sh /tmp/scratch"),
+    ({"x.sh": 'f() { shift; rm -rf "$1"; }\nf a ~\n'}, "bash x.sh /tmp/z"),
     ({"sub/x.sh": WIPE_HOME}, "cd sub && bash x.sh"),
     ({"sub/x.sh": WIPE_HOME}, "bash sub/x.sh"),
     ({"outer.sh": "bash inner.sh\n", "inner.sh": WIPE_HOME}, "bash outer.sh"),

@@ -79,6 +79,7 @@ _POSITIONAL = LazyRegex(r"\"\$\{?([@*])\}?\"|\$\{([@*])\}|\$([@*])|\$\{([1-9])(?
 """`$1`, `${1…}` (named as a variable, so `${1:-x}` keeps its operator) and the whole `"$@"` / `$*`
 (replaced by the words); `${@:2}` or `${10}` are left as unknown."""
 _ARGUMENT = "__kilo_loop_arg_"
+_DEFINES_FUNCTION = LazyRegex(r"\(\s*\)\s*[{(\n]|\bfunction\s+[\w.:-]")
 _REPOSITIONS = LazyRegex(r"\bshift\b|\bset\s+(?:--|-[a-zA-Z]*\s+--|[^-\s])")
 _SYMLINK_CODE = LazyRegex(r"\b(?:symlink|symlinkSync|symlink_to|hardlink_to|make_symlink|ln_s|ln_sf)\b"
                           r"|\b(?:link|linkSync)\s*\(|\bFileUtils\s*\.\s*ln"
@@ -357,7 +358,9 @@ class Analyzer:
         if text is None:
             return None
         shell = state if how == "sourced" else state.child_shell({})
-        if how != "sourced" or args:  # a sourced script without arguments sees the shell's own `$1…`
+        # A sourced script without arguments sees the shell's own `$1…`; in one that defines functions
+        # `$1…` and "$@" may be theirs, given when they are called: both are left unknown.
+        if (how != "sourced" or args) and not _DEFINES_FUNCTION.search(text):
             text, shell = _with_positionals(text, [shown, *(args or ())], shell) or (text, shell)
         start = len(self.out)
         self.reading.append(script.path)
