@@ -61,9 +61,9 @@ from kilo_loop.safety.shell.wrappers import unwrap
 
 MAX_DEPTH = 12
 MAX_WRAPPERS = 16
+"""Wrappers peeled off one simple command (`sudo env nice … CMD`); more are denied."""
 MAX_SCRIPTS_READ = 64
 """Script files on disk read for one command (each may run others); more are denied."""
-"""Wrappers peeled off one simple command (`sudo env nice … CMD`); more are denied."""
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "rbash", "fish", "csh",
                     "tcsh", "nu", "xonsh", "elvish", "osh", "ysh", "oksh", "loksh", "hush", "murex"})
 _VERSIONED_SHELL = LazyRegex(r"((?:ba|z|k|da|mk|pdk|a|ya|po|rba|tc|c|fi)sh)[-.]?(?:[0-9][0-9.]*|static)")
@@ -151,6 +151,8 @@ class Analyzer:
         self.written_dirs: set[str] = set()
         self.descriptors = 0
         self.cdable_vars = False
+        """`<(…)` substitutions whose output is known, each a /dev/fd/N this command wrote."""
+        """Directories this command fills with files it does not show (`git clone URL DIR`)."""
         self.start_cwd: str | None = None
         """The directory the command starts in, when the caller knows it."""
         self.reading: list[str] = []
@@ -160,8 +162,6 @@ class Analyzer:
         """A command earlier in this one that may rewrite files it does not name (`git checkout`, `tar x`)."""
         self.disk_inputs: list[tuple[str, frozenset[str | None]]] = []
         """`< FILE` redirections of files on disk: the path and the directories it is opened from."""
-        """`<(…)` substitutions whose output is known, each a /dev/fd/N this command wrote."""
-        """Directories this command fills with files it does not show (`git clone URL DIR`)."""
 
     @property
     def temp_root(self) -> str:
@@ -399,7 +399,7 @@ class Analyzer:
                 texts.append(text)
         return "\n".join(texts) if texts else None
 
-    def _sql_files(self, name: str, args: Sequence[str], stdin: str | None, state: State, depth: int) -> None:
+    def _sql_files(self, name: str, args: Sequence[str], stdin: str | None, state: State) -> None:
         """SQL files the client reads (`-f FILE`, `\\i FILE`, `.read FILE`, `source FILE`): each judged as if
         it were given on stdin; one this same command writes is followed (`psql -f <(echo SQL)`)."""
         files = option_files(name, args) + [f for arg in args for f in included_files(arg)]
@@ -409,12 +409,13 @@ class Analyzer:
             content = self.file_content(sql_file, state.cwds)
             if content is None:
                 if self.remote is None:
-                    self._sql_on_disk(name, sql_file, state, depth)
+                    self._sql_on_disk(name, sql_file, state)
             else:
                 self.out.append(SimpleCommand((name,) if content != PIPE else (name, "-f", UNKNOWN), state.cwds,
                                               self.remote, (), content if content != PIPE else None))
 
-    def _sql_on_disk(self, name: str, sql_file: str, state: State, depth: int) -> None:
+    def _sql_on_disk(self, name: str, sql_file: str, state: State) -> None:
+        """An SQL file on disk, and the files it includes, each judged as SQL the client reads."""
         if UNKNOWN in sql_file.replace(HOME, ""):
             return  # the databases pack denies an SQL file only known at run time
         for place in self._places(sql_file, state.cwds) or ():
@@ -426,7 +427,7 @@ class Analyzer:
             self.reading.append(script.path)
             try:
                 for nested in included_files(text):
-                    self._sql_on_disk(name, nested, state, depth + 1)
+                    self._sql_on_disk(name, nested, state)
             finally:
                 self.reading.pop()
 
@@ -767,7 +768,7 @@ class Analyzer:
                 self._stdin_code(stdin, name, state.child_shell(env), depth)
             elif script_file is not None:
                 self._run_file(script_file, state, depth, None, None if _syntax_check(args) else "script",
-                               args[args.index(script_file) + 1:])
+                               _script_arguments(args))
         interp = interpreter(name)
         if interp is not None:
             self._inline(interp, args, state, stdin, env, depth)
@@ -854,7 +855,7 @@ class Analyzer:
             for program in _option_values(args, "\x01", ("--pre",)):
                 self.run_simple([program, READ], state, None, {}, depth + 1)  # once per file searched
         if name in SQL_CLIENTS:
-            self._sql_files(name, args, stdin, state, depth)
+            self._sql_files(name, args, stdin, state)
         if name in ("mkfifo", "mknod"):
             for fifo in [a for a in args if not a.startswith("-")][:1 if name == "mknod" else None]:
                 self.wrote(fifo, None, state.cwds)  # reading it gives whatever another command writes
@@ -951,6 +952,16 @@ class Analyzer:
 
 def _is_shell(name: str) -> bool:
     return name in SHELLS or _VERSIONED_SHELL.fullmatch(name) is not None
+
+
+def _script_arguments(args: Sequence[str]) -> list[str]:
+    """The words after the script file in `bash [options] FILE ARGS…`: its `$1…`."""
+    i = 0
+    while i < len(args) and args[i] != "--" and args[i][:1] in ("-", "+") and len(args[i]) > 1:
+        i += 2 if args[i] in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file") else 1
+    if i < len(args) and args[i] == "--":
+        i += 1
+    return list(args[i + 1:])
 
 
 def _syntax_check(args: Sequence[str]) -> bool:
