@@ -37,6 +37,7 @@ SHOULD_DENY: list[tuple[dict[str, str], str]] = [
     ({"x.sh": "#!/usr/bin/env bash\n" + WIPE_HOME}, "./x.sh --yes"),
     ({"x.sh": "#!/usr/bin/env -S bash -e\n" + WIPE_HOME}, "./x.sh"),
     ({"x.sh": "#!/bin/sh -e\n" + WIPE_HOME}, "exec ./x.sh"),
+    ({"x.sh": "#!/bin/busybox sh\n" + WIPE_HOME}, "./x.sh"),
     ({"x.sh": WIPE_HOME}, "./x.sh"),  # no shebang: bash runs a text file it cannot exec as a script
     ({"x.sh": WIPE_HOME}, "bash < x.sh"),
     ({"x.sh": WIPE_HOME}, "sh -s -- --yes < x.sh"),
@@ -222,3 +223,13 @@ def test_a_script_on_another_host_is_not_read_here(guard: Guard, tmp_path: Path)
 
 def test_a_relative_script_with_no_known_directory_stays_as_before(guard: Guard) -> None:
     assert not guard.check_command("bash scripts/test.sh", None).denied
+
+
+def test_source_takes_a_name_without_a_slash_from_path_first(guard: Guard, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    _write(tmp_path, {"project/lib.sh": "export A=1\n", "bin/lib.sh": WIPE_HOME, "bin/tool.sh": FORCE_PUSH})
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ.get('PATH', '')}")
+    project = str(tmp_path / "project")
+    assert guard.check_command("source lib.sh", project).denied  # bash sources $PATH's lib.sh, not ./lib.sh
+    assert guard.check_command("bash tool.sh", project).denied  # not here: bash looks on $PATH
+    assert not guard.check_command("source ./lib.sh", project).denied

@@ -54,7 +54,13 @@ from kilo_loop.safety.shell.model import (
 )
 from kilo_loop.safety.shell.package_runners import go_run
 from kilo_loop.safety.shell.parse import PIPE, TooDeep, walk_script
-from kilo_loop.safety.shell.scripts_on_disk import ScriptFile, places, program_interpreter, read_script
+from kilo_loop.safety.shell.scripts_on_disk import (
+    ScriptFile,
+    places,
+    program_interpreters,
+    read_script,
+    searched,
+)
 from kilo_loop.safety.shell.sql_scripts import SQL_CLIENTS, included_files, option_files
 from kilo_loop.safety.shell.words import echo_escapes, printf_text
 from kilo_loop.safety.shell.wrappers import unwrap
@@ -306,9 +312,11 @@ class Analyzer:
                      args: Sequence[str] | None) -> tuple[State, State] | None:
         """Read a script file on disk (in every directory the command may be in) and follow its text."""
         found = self._places(path, state.cwds)
+        if found is not None and how != "program":
+            found = searched(path, found, how == "sourced")
         flows: list[tuple[State, State]] = []
         for place in found or ():
-            if how == "program" and not _is_shell(program_interpreter(place) or ""):
+            if how == "program" and not any(_is_shell(name) for name in program_interpreters(place)):
                 continue  # a binary, or a program in another language: not read
             flow = self._follow_script(display(path), read_script(place), state, depth, how, args)
             if flow is not None:

@@ -22,7 +22,6 @@ MAX_SCRIPT_BYTES = 192 * 1024
 """Below the walker's own limit on source text (parse.MAX_SOURCE_BYTES), so this reason is the one given."""
 _HEAD_BYTES = 256
 _GLOB = LazyRegex(r"[*?\[]")
-_ENV_OPTIONS_WITH_VALUE = frozenset({"-u", "--unset", "-C", "--chdir", "-P"})
 
 
 class ScriptFile(NamedTuple):
@@ -115,35 +114,40 @@ def _too_big(real: str, size: int) -> ScriptFile:
                       "reads")
 
 
-def program_interpreter(path: str) -> str | None:
-    """What runs the file at the absolute `path` when it is executed: the program its `#!` line names
-    (`/usr/bin/env bash` → `bash`), `sh` for a text file without one (bash runs such a file as a script
-    when the kernel will not), None for a binary or a file that is not there."""
+def program_interpreters(path: str) -> tuple[str, ...]:
+    """What may run the file at the absolute `path` when it is executed: the command names on its `#!`
+    line (`/usr/bin/env bash` → env, bash; `/bin/busybox sh` → busybox, sh), `sh` for a text file
+    without one (bash runs such a file as a script when the kernel will not), nothing for a binary or
+    a file that is not there."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
+            return ()
         head = _read_regular(path, _HEAD_BYTES)
     except OSError:
-        return None
+        return ()
     if head is None:
-        return None
+        return ()
     if head.startswith(b"#!"):
-        return _shebang_program(head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split())
+        words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+        return tuple(command_name(word) for word in words) or ("sh",)
     if b"\x00" in head or head.startswith(b"\x7fELF"):
-        return None
-    return "sh"
+        return ()
+    return ("sh",)
 
 
-def _shebang_program(words: list[str]) -> str:
-    if not words:
-        return "sh"
-    name = command_name(words[0])
-    if name != "env":
-        return name
-    rest = words[1:]
-    while rest and (rest[0].startswith("-") or "=" in rest[0]):
-        if rest[0] == "-S":  # `env -S "bash -e"`: the string is split into the command and its options
-            rest = rest[1:]
-            continue
-        rest = rest[2:] if rest[0] in _ENV_OPTIONS_WITH_VALUE else rest[1:]
-    return command_name(rest[0]) if rest else "env"
+def searched(name: str, found: list[str], sourced: bool) -> list[str]:
+    """`found` with what bash finds on $PATH for a script named without a slash: `source NAME` looks
+    there first, `bash NAME` only when there is no NAME in the working directory."""
+    if "/" in name or name in (".", ".."):
+        return found
+    if sourced or not any(os.path.exists(place) for place in found):
+        return [*_on_path(name), *found]
+    return found
+
+
+def _on_path(name: str) -> list[str]:
+    for directory in os.environ.get("PATH", "").split(":"):
+        candidate = posixpath.join(directory, name)
+        if directory.startswith("/") and os.path.isfile(candidate):
+            return [candidate]
+    return []
