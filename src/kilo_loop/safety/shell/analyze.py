@@ -61,7 +61,7 @@ from kilo_loop.safety.shell.scripts_on_disk import (
     read_script,
     searched,
 )
-from kilo_loop.safety.shell.sql_scripts import SQL_CLIENTS, included_files, option_files
+from kilo_loop.safety.shell.sql_scripts import SQL_CLIENTS, included_files, option_files, word_text
 from kilo_loop.safety.shell.words import echo_escapes, printf_text
 from kilo_loop.safety.shell.wrappers import unwrap
 
@@ -410,7 +410,7 @@ class Analyzer:
     def _sql_files(self, name: str, args: Sequence[str], stdin: str | None, state: State) -> None:
         """SQL files the client reads (`-f FILE`, `\\i FILE`, `.read FILE`, `source FILE`): each judged as if
         it were given on stdin; one this same command writes is followed (`psql -f <(echo SQL)`)."""
-        files = option_files(name, args) + [f for arg in args for f in included_files(arg)]
+        files = option_files(name, args) + [f for arg in args for f in included_files(word_text(arg))]
         if stdin is not None and stdin != PIPE:
             files += included_files(stdin)
         for sql_file in files:

@@ -1,5 +1,6 @@
-"""Files a SQL client reads as SQL: `psql -f FILE`, `sqlite3 -init FILE`, and the clients' include
-commands in SQL text (psql `\\i FILE`, mysql `source FILE` / `\\. FILE`, sqlite3 `.read FILE`)."""
+"""Files a SQL client reads as SQL: `psql -f FILE`, `sqlite3 -init FILE`, mongosh's script files, and
+the clients' include commands in SQL text (psql `\\i FILE`, mysql `source FILE` / `\\. FILE`, sqlite3
+`.read FILE`, sqlcmd `:r FILE`)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ SQL_CLIENTS = frozenset({"psql", "mysql", "mariadb", "sqlite3", "sqlcmd", "mongo
 _FILE_OPTIONS: dict[str, tuple[str, ...]] = {
     "psql": ("-f", "--file"), "duckdb": ("-f", "-init"), "cockroach": ("-f", "--file"), "sqlite3": ("-init",),
     "sqlcmd": ("-i",), "cqlsh": ("-f", "--file"), "clickhouse-client": ("--queries-file",),
+    "mongosh": ("-f", "--file"), "mongo": ("-f", "--file"),
 }
-_INCLUDE = LazyRegex(r"(?:^|[;\n])[ \t]*(?:\\i|\\ir|\\include|\\include_relative|\\\.|source|\.read)[ \t]+"
+_INCLUDE = LazyRegex(r"(?:^|[;\n])[ \t]*(?:\\i|\\ir|\\include|\\include_relative|\\\.|source|\.read|:r)[ \t]+"
                      r"(?:'([^'\n]*)'|\"([^\"\n]*)\"|([^\s;'\"|][^\s;]*))", re.IGNORECASE)
 
 
@@ -31,6 +33,8 @@ def option_files(client: str, args: Sequence[str]) -> list[str]:
             found.append(arg.partition("=")[2])
         elif client == "psql":  # getopt: flags cluster (`-qAtf FILE`); other clients take long one-dash words
             found += _clustered(arg, following, options)
+    if client in ("mongosh", "mongo"):  # `mongosh DB drop.js`: each .js operand is run
+        found += [a for a in args if a.endswith(".js") and not a.startswith("-")]
     return [f for f in found if f and f != "-"]
 
 
@@ -45,7 +49,15 @@ def _clustered(arg: str, following: str, options: tuple[str, ...]) -> list[str]:
     return []
 
 
+def word_text(arg: str) -> str:
+    """The SQL in one of a client's command words: the word, or the text attached to its option
+    (`--execute=source f.sql`, `-esource f.sql`)."""
+    if not arg.startswith("-"):
+        return arg
+    return arg.partition("=")[2] if arg.startswith("--") else arg[2:]
+
+
 def included_files(text: str) -> list[str]:
-    """Files SQL text (or a client's command words) tells the client to read and run."""
+    """Files SQL text tells the client to read and run."""
     return [m.group(1) or m.group(2) or m.group(3) for m in _INCLUDE.finditer(text)
             if m.group(1) or m.group(2) or m.group(3)]
