@@ -58,6 +58,8 @@ SHOULD_DENY: list[tuple[dict[str, str], str]] = [
     ({"x.sh": 'f() { shift; rm -rf "$1"; }\nf a ~\n'}, "bash x.sh /tmp/z"),
     ({"sub/x.sh": WIPE_HOME}, "cd sub && bash x.sh"),
     ({"sub/x.sh": WIPE_HOME}, "bash sub/x.sh"),
+    ({"x.sh": WIPE_HOME}, "bash /proc/self/cwd/x.sh"),  # the shell's cwd, not the guard's
+    ({"x.sh": WIPE_HOME}, "bash /proc/1/cwd/x.sh"),
     ({"outer.sh": "bash inner.sh\n", "inner.sh": WIPE_HOME}, "bash outer.sh"),
     ({"outer.sh": "source ./inner.sh\n", "inner.sh": FORCE_PUSH}, "./outer.sh"),
     ({"x.sh": "psql -c 'DROP TABLE users'\n"}, "bash x.sh"),

@@ -22,6 +22,7 @@ MAX_SCRIPT_BYTES = 192 * 1024
 """Below the walker's own limit on source text (parse.MAX_SOURCE_BYTES), so this reason is the one given."""
 _HEAD_BYTES = 256
 _GLOB = LazyRegex(r"[*?\[]")
+_PROC_DIRECTORY = LazyRegex(r"/proc/([^/]+)/(cwd|root)(?=/|$)")
 
 
 class ScriptFile(NamedTuple):
@@ -40,6 +41,12 @@ def places(path: str, cwds: Iterable[str | None]) -> list[str] | None:
         path = os.path.expanduser("~") + path[len(HOME):]
     if UNKNOWN in path:  # a marker inside a word (`$TMPDIR~`): no file the guard can name
         return []
+    through_proc = _PROC_DIRECTORY.match(path)
+    if through_proc:  # the shell's own /proc entry: its cwd is the command's, not the guard's
+        if through_proc.group(1) not in ("self", "thread-self"):
+            return None
+        rest = path[through_proc.end():].lstrip("/")
+        path = ("/" + rest) if through_proc.group(2) == "root" else (rest or ".")
     if path.startswith("/"):
         found = [path]
     else:
