@@ -86,6 +86,7 @@ SHOULD_DENY: list[tuple[dict[str, str], str]] = [
     ({"x.sh": WIPE_HOME}, "BASH_ENV=x.sh bash -c true"),
     ({"x.sh": WIPE_HOME}, "bash --rcfile x.sh -i"),
     ({"x.sh": WIPE_HOME}, "ssh host < x.sh"),
+    ({"x.py": "print(1)\n"}, "cat < x.py | python3"),  # code through a pipe stays unknown
     ({"x.sh": WIPE_HOME}, "cd \"$WHERE\" && bash x.sh"),
     ({"self.sh": "source self.sh\n"}, "source self.sh"),
     ({"a.sh": "bash b.sh\n", "b.sh": "bash a.sh\n"}, "bash a.sh"),
@@ -213,6 +214,13 @@ def test_a_binary_is_not_read_as_a_script(guard: Guard, tmp_path: Path) -> None:
     (tmp_path / "tool").write_bytes(b"\x7fELF\x02\x01\x01\x00" + b"rm -rf ~\n" * 4)
     (tmp_path / "tool").chmod(0o755)
     assert not guard.check_command("./tool --version", str(tmp_path)).denied
+
+
+def test_a_binary_handed_to_a_shell_runs_nothing(guard: Guard, tmp_path: Path) -> None:
+    (tmp_path / "tool").write_bytes(b"\x7fELF\x02\x01\x01\x00" + b"\x00" * MAX_SCRIPT_BYTES)
+    assert not guard.check_command("bash tool", str(tmp_path)).denied  # bash: cannot execute binary file
+    (tmp_path / "late.sh").write_bytes(b"#" * 100 + b"\x00\n" + WIPE_HOME.encode())  # a NUL past bash's 80 bytes
+    assert guard.check_command("bash late.sh", str(tmp_path)).denied
 
 
 def test_a_virtualenv_activate_script_is_allowed(guard: Guard, tmp_path: Path) -> None:

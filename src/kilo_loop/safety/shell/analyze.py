@@ -540,8 +540,9 @@ class Analyzer:
         if name in _TERRAFORMS:
             argv = [*argv, *self._terraform_env_args(argv[1:], env, state)]
         here = state.with_cwds(cwds)
-        if stdin is not None and stdin.startswith(_ON_DISK) and not (name == "cat" and len(argv) == 1):
-            # `mysql < drop.sql` is read now; a shell reads it only if it runs stdin; `cat` passes it on
+        if stdin is not None and stdin.startswith(_ON_DISK):
+            # `mysql < drop.sql` is read now; a shell reads it only if it runs stdin; to any other command
+            # the file is data it reads, as before (`cat < x.sh | python3` still pipes unknown code)
             stdin = self._disk_input_text(stdin) if name in SQL_CLIENTS else \
                 stdin if name in SHELLS or name in ("source", ".") else None
         known_stdin = stdin if stdin != PIPE and not (stdin or "").startswith(_ON_DISK) else None

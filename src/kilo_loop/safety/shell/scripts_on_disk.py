@@ -83,9 +83,11 @@ def read_script(path: str) -> ScriptFile:
             return ScriptFile(real, "")
         return ScriptFile(real, problem="is not a regular file (a pipe, socket or device), so what it holds is only "
                           "known when it is read")
-    if info.st_size > MAX_SCRIPT_BYTES:
-        return _too_big(real, info.st_size)
     try:
+        if _is_binary(_read_regular(real, _HEAD_BYTES)):
+            return ScriptFile(real)  # bash will not run it ("cannot execute binary file")
+        if info.st_size > MAX_SCRIPT_BYTES:
+            return _too_big(real, info.st_size)
         data = _read_regular(real, MAX_SCRIPT_BYTES + 1)
     except OSError as exc:
         return ScriptFile(real, problem=f"cannot be read ({exc.strerror or exc})")
@@ -116,6 +118,12 @@ def _read_regular(path: str, limit: int) -> bytes | None:
         os.close(descriptor)
 
 
+def _is_binary(head: bytes | None) -> bool:
+    """A NUL before the first newline in the first 80 bytes: what bash takes for a binary file (its
+    check_binary_file), which it refuses to run as a script."""
+    return head is not None and b"\x00" in head[:80].split(b"\n", 1)[0]
+
+
 def _too_big(real: str, size: int) -> ScriptFile:
     return ScriptFile(real, problem=f"is {size // 1024} KiB, more than the {MAX_SCRIPT_BYTES // 1024} KiB the guard "
                       "reads")
@@ -137,7 +145,7 @@ def program_interpreters(path: str) -> tuple[str, ...]:
     if head.startswith(b"#!"):
         words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
         return tuple(command_name(word) for word in words) or ("sh",)
-    if b"\x00" in head or head.startswith(b"\x7fELF"):
+    if _is_binary(head) or head.startswith(b"\x7fELF"):
         return ()
     return ("sh",)
 
