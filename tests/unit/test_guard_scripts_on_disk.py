@@ -248,3 +248,12 @@ def test_source_takes_a_name_without_a_slash_from_path_first(guard: Guard, tmp_p
     assert guard.check_command("source lib.sh", project).denied  # bash sources $PATH's lib.sh, not ./lib.sh
     assert guard.check_command("bash tool.sh", project).denied  # not here: bash looks on $PATH
     assert not guard.check_command("source ./lib.sh", project).denied
+
+
+def test_cd_to_the_checkout_root_is_followed(guard: Guard, tmp_path: Path) -> None:
+    _write(tmp_path, {".git/HEAD": "ref: refs/heads/main\n", "scripts/test.sh": "pytest -q\n",
+                      "scripts/clean.sh": WIPE_HOME, "src/pkg/mod.py": ""})
+    inside = str(tmp_path / "src" / "pkg")
+    assert not guard.check_command('cd "$(git rev-parse --show-toplevel)" && ./scripts/test.sh', inside).denied
+    decision = guard.check_command('cd "$(git rev-parse --show-toplevel)" && bash scripts/clean.sh', inside)
+    assert decision.denied and "clean.sh" in decision.reason

@@ -59,6 +59,7 @@ from kilo_loop.safety.shell.scripts_on_disk import (
     places,
     program_interpreters,
     read_script,
+    repository_root,
     searched,
 )
 from kilo_loop.safety.shell.sql_scripts import SQL_CLIENTS, included_files, option_files, word_text
@@ -227,6 +228,11 @@ class Analyzer:
         if name == "pwd" and len(state.cwds) == 1:
             cwd = next(iter(state.cwds))
             return UNKNOWN if cwd is None else cwd
+        if name == "git" and list(argv[1:]) == ["rev-parse", "--show-toplevel"] and self.remote is None and \
+                len(state.cwds) == 1 and "GIT_WORK_TREE" not in state.vars and "GIT_DIR" not in state.vars:
+            cwd = next(iter(state.cwds))  # `cd "$(git rev-parse --show-toplevel)"`: the checkout on disk
+            root = repository_root(cwd) if cwd is not None else None
+            return root if root is not None else READ
         printed = printed_text(name, argv[1:], None)
         return printed.rstrip("\n") if printed is not None else READ
 

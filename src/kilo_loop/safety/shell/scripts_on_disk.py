@@ -166,3 +166,18 @@ def _on_path(name: str) -> list[str]:
         if directory.startswith("/") and os.path.isfile(candidate):
             return [candidate]
     return []
+
+
+def repository_root(directory: str) -> str | None:
+    """The git checkout `directory` is in (the nearest directory up holding `.git`), as
+    `git rev-parse --show-toplevel` prints it; None outside one or when GIT_DIR points elsewhere."""
+    if os.environ.get("GIT_DIR") or os.environ.get("GIT_WORK_TREE"):
+        return None
+    current = directory
+    while True:
+        if os.path.exists(posixpath.join(current, ".git")):
+            return os.path.realpath(current)
+        parent = posixpath.dirname(current)
+        if parent == current:
+            return None
+        current = parent
