@@ -29,7 +29,7 @@ class ScriptFile(NamedTuple):
     path: str
     """The file's real path (symlinks resolved), for messages and to catch a script that runs itself."""
     text: str | None = None
-    """What it holds; None when nothing is run from it (there is no such file, or it is a directory)."""
+    """What it holds; None when nothing is run from it (no such file, a directory, a binary)."""
     problem: str | None = None
     """Why it cannot be read (too big, not a regular file, unreadable): the command is denied."""
 
