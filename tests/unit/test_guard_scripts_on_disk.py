@@ -8,6 +8,7 @@ Every destructive text here is a Python string written into pytest's temp dir wi
 from __future__ import annotations
 
 import os
+import subprocess
 import venv
 from pathlib import Path
 
@@ -257,3 +258,68 @@ def test_cd_to_the_checkout_root_is_followed(guard: Guard, tmp_path: Path) -> No
     assert not guard.check_command('cd "$(git rev-parse --show-toplevel)" && ./scripts/test.sh', inside).denied
     decision = guard.check_command('cd "$(git rev-parse --show-toplevel)" && bash scripts/clean.sh', inside)
     assert decision.denied and "clean.sh" in decision.reason
+
+
+# --- scripts git has as committed: the project's own code ----------------------------------------
+
+GRADLEW = '#!/bin/sh\nJAVACMD="$JAVA_HOME/bin/java"\nexec "$JAVACMD" -classpath "$CLASSPATH" "$@"\n'
+"""Shaped like Gradle's wrapper: what it runs is named by a variable only known at run time."""
+
+
+def _git(root: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+
+
+def _committed(root: Path, files: dict[str, str]) -> None:
+    _write(root, files)
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "project")
+
+
+def test_a_committed_wrapper_whose_program_is_a_variable_is_allowed(guard: Guard, tmp_path: Path) -> None:
+    _committed(tmp_path, {"gradlew": GRADLEW})
+    for command in ("./gradlew test", "bash gradlew build", "sh ./gradlew --version", "bash < gradlew"):
+        decision = guard.check_command(command, str(tmp_path))
+        assert not decision.denied, (command, decision.reason)
+
+
+def test_the_same_wrapper_written_since_or_edited_is_judged_strictly(guard: Guard, tmp_path: Path) -> None:
+    _write(tmp_path, {"gradlew": GRADLEW})
+    assert guard.check_command("./gradlew test", str(tmp_path)).denied  # not in git at all
+    _committed(tmp_path / "repo", {"README": "x\n"})
+    _write(tmp_path / "repo", {"gradlew": GRADLEW})
+    assert guard.check_command("./gradlew test", str(tmp_path / "repo")).denied  # new, untracked
+    _git(tmp_path / "repo", "add", "gradlew")
+    assert guard.check_command("./gradlew test", str(tmp_path / "repo")).denied  # staged, not committed
+    _git(tmp_path / "repo", "commit", "-q", "-m", "wrapper")
+    assert not guard.check_command("./gradlew test", str(tmp_path / "repo")).denied
+    (tmp_path / "repo" / "gradlew").write_text(GRADLEW + 'c=$(cat name); $c\n', encoding="utf-8")
+    assert guard.check_command("./gradlew test", str(tmp_path / "repo")).denied  # edited since
+
+
+def test_what_a_committed_script_is_known_to_do_is_still_judged(guard: Guard, tmp_path: Path) -> None:
+    _committed(tmp_path, {"clean.sh": GRADLEW + WIPE_HOME, "reset.sql": DROP})
+    assert guard.check_command("bash clean.sh", str(tmp_path)).denied
+    assert guard.check_command("psql -f reset.sql", str(tmp_path)).denied
+
+
+def test_a_committed_script_handed_arguments_only_known_at_run_time_is_strict(guard: Guard, tmp_path: Path) -> None:
+    _committed(tmp_path, {"run.sh": '#!/bin/sh\nexec "$@"\n'})
+    assert not guard.check_command("./run.sh pytest -q", str(tmp_path)).denied
+    assert guard.check_command("./run.sh $(cat next-command.txt)", str(tmp_path)).denied
+
+
+def test_a_committed_script_a_command_may_rewrite_first_is_strict(guard: Guard, tmp_path: Path) -> None:
+    _committed(tmp_path, {"gradlew": GRADLEW})
+    assert guard.check_command("git checkout other -- gradlew && ./gradlew test", str(tmp_path)).denied
+
+
+def test_a_committed_sql_dump_too_big_to_read_is_allowed(guard: Guard, tmp_path: Path) -> None:
+    dump = "INSERT INTO t VALUES (1);\n" * (MAX_SCRIPT_BYTES // 26 + 2)
+    _write(tmp_path, {"seed.sql": dump})
+    assert guard.check_command("mysql app < seed.sql", str(tmp_path)).denied  # not in git: unknown
+    _committed(tmp_path, {})
+    assert not guard.check_command("mysql app < seed.sql", str(tmp_path)).denied

@@ -56,6 +56,7 @@ from kilo_loop.safety.shell.package_runners import go_run
 from kilo_loop.safety.shell.parse import PIPE, TooDeep, walk_script
 from kilo_loop.safety.shell.scripts_on_disk import (
     ScriptFile,
+    committed_unchanged,
     places,
     program_interpreters,
     read_script,
@@ -132,6 +133,14 @@ TempRoot = str | Callable[[], str]
 """What `$TMPDIR` and `mktemp -d` stand for, or how to find it out when a command uses them."""
 
 
+_UNKNOWABLE = frozenset({"unknown-code", "unknown-command", "unparsable", "unanalysable"})
+
+
+def _unknowable(item: object) -> bool:
+    """A finding that says what runs cannot be known statically (not what it is known to do)."""
+    return isinstance(item, Unanalysable) and item.rule in _UNKNOWABLE
+
+
 def _unknown_code(what: str) -> Unanalysable:
     return Unanalysable(f"{what}, so what it runs cannot be known before it runs; {LITERALLY}",
                         rule="unknown-code")
@@ -165,6 +174,8 @@ class Analyzer:
         self.reading: list[str] = []
         """Real paths of the script files on disk being followed, innermost last (one running itself is denied)."""
         self.scripts_read = 0
+        self.files_read: list[str] = []
+        """Real paths of the script files on disk this command hands to a shell or SQL client."""
         self.tree_rewriter: str | None = None
         """A command earlier in this one that may rewrite files it does not name (`git checkout`, `tar x`)."""
         self.disk_inputs: list[tuple[str, frozenset[str | None]]] = []
@@ -317,6 +328,16 @@ class Analyzer:
     def _disk_script(self, path: str, state: State, depth: int, how: str,
                      args: Sequence[str] | None) -> tuple[State, State] | None:
         """Read a script file on disk (in every directory the command may be in) and follow its text."""
+        start, files_start = len(self.out), len(self.files_read)
+        try:
+            return self._read_and_follow(path, state, depth, how, args)
+        finally:
+            # arguments only known at run time may be what the script runs (`exec "$@"`)
+            if not any(UNKNOWN in arg for arg in args or ()):
+                self._trust_committed_scripts(start, files_start)
+
+    def _read_and_follow(self, path: str, state: State, depth: int, how: str,
+                         args: Sequence[str] | None) -> tuple[State, State] | None:
         found = self._places(path, state.cwds)
         if found is not None and how != "program":
             found = searched(path, found, how == "sourced")
@@ -334,6 +355,19 @@ class Analyzer:
             succ, fail = succ.join(more_succ), fail.join(more_fail)
         return succ, fail
 
+    def _trust_committed_scripts(self, start: int, files_start: int) -> None:
+        """What cannot be known statically in scripts git has as committed (`./gradlew`'s
+        `exec "$JAVACMD" "$@"`, a generated configure script) is let through: that is the project's own
+        code, not text the agent wrote since. A script that is new, edited, ignored or outside git — or
+        that a command earlier in this one may rewrite — stays strictly judged; what any script is known
+        to do (`rm -rf ~`, `DROP DATABASE`) is judged in every case. Found in the items since `start`."""
+        read = dict.fromkeys(self.files_read[files_start:])
+        unknowns = [item for item in self.out[start:] if _unknowable(item)]
+        if not read or not unknowns or self.tree_rewriter is not None:
+            return
+        if all(committed_unchanged(path) for path in read):
+            self.out[start:] = [item for item in self.out[start:] if not _unknowable(item)]
+
     def _places(self, path: str, cwds: frozenset[str | None]) -> list[str] | None:
         """Where the file `path` may be; when that depends on a directory only known at run time (after
         `cd "$DIR"`) the command is denied, unless the caller gave no working directory at all."""
@@ -347,6 +381,7 @@ class Analyzer:
 
     def _readable(self, shown: str, script: ScriptFile) -> str | None:
         """The script's text, or None (nothing there, or a problem reported as a deny)."""
+        self.files_read.append(script.path)
         problem = script.problem
         if problem is None and script.text is not None:
             self.scripts_read += 1
@@ -403,6 +438,14 @@ class Analyzer:
         self.disk_inputs.append((target, cwds))
         return f"{_ON_DISK}{len(self.disk_inputs) - 1}"
 
+    def _sql_stdin(self, marker: str) -> str | None:
+        """`mysql < dump.sql`: the SQL text of the file behind a `disk_input` marker."""
+        start, files_start = len(self.out), len(self.files_read)
+        try:
+            return self._disk_input_text(marker)
+        finally:
+            self._trust_committed_scripts(start, files_start)
+
     def _disk_input_text(self, marker: str) -> str | None:
         """The text of the file behind a `disk_input` marker (None when there is none)."""
         target, cwds = self.disk_inputs[int(marker[len(_ON_DISK):])]
@@ -430,6 +473,13 @@ class Analyzer:
 
     def _sql_on_disk(self, name: str, sql_file: str, state: State) -> None:
         """An SQL file on disk, and the files it includes, each judged as SQL the client reads."""
+        start, files_start = len(self.out), len(self.files_read)
+        try:
+            self._sql_file_and_includes(name, sql_file, state)
+        finally:
+            self._trust_committed_scripts(start, files_start)
+
+    def _sql_file_and_includes(self, name: str, sql_file: str, state: State) -> None:
         if UNKNOWN in sql_file.replace(HOME, ""):
             return  # the databases pack denies an SQL file only known at run time
         for place in self._places(sql_file, state.cwds) or ():
@@ -441,7 +491,7 @@ class Analyzer:
             self.reading.append(script.path)
             try:
                 for nested in included_files(text):
-                    self._sql_on_disk(name, nested, state)
+                    self._sql_file_and_includes(name, nested, state)
             finally:
                 self.reading.pop()
 
@@ -449,7 +499,12 @@ class Analyzer:
                     language: str | None = None) -> None:
         if stdin is not None and stdin.startswith(_ON_DISK):
             # a file on disk: read when a shell runs it (an interpreter's program on disk is not read)
-            stdin = self._disk_input_text(stdin) if language is None else None
+            start, files_start = len(self.out), len(self.files_read)
+            try:
+                self._stdin_code(self._disk_input_text(stdin) if language is None else None, what, state, depth)
+            finally:
+                self._trust_committed_scripts(start, files_start)
+            return
         if stdin is None:
             return
         if stdin == PIPE:
@@ -549,7 +604,7 @@ class Analyzer:
         if stdin is not None and stdin.startswith(_ON_DISK):
             # `mysql < drop.sql` is read now; a shell reads it only if it runs stdin; to any other command
             # the file is data it reads, as before (`cat < x.sh | python3` still pipes unknown code)
-            stdin = self._disk_input_text(stdin) if name in SQL_CLIENTS else \
+            stdin = self._sql_stdin(stdin) if name in SQL_CLIENTS else \
                 stdin if name in SHELLS or name in ("source", ".") else None
         known_stdin = stdin if stdin != PIPE and not (stdin or "").startswith(_ON_DISK) else None
         self.out.append(SimpleCommand((name, *argv[1:]), cwds, self.remote, tuple(env.items()), known_stdin))

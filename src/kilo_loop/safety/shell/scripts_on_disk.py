@@ -181,3 +181,23 @@ def repository_root(directory: str) -> str | None:
         if parent == current:
             return None
         current = parent
+
+
+def committed_unchanged(path: str) -> bool:
+    """Whether git tracks the file at the absolute `path` and it is as the last commit has it (not new,
+    ignored, edited or staged): the project's own script rather than text written since."""
+    from pathlib import Path
+
+    from kilo_loop.git import GitError, run_git
+
+    directory, name = posixpath.split(path)
+    # no fsmonitor, external diff or textconv program runs for the guard's question
+    quiet = ("-c", "core.fsmonitor=false")
+    try:
+        tracked = run_git(Path(directory), *quiet, "ls-files", "--error-unmatch", "--", name)
+        if tracked.returncode != 0:
+            return False
+        diff = run_git(Path(directory), *quiet, "diff", "--quiet", "--no-ext-diff", "--no-textconv", "HEAD", "--", name)
+    except (GitError, OSError):
+        return False
+    return diff.returncode == 0
