@@ -123,6 +123,10 @@ _ARGV_WRAPPERS = [
     # round 3
     "run0 {}", "prlimit --nofile=10 {}", "cgexec -g cpu:grp {}", "ip netns exec ns1 {}", "nsenter -t 1 -m {}",
     "pixi run {}", "devbox run {}", "wsl -- {}", "nice --10 {}", "timeout -k 5 10 {}",
+    # round 4
+    "gdb --args {}", "gdb -q -batch --args {}", "valgrind {}", "valgrind --leak-check=full -q {}",
+    "strace --output /tmp/t.log {}", "strace -o /tmp/t.log -e trace=file {}", "ltrace {}", "ltrace -n 2 -o /tmp/l {}",
+    "deno run npm:{}", "deno run -A npm:{}",
 ]
 _STRING_FORMS = [
     "bash -c {q}", "sh -c {q}", "zsh -c {q}", "bash -lc {q}", "eval {q}", "bash <<<{q}", "echo {q} | bash",

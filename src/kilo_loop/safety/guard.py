@@ -10,6 +10,11 @@ through: a command name produced by an expansion, code a shell or interpreter re
 pipe, a decoded payload, a file written by the same command and then run, `eval` of unknown
 text, program text that computes what it runs, and input tree-sitter-bash cannot parse.
 
+A script file already on disk that a shell runs (`bash x.sh`, `source x.sh`, `./x.sh` with a
+shell `#!`, `bash < x.sh`) or a SQL client reads (`psql -f`, `mysql < f.sql`, `.read`, `\\i`)
+is read and judged as if its text were inline; one too big to read, not a regular file, or
+changed earlier in the same command is denied.
+
 `rm -r`/`rm -rf` (and `find -delete`) is path- and cd-aware: it is allowed only when every
 target is strictly inside a temp directory (the system temp dir, `/tmp`, `/var/tmp`,
 `$TMPDIR`), relative targets resolved against the working directory, paths that exist
@@ -224,9 +229,9 @@ class Guard:
         if isinstance(item, SimpleCommand):
             return self._simple(item)
         if isinstance(item, OutputRedirect):
-            return self._redirect(item)
+            return _from_script(self._redirect(item), item.script)
         if isinstance(item, InlineCode):
-            return self._inline_code(item)
+            return _from_script(self._inline_code(item), item.script)
         return None
 
     def _simple(self, cmd: SimpleCommand) -> GuardDecision | None:
@@ -240,7 +245,7 @@ class Guard:
         for pack, rule in self._index.get(cmd.name, ()):
             detail = match(rule, cmd, self._paths, pack.value_options.get(cmd.name, ()))
             if detail is not None:
-                where = f" (on {cmd.remote})" if cmd.remote else ""
+                where = (f" (on {cmd.remote})" if cmd.remote else "") + _in_script(cmd.script)
                 return _deny(rule.id, f"`{cmd.text}`{where}: {detail or rule.reason}", pack.name)
         return None
 
@@ -309,6 +314,17 @@ class Guard:
                 if path.startswith("~") or self._paths.outside_temp(path, item.cwds):
                     return _deny("inline-code-delete", f"{item.language} code deletes {path!r}", "filesystem")
         return None
+
+
+def _in_script(script: str | None) -> str:
+    return f" (in the script {script})" if script else ""
+
+
+def _from_script(decision: GuardDecision | None, script: str | None) -> GuardDecision | None:
+    """A deny found in a script file on disk says which file."""
+    if decision is None or not script:
+        return decision
+    return decision._replace(reason=f"in the script {script}: {decision.reason}")
 
 
 def _written_paths(tool_input: Mapping[str, Any]) -> list[str]:

@@ -19,9 +19,9 @@ _DESTRUCTIVE_SQL = LazyRegex(
     r"|\bupdate\s+[\w.\"`\[\]]+\s+set\b(?![\s\S]*\bwhere\b))", re.IGNORECASE)
 # Client commands that run a shell command: psql `\!`, mysql `system`/`\!`, sqlite3 `.shell`/`.system`.
 # Also output piped to a command (psql `\o |cmd`, `\g |cmd`; sqlite3 `.output |cmd`, `.once |cmd`) and
-# `COPY … FROM/TO PROGRAM 'cmd'`, which the database server runs.
+# `COPY … FROM/TO PROGRAM 'cmd'`, which the database server runs; sqlite3 `.read |cmd` runs cmd for its SQL.
 _CLIENT_SHELL = LazyRegex(r"(?:^|[\s;])\\!|^\s*system\s|(?:^|\n)\s*\.(?:shell|system)\b|\\[og]\s*\|"
-                          r"|(?:^|\n)\s*\.(?:output|once)\s+['\"]?\||\bprogram\s+['\"$]", re.MULTILINE | re.IGNORECASE)
+                          r"|(?:^|\n)\s*\.(?:output|once|read)\s+['\"]?\||\bprogram\s+['\"$]", re.MULTILINE | re.IGNORECASE)
 _SQL_COMMENT = LazyRegex(r"/\*.*?\*/|--[^\n]*|#[^\n]*", re.DOTALL)
 _SQL_STRING = LazyRegex(r"'(?:[^']|'')*'")
 """A SQL string literal: data, not a statement (`SELECT 'DROP TABLE' AS word`)."""

@@ -5,6 +5,8 @@
 - wrappers: commands that run other commands (their `Unwrapped` result in unwrapped;
   package_runners, remote and script_options hold the npm/npx/…, ssh/kubectl/…, and
   tmux/expect/nc/… handlers); interpreters: inline programs;
+- scripts_on_disk / sql_scripts: script files a shell or SQL client reads, found and read;
+  file_changes: commands that change files they do not redirect into (`sed -i`, `git checkout`);
 - git: git's command line; analyze: the analyzer tying them together.
 """
 

@@ -5,9 +5,11 @@ Only commands that would run count, never words that are merely mentioned (echo 
 commit messages, quoted heredoc data). Strings a shell runs are analysed too (`bash -c`,
 `eval`, heredocs and pipes fed to a shell, `ssh host CMD`, git `!aliases`, `find -exec`, …),
 wrappers are peeled off (`sudo`, `env`, `timeout`, `xargs`, `npx`, `poetry run`, …), and the
-working directory and simple variables are followed. Where the command that would run cannot
-be known — its name comes from an expansion, a shell reads code from a pipe, a file written
-by the same command is run, `eval` of unknown text — an `Unanalysable` item says so.
+working directory and simple variables are followed. Script files a shell or SQL client is
+handed are read from disk (`scripts_on_disk`) and followed like inline text. Where the command
+that would run cannot be known — its name comes from an expansion, a shell reads code from a
+pipe, a file written by the same command is run, `eval` of unknown text — an `Unanalysable`
+item says so.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.shell import git as git_argv
+from kilo_loop.safety.shell.file_changes import edited_in_place, rewrites_tree
 from kilo_loop.safety.shell.flow import State, chdir
 from kilo_loop.safety.shell.interpreters import (
     AWKS,
@@ -49,13 +52,26 @@ from kilo_loop.safety.shell.model import (
     parse_options,
     split_words,
 )
+from kilo_loop.safety.shell.package_runners import go_run
 from kilo_loop.safety.shell.parse import PIPE, TooDeep, walk_script
+from kilo_loop.safety.shell.scripts_on_disk import (
+    ScriptFile,
+    committed_unchanged,
+    places,
+    program_interpreters,
+    read_script,
+    repository_root,
+    searched,
+)
+from kilo_loop.safety.shell.sql_scripts import SQL_CLIENTS, included_files, option_files, word_text
 from kilo_loop.safety.shell.words import echo_escapes, printf_text
 from kilo_loop.safety.shell.wrappers import unwrap
 
 MAX_DEPTH = 12
 MAX_WRAPPERS = 16
 """Wrappers peeled off one simple command (`sudo env nice … CMD`); more are denied."""
+MAX_SCRIPTS_READ = 64
+"""Script files on disk read for one command (each may run others); more are denied."""
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "rbash", "fish", "csh",
                     "tcsh", "nu", "xonsh", "elvish", "osh", "ysh", "oksh", "loksh", "hush", "murex"})
 _VERSIONED_SHELL = LazyRegex(r"((?:ba|z|k|da|mk|pdk|a|ya|po|rba|tc|c|fi)sh)[-.]?(?:[0-9][0-9.]*|static)")
@@ -67,7 +83,11 @@ _NAME_GLOB = LazyRegex(r"[*?]|\[[^\]]+\]")
 _SUBSCRIPT_CODE = LazyRegex(r"\[[^\]]*(?:\$\(|`)")
 _SUBSCRIPT_BUILTINS = frozenset({"test", "[", "let", "printf", "read", "unset", "declare", "local", "export", "typeset",
                                  "readonly", "mapfile", "readarray", "wait", "getopts", "shift", "return", "exit"})
-_POSITIONAL = LazyRegex(r"\"?\$\{?([@*1-9])\}?\"?")
+_POSITIONAL = LazyRegex(r"\"\$\{?([@*])\}?\"|\$\{([@*])\}|\$([@*])|\$\{([1-9])(?![0-9])|\$([1-9])")
+"""`$1`, `${1…}` (named as a variable, so `${1:-x}` keeps its operator) and the whole `"$@"` / `$*`
+(replaced by the words); `${@:2}` or `${10}` are left as unknown."""
+_ARGUMENT = "__kilo_loop_arg_"
+_DEFINES_FUNCTION = LazyRegex(r"\(\s*\)\s*[{(\n]|\bfunction\s+[\w.:-]")
 _REPOSITIONS = LazyRegex(r"\bshift\b|\bset\s+(?:--|-[a-zA-Z]*\s+--|[^-\s])")
 _SYMLINK_CODE = LazyRegex(r"\b(?:symlink|symlinkSync|symlink_to|hardlink_to|make_symlink|ln_s|ln_sf)\b"
                           r"|\b(?:link|linkSync)\s*\(|\bFileUtils\s*\.\s*ln"
@@ -84,7 +104,6 @@ _RECIPE_FILES: dict[str, tuple[str, ...]] = {
 """Files whose recipes or scripts a task runner runs: written by the same command, what runs is unseen."""
 _OUTPUT_OPTIONS = ("--output", "--output-file", "--outfile", "--out-file", "--output-document", "-out", "--out",
                    "--output-dir")
-_SQL_FILE_CLIENTS = frozenset({"psql", "duckdb", "cockroach"})
 _COMPILERS = frozenset({"gcc", "cc", "clang", "g++", "c++", "go", "rustc"})
 _SHORT_OUTPUT = frozenset({"gpg", "gpg2", "iconv", "pandoc", "base64", "gcc", "cc", "clang", "g++", "c++", "go",
                            "rustc", "zstd", "xz", "gzip", "lz4", "jq", "yq", "sops", "age", "ffmpeg", "convert"})
@@ -105,11 +124,21 @@ _HOOK_VARIABLES = frozenset({
 _TERRAFORMS = frozenset({"terraform", "tofu", "terragrunt"})
 _PROMPT_VARIABLES = frozenset({"PS0", "PS1", "PS2", "PS3", "PS4"})
 _PROC_EXE = LazyRegex(r"/proc/[^/]+/(?:exe|fd/\d+|cwd/.*)|/dev/fd/\d+")
+_ON_DISK = UNKNOWN + "<on-disk>"
+"""stdin from a file on disk (`bash < x.sh`), read only if the command turns out to run it as code."""
 
 Outcome = tuple[State, State, str | None]
 """A command's flow, plus what it prints when that is plain data (for `echo … | sh`)."""
 TempRoot = str | Callable[[], str]
 """What `$TMPDIR` and `mktemp -d` stand for, or how to find it out when a command uses them."""
+
+
+_UNKNOWABLE = frozenset({"unknown-code", "unknown-command", "unparsable", "unanalysable"})
+
+
+def _unknowable(item: object) -> bool:
+    """A finding that says what runs cannot be known statically (not what it is known to do)."""
+    return isinstance(item, Unanalysable) and item.rule in _UNKNOWABLE
 
 
 def _unknown_code(what: str) -> Unanalysable:
@@ -140,6 +169,17 @@ class Analyzer:
         self.cdable_vars = False
         """`<(…)` substitutions whose output is known, each a /dev/fd/N this command wrote."""
         """Directories this command fills with files it does not show (`git clone URL DIR`)."""
+        self.start_cwd: str | None = None
+        """The directory the command starts in, when the caller knows it."""
+        self.reading: list[str] = []
+        """Real paths of the script files on disk being followed, innermost last (one running itself is denied)."""
+        self.scripts_read = 0
+        self.files_read: list[str] = []
+        """Real paths of the script files on disk this command hands to a shell or SQL client."""
+        self.tree_rewriter: str | None = None
+        """A command earlier in this one that may rewrite files it does not name (`git checkout`, `tar x`)."""
+        self.disk_inputs: list[tuple[str, frozenset[str | None]]] = []
+        """`< FILE` redirections of files on disk: the path and the directories it is opened from."""
 
     @property
     def temp_root(self) -> str:
@@ -199,6 +239,11 @@ class Analyzer:
         if name == "pwd" and len(state.cwds) == 1:
             cwd = next(iter(state.cwds))
             return UNKNOWN if cwd is None else cwd
+        if name == "git" and list(argv[1:]) == ["rev-parse", "--show-toplevel"] and self.remote is None and \
+                len(state.cwds) == 1 and "GIT_WORK_TREE" not in state.vars and "GIT_DIR" not in state.vars:
+            cwd = next(iter(state.cwds))  # `cd "$(git rev-parse --show-toplevel)"`: the checkout on disk
+            root = repository_root(cwd) if cwd is not None else None
+            return root if root is not None else READ
         printed = printed_text(name, argv[1:], None)
         return printed.rstrip("\n") if printed is not None else READ
 
@@ -255,25 +300,211 @@ class Analyzer:
             return PIPE  # another descriptor of this shell: a pipe or process substitution
         return PIPE if UNKNOWN in path.replace(HOME, "") else None
 
-    def _run_file(self, path: str, state: State, depth: int, language: str | None) -> None:
-        """A script file is run: one written by this same command is followed (or denied)."""
+    def _run_file(self, path: str, state: State, depth: int, language: str | None, disk: str | None = None,
+                  args: Sequence[str] | None = None) -> tuple[State, State] | None:
+        """A script file is run: one written by this same command is followed (or denied). With `disk`
+        ("script": a shell runs it, "sourced": this shell does, "program": it is executed), one already
+        on disk is read and followed too, with `args` as its positional parameters; what a sourced
+        script leaves the shell in is returned."""
         if path in _STDIN_FILES:
-            return
+            return None
         if UNKNOWN in path.replace(HOME, ""):
             self.out.append(_unknown_code(f"it runs the file {display(path)!r}, whose name is only known at run time"))
-            return
+            return None
         content = self.file_content(path, state.cwds)
         if content is None:
-            return
+            if disk is not None and language is None and self.remote is None:
+                return self._disk_script(path, state, depth, disk, args)
+            return None
         if content == PIPE:
             self.out.append(_unknown_code(f"it runs {display(path)!r}, a file this same command writes"))
         elif language is None:
             self.script(content, state.child_shell({}), depth + 1)
         else:
             self.out.append(InlineCode(language, content, state.cwds, self.remote))
+        return None
+
+    # -- script files already on disk
+    def _disk_script(self, path: str, state: State, depth: int, how: str,
+                     args: Sequence[str] | None) -> tuple[State, State] | None:
+        """Read a script file on disk (in every directory the command may be in) and follow its text."""
+        start, files_start = len(self.out), len(self.files_read)
+        try:
+            return self._read_and_follow(path, state, depth, how, args)
+        finally:
+            # arguments only known at run time may be what the script runs (`exec "$@"`)
+            if not any(UNKNOWN in arg for arg in args or ()):
+                self._trust_committed_scripts(start, files_start)
+
+    def _read_and_follow(self, path: str, state: State, depth: int, how: str,
+                         args: Sequence[str] | None) -> tuple[State, State] | None:
+        found = self._places(path, state.cwds)
+        if found is not None and how != "program":
+            found = searched(path, found, how == "sourced")
+        flows: list[tuple[State, State]] = []
+        for place in found or ():
+            if how == "program" and not any(_is_shell(name) for name in program_interpreters(place)):
+                continue  # a binary, or a program in another language: not read
+            flow = self._follow_script(display(path), read_script(place), state, depth, how, args)
+            if flow is not None:
+                flows.append(flow)
+        if not flows:
+            return None
+        succ, fail = flows[0]
+        for more_succ, more_fail in flows[1:]:
+            succ, fail = succ.join(more_succ), fail.join(more_fail)
+        return succ, fail
+
+    def _trust_committed_scripts(self, start: int, files_start: int) -> None:
+        """What cannot be known statically in scripts git has as committed (`./gradlew`'s
+        `exec "$JAVACMD" "$@"`, a generated configure script) is let through: that is the project's own
+        code, not text the agent wrote since. A script that is new, edited, ignored or outside git — or
+        that a command earlier in this one may rewrite — stays strictly judged; what any script is known
+        to do (`rm -rf ~`, `DROP DATABASE`) is judged in every case. Found in the items since `start`."""
+        read = dict.fromkeys(self.files_read[files_start:])
+        unknowns = [item for item in self.out[start:] if _unknowable(item)]
+        if not read or not unknowns or self.tree_rewriter is not None:
+            return
+        if all(committed_unchanged(path) for path in read):
+            self.out[start:] = [item for item in self.out[start:] if not _unknowable(item)]
+
+    def _places(self, path: str, cwds: frozenset[str | None]) -> list[str] | None:
+        """Where the file `path` may be; when that depends on a directory only known at run time (after
+        `cd "$DIR"`) the command is denied, unless the caller gave no working directory at all."""
+        found = places(path, cwds)
+        if found is None and self.start_cwd is not None:
+            self.out.append(Unanalysable(
+                f"it runs the file {display(path)!r} from a working directory only known when it runs, so which "
+                "file that is cannot be known; run it by its absolute path, or cd to a literal directory first",
+                rule="unknown-code"))
+        return found
+
+    def _readable(self, shown: str, script: ScriptFile) -> str | None:
+        """The script's text, or None (nothing there, or a problem reported as a deny)."""
+        self.files_read.append(script.path)
+        problem = script.problem
+        if problem is None and script.text is not None:
+            self.scripts_read += 1
+            if self.scripts_read > MAX_SCRIPTS_READ:
+                problem = f"is one of more than {MAX_SCRIPTS_READ} script files this command runs"
+            elif self.tree_rewriter is not None:
+                problem = (f"`{self.tree_rewriter}` earlier in this command may rewrite, so what it holds when it "
+                           "runs is not what is on disk now; run it in a separate command")
+            elif script.path in self.reading:
+                problem = "runs itself again, so where it stops is only known when it runs"
+            elif len(self.reading) >= self.max_depth:
+                problem = f"is nested more than {self.max_depth} script files deep"
+        if problem is not None:
+            real = "" if script.path == shown else f" ({script.path})"
+            self.out.append(Unanalysable(f"it runs the script {shown!r}{real}, which {problem}; run the commands "
+                                         "in it directly instead", rule="unknown-code"))
+            return None
+        return script.text
+
+    def _follow_script(self, shown: str, script: ScriptFile, state: State, depth: int, how: str,
+                       args: Sequence[str] | None) -> tuple[State, State] | None:
+        text = self._readable(shown, script)
+        if text is None:
+            return None
+        shell = state if how == "sourced" else state.child_shell({})
+        # A sourced script without arguments sees the shell's own `$1…`; in one that defines functions
+        # `$1…` and "$@" may be theirs, given when they are called: both are left unknown.
+        if (how != "sourced" or args) and not _DEFINES_FUNCTION.search(text):
+            text, shell = _with_positionals(text, [shown, *(args or ())], shell) or (text, shell)
+        start = len(self.out)
+        self.reading.append(script.path)
+        try:
+            flow = self.script(text, shell, depth + 1)
+        finally:
+            self.reading.pop()
+        self._mark_script(start, shown if script.path.endswith("/" + shown.lstrip("./")) else
+                          f"{shown} → {script.path}")
+        return flow
+
+    def _mark_script(self, start: int, script: str) -> None:
+        """Say which script file the items found since `start` come from (the innermost one)."""
+        for index in range(start, len(self.out)):
+            item = self.out[index]
+            if isinstance(item, Unanalysable):
+                if not item.reason.startswith("in the script "):
+                    self.out[index] = item._replace(reason=f"in the script {script}: {item.reason}")
+            elif item.script is None:
+                self.out[index] = item._replace(script=script)
+
+    def disk_input(self, target: str, cwds: frozenset[str | None]) -> str | None:
+        """`< target` opens a file on disk: a marker for stdin, read only if a shell or SQL client runs it."""
+        if self.remote is not None or UNKNOWN in target.replace(HOME, ""):
+            return None
+        self.disk_inputs.append((target, cwds))
+        return f"{_ON_DISK}{len(self.disk_inputs) - 1}"
+
+    def _sql_stdin(self, marker: str) -> str | None:
+        """`mysql < dump.sql`: the SQL text of the file behind a `disk_input` marker."""
+        start, files_start = len(self.out), len(self.files_read)
+        try:
+            return self._disk_input_text(marker)
+        finally:
+            self._trust_committed_scripts(start, files_start)
+
+    def _disk_input_text(self, marker: str) -> str | None:
+        """The text of the file behind a `disk_input` marker (None when there is none)."""
+        target, cwds = self.disk_inputs[int(marker[len(_ON_DISK):])]
+        texts: list[str] = []
+        for place in self._places(target, cwds) or ():
+            text = self._readable(display(target), read_script(place))
+            if text is not None:
+                texts.append(text)
+        return "\n".join(texts) if texts else None
+
+    def _sql_files(self, name: str, args: Sequence[str], stdin: str | None, state: State) -> None:
+        """SQL files the client reads (`-f FILE`, `\\i FILE`, `.read FILE`, `source FILE`): each judged as if
+        it were given on stdin; one this same command writes is followed (`psql -f <(echo SQL)`)."""
+        files = option_files(name, args) + [f for arg in args for f in included_files(word_text(arg))]
+        if stdin is not None and stdin != PIPE:
+            files += included_files(stdin)
+        for sql_file in files:
+            content = self.file_content(sql_file, state.cwds)
+            if content is None:
+                if self.remote is None:
+                    self._sql_on_disk(name, sql_file, state)
+            else:
+                self.out.append(SimpleCommand((name,) if content != PIPE else (name, "-f", UNKNOWN), state.cwds,
+                                              self.remote, (), content if content != PIPE else None))
+
+    def _sql_on_disk(self, name: str, sql_file: str, state: State) -> None:
+        """An SQL file on disk, and the files it includes, each judged as SQL the client reads."""
+        start, files_start = len(self.out), len(self.files_read)
+        try:
+            self._sql_file_and_includes(name, sql_file, state)
+        finally:
+            self._trust_committed_scripts(start, files_start)
+
+    def _sql_file_and_includes(self, name: str, sql_file: str, state: State) -> None:
+        if UNKNOWN in sql_file.replace(HOME, ""):
+            return  # the databases pack denies an SQL file only known at run time
+        for place in self._places(sql_file, state.cwds) or ():
+            script = read_script(place)
+            text = self._readable(display(sql_file), script)
+            if text is None:
+                continue
+            self.out.append(SimpleCommand((name,), state.cwds, self.remote, (), text, display(sql_file)))
+            self.reading.append(script.path)
+            try:
+                for nested in included_files(text):
+                    self._sql_file_and_includes(name, nested, state)
+            finally:
+                self.reading.pop()
 
     def _stdin_code(self, stdin: str | None, what: str, state: State, depth: int,
                     language: str | None = None) -> None:
+        if stdin is not None and stdin.startswith(_ON_DISK):
+            # a file on disk: read when a shell runs it (an interpreter's program on disk is not read)
+            start, files_start = len(self.out), len(self.files_read)
+            try:
+                self._stdin_code(self._disk_input_text(stdin) if language is None else None, what, state, depth)
+            finally:
+                self._trust_committed_scripts(start, files_start)
+            return
         if stdin is None:
             return
         if stdin == PIPE:
@@ -370,7 +601,12 @@ class Analyzer:
         if name in _TERRAFORMS:
             argv = [*argv, *self._terraform_env_args(argv[1:], env, state)]
         here = state.with_cwds(cwds)
-        known_stdin = stdin if stdin != PIPE else None
+        if stdin is not None and stdin.startswith(_ON_DISK):
+            # `mysql < drop.sql` is read now; a shell reads it only if it runs stdin; to any other command
+            # the file is data it reads, as before (`cat < x.sh | python3` still pipes unknown code)
+            stdin = self._sql_stdin(stdin) if name in SQL_CLIENTS else \
+                stdin if name in SHELLS or name in ("source", ".") else None
+        known_stdin = stdin if stdin != PIPE and not (stdin or "").startswith(_ON_DISK) else None
         self.out.append(SimpleCommand((name, *argv[1:]), cwds, self.remote, tuple(env.items()), known_stdin))
         if name in _SUBSCRIPT_BUILTINS:
             for arg in argv[1:]:  # an array subscript in a name these evaluate runs its substitutions
@@ -380,7 +616,7 @@ class Analyzer:
         if special is not None:
             return special
         if "/" in argv[0] and name not in SHELLS:
-            self._run_file(argv[0], here, depth, None)
+            self._run_file(argv[0], here, depth, None, "program", argv[1:])
         return self._external(name, argv[1:], here, stdin, env, depth)
 
     def _terraform_env_args(self, args: Sequence[str], env: Mapping[str, str | None], state: State) -> list[str]:
@@ -430,16 +666,13 @@ class Analyzer:
             self.out.append(Unanalysable(f"the function {name!r} calls itself (a fork bomb is one); {LITERALLY}",
                                          rule="unknown-command"))
             return state, state, None
-        quoted = " ".join(shlex_quote(a) for a in argv[1:])
-        if _REPOSITIONS.search(self.functions[name]):  # `shift`, `set --`: "$@" is no longer the call's words
+        called = _with_positionals(self.functions[name], argv, state)
+        if called is None:
             self.script(self.functions[name], state, depth + 1)
             return state, state, None
-        body = _POSITIONAL.sub(lambda m: quoted if m.group(1) in ("@", "*") else
-                               shlex_quote(argv[int(m.group(1))]) if int(m.group(1)) < len(argv) else "''",
-                               self.functions[name])
         self.calling.append(name)
         try:
-            succ, fail = self.script(body, state, depth + 1)
+            succ, fail = self.script(*called, depth + 1)
         finally:
             self.calling.pop()
         return succ, fail, None
@@ -584,9 +817,9 @@ class Analyzer:
         path = args[0]
         if path in _STDIN_FILES:
             self._stdin_code(stdin if stdin is not None else PIPE, "source", state, depth)
-        else:
-            self._run_file(path, state, depth, None)
-        return state, state, None
+            return state, state, None
+        flow = self._run_file(path, state, depth, None, "sourced", args[1:])
+        return (*flow, None) if flow is not None else (state, state, None)
 
     def _external(self, name: str, args: list[str], state: State, stdin: str | None,
                   env: Mapping[str, str | None], depth: int) -> Outcome:
@@ -594,17 +827,18 @@ class Analyzer:
             for startup in ("BASH_ENV", "ENV"):  # a non-interactive shell sources these first
                 value = env[startup] if startup in env else state.vars.get(startup)
                 if startup in env or startup in state.vars:
-                    self._run_file(value if value is not None else UNKNOWN, state, depth, None)
+                    self._run_file(value if value is not None else UNKNOWN, state, depth, None, "script", ())
             for index, arg in enumerate(args[:-1]):
                 if arg in ("--rcfile", "--init-file"):  # read like a script before anything else
-                    self._run_file(args[index + 1], state, depth, None)
+                    self._run_file(args[index + 1], state, depth, None, "script", ())
             command, reads_stdin, script_file = shell_invocation(args)
             if command is not None:
                 self.script(command, state.child_shell(env), depth + 1)
             elif reads_stdin or script_file in _STDIN_FILES:
                 self._stdin_code(stdin, name, state.child_shell(env), depth)
             elif script_file is not None:
-                self._run_file(script_file, state, depth, None)
+                self._run_file(script_file, state, depth, None, None if _syntax_check(args) else "script",
+                               _script_arguments(args))
         interp = interpreter(name)
         if interp is not None:
             self._inline(interp, args, state, stdin, env, depth)
@@ -644,6 +878,10 @@ class Analyzer:
         self._runs_other_code(name, args, state, env, stdin, depth)
         if name == "git":
             self._git(args, state, env, depth)
+        for edited in edited_in_place(name, args):  # `sed -i … x.sh; bash x.sh` runs the edited text
+            self.wrote(edited, None, state.cwds)
+        if self.tree_rewriter is None and rewrites_tree(name, args):
+            self.tree_rewriter = display(" ".join([name, *args[:2]]))
         if name == "tee" or name in _COPY_WRITERS or name in ("curl", "wget"):
             for target in _written_by(name, args):
                 self.wrote(target, stdin if name == "tee" and stdin != PIPE else None, state.cwds)
@@ -677,14 +915,17 @@ class Analyzer:
         for target in _option_outputs(name, args):  # `gpg -o FILE`, `openssl -out FILE`: like a redirect
             # (what a compiler writes is the program just built: running it next is the point of building it)
             self.output_redirect(target, state.cwds, record=name not in _COMPILERS)
+        if name == "gdb":  # `gdb -ex … --args PROG ARGS…` (not peeled as a wrapper): the program runs too
+            at = next((i for i, a in enumerate(args) if a in ("--args", "-args")), None)
+            if at is not None and at + 1 < len(args):
+                self.run_simple(args[at + 1:], state, None, {}, depth + 1)
+        if name == "go" and args[:1] == ["run"]:
+            self._go_run(args[1:], state, depth)
         if name in ("rg", "ripgrep"):
             for program in _option_values(args, "\x01", ("--pre",)):
                 self.run_simple([program, READ], state, None, {}, depth + 1)  # once per file searched
-        for sql_file in _option_values(args, "f", ("--file",)) if name in _SQL_FILE_CLIENTS else []:
-            content = self.file_content(sql_file, state.cwds)  # `psql -f <(echo SQL)`: judged as if on stdin
-            if content is not None:
-                self.out.append(SimpleCommand((name,) if content != PIPE else (name, "-f", UNKNOWN), state.cwds,
-                                              self.remote, (), content if content != PIPE else None))
+        if name in SQL_CLIENTS:
+            self._sql_files(name, args, stdin, state)
         if name in ("mkfifo", "mknod"):
             for fifo in [a for a in args if not a.startswith("-")][:1 if name == "mknod" else None]:
                 self.wrote(fifo, None, state.cwds)  # reading it gives whatever another command writes
@@ -719,6 +960,16 @@ class Analyzer:
             self._code_writes(code, state.cwds)  # after: a path the program writes is not a command it runs
             if _SYMLINK_CODE.search(code):
                 self.unknown_links = True
+
+    def _go_run(self, args: list[str], state: State, depth: int) -> None:
+        package, programs = go_run(args)
+        if package is not None and "@" in package.lstrip("@"):
+            self.out.append(Unanalysable(
+                f"`go run {package}` downloads that module version and runs it, so what it does cannot be known "
+                "before it runs; add it to go.mod and read it first, or `go install` it and run the binary by "
+                "name", rule="unknown-code"))
+        for program in programs:  # `-exec PROG`: PROG runs with the built binary as its first argument
+            self.run_simple([*split_words(program), READ], state, None, {}, depth + 1)
 
     def _code_writes(self, code: str, cwds: frozenset[str | None]) -> None:
         """Program text that writes files: every path named in it may be written (so running one of them
@@ -767,6 +1018,58 @@ class Analyzer:
                     self.run_simple(argv, state, None, {}, depth)
                 i = end
             i += 1
+
+
+def _is_shell(name: str) -> bool:
+    return name in SHELLS or _VERSIONED_SHELL.fullmatch(name) is not None
+
+
+def _script_arguments(args: Sequence[str]) -> list[str]:
+    """The words after the script file in `bash [options] FILE ARGS…`: its `$1…`."""
+    i = 0
+    while i < len(args) and args[i] != "--" and args[i][:1] in ("-", "+") and len(args[i]) > 1:
+        i += 2 if args[i] in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file") else 1
+    if i < len(args) and args[i] == "--":
+        i += 1
+    return list(args[i + 1:])
+
+
+def _syntax_check(args: Sequence[str]) -> bool:
+    """`bash -n FILE` / `-o noexec`: the shell only parses the script, it runs nothing in it."""
+    for index, arg in enumerate(args):
+        if arg == "--" or not arg.startswith("-") or arg.startswith("--"):
+            return False
+        if "n" in arg[1:] or (arg == "-o" and args[index + 1:index + 2] == ["noexec"]):
+            return True
+    return False
+
+
+def _with_positionals(body: str, argv: Sequence[str], state: State) -> tuple[str, State] | None:
+    """`body` (a function's or a script's) run with the words after argv[0] as `$1…`: `$@`/`$*` replaced
+    by the words, `$N` by a variable holding word N. None when the body moves them itself (`shift`,
+    `set --`), so they are no longer the call's words."""
+    if _REPOSITIONS.search(body):
+        return None
+    words = " ".join(_shell_word(a) for a in argv[1:])
+
+    def positional(found: re.Match[str]) -> str:
+        if found.group(4):  # `${N…`: the rest of the expansion (`}`, `:-default}`) stays as it is
+            return "${" + _ARGUMENT + found.group(4)
+        if found.group(5):
+            return "${" + _ARGUMENT + found.group(5) + "}"
+        return words
+
+    for index in range(1, 10):
+        state = state.with_var(f"{_ARGUMENT}{index}", argv[index] if index < len(argv) else "")
+    return _POSITIONAL.sub(positional, body), state
+
+
+def _shell_word(word: str) -> str:
+    """`word` quoted for a shell; one holding a marker (`~`, an unknown value) is double-quoted, so the
+    walker still sees it expand."""
+    if UNKNOWN not in word:
+        return shlex_quote(word)
+    return '"' + re.sub(r'([\\"$`])', r"\\\1", word) + '"'
 
 
 def shlex_quote(word: str) -> str:
@@ -984,6 +1287,7 @@ def analyze(command: str, cwd: str | None, temp_root: TempRoot, max_depth: int =
     """
     start = normalize_path(cwd) if cwd and cwd.startswith("/") else None
     analyzer = Analyzer(temp_root, max_depth)
+    analyzer.start_cwd = start
     try:
         analyzer.script(command, State(frozenset({start})), 0)
     except (RecursionError, TooDeep):

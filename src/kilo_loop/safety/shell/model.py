@@ -38,6 +38,8 @@ class SimpleCommand(NamedTuple):
     env: tuple[tuple[str, str | None], ...] = ()
     stdin: str | None = None
     """What the command reads on stdin, when that is known (a heredoc, a here-string, `echo … |`)."""
+    script: str | None = None
+    """The script file on disk this command was read from (`bash x.sh`), None when it is in the command."""
 
     @property
     def name(self) -> str:
@@ -59,6 +61,7 @@ class InlineCode(NamedTuple):
     code: str
     cwds: frozenset[str | None]
     remote: str | None = None
+    script: str | None = None
 
 
 class OutputRedirect(NamedTuple):
@@ -67,6 +70,7 @@ class OutputRedirect(NamedTuple):
     target: str
     cwds: frozenset[str | None]
     remote: str | None = None
+    script: str | None = None
 
 
 class Unanalysable(NamedTuple):

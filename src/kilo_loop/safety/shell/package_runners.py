@@ -1,4 +1,5 @@
-"""Package and environment runners: `npx X`, `npm exec`, `yarn dlx`, `corepack`, `poetry run X`, `nix develop -c`.
+"""Package and environment runners: `npx X`, `npm exec`, `yarn dlx`, `corepack`, `poetry run X`, `nix develop -c`,
+`deno run npm:X`; and what `go run` builds and runs.
 
 Each runs a package's command (or a command inside a project environment) only in the verbs
 that run one; `poetry install` runs nothing, so its handler returns None.
@@ -96,7 +97,47 @@ def _npm(args: list[str]) -> Unwrapped | None:
     return subcommand_runner(frozenset({"exec", "x"}), "cw", frozenset({"package", "call", "workspace"}))(args)
 
 
+_DENO_VALUE_OPTIONS = frozenset({"config", "import-map", "cert", "location", "seed", "ext", "log-level"})
+"""deno's options whose value may be the next word (the rest take theirs after `=`)."""
+
+
+def _deno(args: list[str]) -> Unwrapped | None:
+    """`deno run [flags] npm:PKG ARGS…` runs the package's command, like `npx PKG ARGS…`; other uses of
+    deno (a local program, `deno task`) are not a wrapper."""
+    if args[:1] != ["run"]:
+        return None
+    _, i = parse_options(args[1:], "cL", _DENO_VALUE_OPTIONS)
+    rest = args[1 + i:]
+    if not rest or not rest[0].startswith("npm:"):
+        return None
+    return Unwrapped([_package_command(rest[0][4:]), *rest[1:]])
+
+
+_GO_VALUE_FLAGS = frozenset({"C", "p", "asmflags", "buildmode", "compiler", "gccgoflags", "gcflags", "installsuffix",
+                             "ldflags", "mod", "modfile", "overlay", "pgo", "pkgdir", "tags", "toolexec", "exec", "o",
+                             "coverpkg", "covermode"})
+
+
+def go_run(args: list[str]) -> tuple[str | None, list[str]]:
+    """`go run [build flags] PACKAGE [ARGS…]`: the package, and the programs its `-exec` / `-toolexec`
+    flags run (with the built binary, or each build tool, as arguments)."""
+    programs: list[str] = []
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "--":
+        flag, eq, value = args[i].lstrip("-").partition("=")
+        if flag in _GO_VALUE_FLAGS and not eq:
+            value = args[i + 1] if i + 1 < len(args) else ""
+            i += 1
+        if flag in ("exec", "toolexec") and value:
+            programs.append(value)
+        i += 1
+    if i < len(args) and args[i] == "--":
+        i += 1
+    return (args[i] if i < len(args) else None), programs
+
+
 PACKAGE_RUNNERS: dict[str, Unwrap] = {
+    "deno": _deno,
     "npx": _npx,
     "pnpx": _npx,
     "bunx": _npx,

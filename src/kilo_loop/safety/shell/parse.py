@@ -361,7 +361,8 @@ class Walker:
         if operator in _OUTPUT_OPERATORS and not (operator in (">&", "<&") and destination.type == "number"):
             self.an.output_redirect(target, state.cwds)
         elif operator == "<":
-            return self.an.file_content(target, state.cwds)
+            content = self.an.file_content(target, state.cwds)
+            return content if content is not None else self.an.disk_input(target, state.cwds)
         elif operator == "<&" and target not in ("-", "0"):
             return PIPE  # stdin from another descriptor: a pipe or process substitution opened earlier
         return None

@@ -153,6 +153,20 @@ def _plain(short_arg: str = "", long_arg: frozenset[str] = frozenset(), skip: in
     return unwrap
 
 
+_GDB_COMMANDS = frozenset({"-ex", "--ex", "-iex", "--iex", "-eval-command", "--eval-command", "-init-eval-command",
+                           "--init-eval-command", "-x", "--x", "-command", "--command", "-ix", "--ix", "-init-command",
+                           "--init-command"})
+
+
+def _gdb(args: list[str]) -> Unwrapped | None:
+    """`gdb [options] --args PROG ARGS…` runs PROG ARGS. With commands of its own (`-ex …`) gdb is not
+    peeled: the analyzer judges those and the program together."""
+    at = next((i for i, a in enumerate(args) if a in ("--args", "-args")), None)
+    if at is None or at + 1 >= len(args) or any(a.split("=", 1)[0] in _GDB_COMMANDS for a in args[:at]):
+        return None
+    return Unwrapped(args[at + 1:])
+
+
 def _at(args: list[str]) -> Unwrapped:
     opts, _ = parse_options(args, "qfMmt", frozenset())
     if any(k in opts for k in ("-l", "-d", "-r", "-c")):
@@ -313,9 +327,13 @@ WRAPPERS: dict[str, Unwrap] = {
         "--coreutils-prog=") else Unwrapped(args[1:]) if args[:1] == ["--coreutils-prog"] else NOEXEC,
     "hub": lambda args: Unwrapped([_HUB_RUNS, *args]),
     "toybox": lambda args: Unwrapped(args),
-    "strace": _plain("aeoOpPsSuXbIE"),
-    "ltrace": _plain("aeoOpPsSuXbIE"),
+    "strace": _plain("aeoOpPsSuXbIE", frozenset({"output", "trace", "signal", "string-limit", "attach", "user",
+                                                  "columns", "const-print-style", "detach-on", "trace-path",
+                                                  "interruptible", "env", "summary-sort", "status", "abbrev",
+                                                  "verbose", "raw", "read", "write", "fault", "inject", "kvm"})),
+    "ltrace": _plain("aADeFlnopsuwx", frozenset({"align", "config", "library", "indent", "output"})),
     "valgrind": _plain(),
+    "gdb": _gdb,
     "xargs": _xargs,
     "parallel": _parallel,
     "watch": _watch,
