@@ -52,6 +52,11 @@ def help_stand_in(name: str) -> click.Command:
     return click.Command(name, help=SUBCOMMANDS[name][1])
 
 
+def _looks_like_a_plan(word: str) -> bool:
+    """A word typed where a subcommand goes that is a goal file (`kilo-loop plan.md` without --goal)."""
+    return Path(word).suffix.lower() in (".md", ".markdown", ".json") or Path(word).is_file()
+
+
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use; `--help` lists them from SUBCOMMANDS."""
 
@@ -62,6 +67,13 @@ class LazyGroup(click.Group):
         if cmd_name not in self.commands and cmd_name in SUBCOMMANDS:
             self.add_command(load_subcommand(cmd_name), cmd_name)
         return super().get_command(ctx, cmd_name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name not in SUBCOMMANDS and name not in self.commands and _looks_like_a_plan(name):
+            raise click.UsageError(f"No such command '{name}'; to run a plan, name it with --goal: "
+                                   f"kilo-loop --goal {name}", ctx)
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -219,10 +231,44 @@ _ACTS_ONLY_WITH: dict[str, tuple[str, str]] = {
 }
 
 
+# Flags only a real agent CLI acts on: a dry run's simulated agent runs no command, so the loop runs
+# no verify after it (verify could change files; a dry run changes none but the loop's own).
+_REAL_RUN_ONLY = ("verify", "verify_timeout_minutes", "runtime", "transport", "isolate_home", "usage_db",
+                  "provider_config_mode", "thinking", "auto")
+
+# A flag that loses to another one typed with it: (the flag, the winning flag, what the winner does).
+_OVERRIDDEN_BY: tuple[tuple[str, str, str], ...] = (
+    ("keep_open_for", "keep_open", "which keeps the dashboard up until Ctrl+C"),
+    ("lan", "local", "which binds loopback only"),
+    ("lan", "host", "which names the address to bind"),
+    ("host", "local", "which binds loopback only"),
+    ("run_id", "resume", "which keeps the resumed run's id"),
+    ("session_mode", "shared_context", "its newer name"),
+    ("mode", "agent", "its newer name"),
+)
+
+
+def _flag(name: str) -> str:
+    return f"--{name.replace('_', '-')}"
+
+
+def _as_typed(name: str, settings: Settings) -> str:
+    """The flag as typed: `--no-usage-db` for a switch typed off."""
+    return _flag(name if getattr(settings, name, None) is not False else "no_" + name)
+
+
 def ignored_flags(typed: set[str], settings: Settings) -> list[str]:
     """A warning for each flag typed on a one-plan command line that this run cannot act on."""
-    warnings = [f"--{name.replace('_', '-')} has no effect {why}"
-                for name, (needed, why) in _ACTS_ONLY_WITH.items() if name in typed and not getattr(settings, needed)]
+    idle = {name: why for name, (needed, why) in _ACTS_ONLY_WITH.items() if name in typed and not getattr(settings, needed)}
+    warnings = [f"{_flag(name)} has no effect {why}" for name, why in idle.items()]
+    beaten: dict[str, str] = {}  # the first flag that beats each one, in _OVERRIDDEN_BY's order
+    for name, winner, what in _OVERRIDDEN_BY:
+        if {name, winner} <= typed and not {name, winner} & idle.keys() and getattr(settings, winner) not in (None, ""):
+            beaten.setdefault(name, f"{_flag(name)} has no effect with {_as_typed(winner, settings)}, {what}")
+    warnings += beaten.values()
+    if settings.dry_run:
+        warnings += [f"{_as_typed(name, settings)} has no effect in a dry run (the simulated agent runs no command)"
+                     for name in _REAL_RUN_ONLY if name in typed]
     if "merge" in typed:
         warnings.append("--merge has no effect on one plan (it applies to several --goal or --parallel)")
     return [f"kilo-loop: warning: {warning}" for warning in warnings]
@@ -245,7 +291,8 @@ def main(ctx: click.Context, /, **params: Any) -> None:
         return
     if params.get("goal") and params.get("goal_text"):
         raise click.UsageError("pass either --goal <file> or --goal-text \"…\", not both", ctx)
-    if len(params.get("goal") or ()) > 1 or params.get("parallel"):
+    several = len(params.get("goal") or ()) > 1 or params.get("parallel")
+    if several and not params.get("list_goals"):  # --list-goals only lists, with any number of --goal
         sys.exit(_parallel_main(params))
     from kilo_loop.commands.run import run_main
     from kilo_loop.git import project_root

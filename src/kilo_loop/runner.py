@@ -160,6 +160,9 @@ def read_prompt_extra(value: str | None, project: Path) -> str | None:
         except OSError:
             continue
     if _FILE_NAME.fullmatch(value.strip()):
+        if any(candidate.is_dir() for candidate in (Path(value).expanduser(), project / value)):
+            raise SetupError(f"--prompt-extra {value}: is a directory; name the file in it, or pass the "
+                             "instructions themselves")
         raise SetupError(f"--prompt-extra {value}: no such file (looked in the current directory and "
                          f"{project}); fix the path, or pass the instructions themselves")
     return value.strip() or None
@@ -255,16 +258,31 @@ def check_notify_targets(settings: Settings) -> None:
         raise SetupError(f"--notify: {exc}") from exc
 
 
+def check_loop_paths(layout: ProjectLayout) -> None:
+    """The loop's own paths under .kilocode-loop/ are free for what it writes there: a file where a
+    directory goes (or the reverse) stops the run before it starts, not with a traceback mid-way."""
+    for directory in (layout.root, layout.runs):
+        if directory.exists() and not directory.is_dir():
+            raise SetupError(f"{directory} is a file, but kilo-loop keeps its runs in that directory: "
+                             "move the file out of the way")
+    for file in (layout.progress, layout.answers, layout.handoff):
+        if file.is_dir():
+            raise SetupError(f"{file} is a directory, but the loop writes that file there: "
+                             "move the directory out of the way")
+
+
 def prepare_run(settings: Settings, goal: Goal, project: Path, runtime: str) -> PreparedRun:
     check_notify_targets(settings)
     read_prompt_extra(settings.prompt_extra, project)  # a missing file fails before the run dir exists
     project_layout = ProjectLayout(project)
+    check_loop_paths(project_layout)
     if settings.resume:
         try:
             run = resolve_run(project_layout, settings.resume)
             previous = load_for_resume(run)
         except RunNotFound as exc:
-            raise SetupError(f"--resume {settings.resume}: {exc}") from exc
+            raise SetupError(f"--resume {settings.resume}: {exc}; to start over, run without --resume "
+                             "(`kilo-loop report --last` shows the newest saved run)") from exc
         check_same_goal(previous, goal, project, settings.resume)
         return PreparedRun(run, resumed_state(previous, goal, settings), resumed=True)
     run_id = settings.run_id or _unused_run_id(project_layout)

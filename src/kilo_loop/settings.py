@@ -227,8 +227,10 @@ class ProjectConfigSource(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        if self._path is None or not self._path.is_file():
+        if self._path is None or not self._path.exists():
             return {}
+        if not self._path.is_file():
+            raise ConfigError(f"{self._path} is not a file: move it out of the way, or make it a JSON object of settings")
         try:
             raw = read_json(self._path)
         except (OSError, ValueError) as exc:

@@ -106,9 +106,9 @@ def test_template_without_checkboxes_warns(tmp_path: Path) -> None:
         (("T", "--epoch", str(10**20)), "not a usable time"),
     ],
 )
-def test_bad_arguments_exit_1(tmp_path: Path, args: tuple[str, ...], fragment: str) -> None:
+def test_bad_arguments_are_usage_errors_exit_2(tmp_path: Path, args: tuple[str, ...], fragment: str) -> None:
     code, _, err = run(*args, "--project", str(tmp_path))
-    assert code == 1
+    assert code == 2
     assert fragment in err
     assert list(tmp_path.iterdir()) == []
 

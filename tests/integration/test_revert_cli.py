@@ -94,7 +94,22 @@ def test_unknown_or_unsafe_run_id_is_a_clear_error(project: Path, run_id: str) -
 
 def test_missing_checkpoint_is_a_clear_error(project: Path) -> None:
     code, output = invoke(project, "--run", "run-1", "--before", "7", "--yes")
-    assert code == 1 and "no checkpoint before iteration 7" in output and untouched(project)
+    assert code == 1 and untouched(project)
+    assert "run run-1 has no checkpoint before iteration 7, only before 1: pass --before 1" in output
+
+
+def test_a_run_without_checkpoints_says_there_is_nothing_to_revert_to(project: Path) -> None:
+    (project / ".kilocode-loop/runs/run-2").mkdir()
+    (project / ".kilocode-loop/runs/run-2/state.json").write_text("{}")
+    code, output = invoke(project, "--run", "run-2", "--before", "1", "--yes")
+    assert code == 1 and untouched(project)
+    assert "run run-2 has no checkpoints (it ran with --no-checkpoint" in output
+
+
+def test_the_checkpoints_a_run_has_are_named_when_another_is_asked_for() -> None:
+    assert revert_module.no_such_checkpoint("r", 9, [1, 2, 3]) == (
+        "run r has no checkpoint before iteration 9: it has one before iterations 1 to 3; pass one of those to --before")
+    assert "before iterations 1, 3" in revert_module.no_such_checkpoint("r", 2, [1, 3])
 
 
 @pytest.mark.parametrize("before", ["0", "-2", "x"])

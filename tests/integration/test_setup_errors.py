@@ -143,3 +143,63 @@ def test_prompt_extra_naming_a_missing_file(project: Path) -> None:
     assert "--prompt-extra notes.md: no such file" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert nothing_created(project)
+
+
+@pytest.mark.parametrize("extra", [["--goal", "plans/b.md"], ["--parallel", "1"]])
+def test_list_goals_with_several_goals_lists_and_starts_nothing(project: Path, extra: list[str]) -> None:
+    plans = project / "plans"
+    plans.mkdir()
+    (plans / "a.md").write_text("# Plan A\n\n- [ ] first of a\n")
+    (plans / "b.md").write_text("# Plan B\n\n- [ ] first of b\n")
+    result = cli(["--list-goals", "--goal", "plans/a.md", *extra, "--dry-run", "--no-dashboard"], project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "plans/a.md — Plan A" in result.stdout and "plans/b.md — Plan B" in result.stdout
+    assert "started" not in result.stdout
+    assert not (project / ".kilocode-loop" / "worktrees").exists()
+    assert subprocess.run(["git", "branch", "--list", "kilo-loop/*"], cwd=project, capture_output=True,
+                          text=True).stdout == ""
+
+
+@pytest.mark.parametrize(("path", "as_dir", "needle"), [
+    (".kilocode-loop", False, "is a file, but kilo-loop keeps its runs in that directory"),
+    (".kilocode-loop/runs", False, "is a file, but kilo-loop keeps its runs in that directory"),
+    (".kilocode-loop/progress.json", True, "is a directory, but the loop writes that file there"),
+])
+def test_a_loop_path_of_the_wrong_kind_stops_the_run_before_it_starts(
+    project: Path, path: str, as_dir: bool, needle: str
+) -> None:
+    target = project / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if as_dir:
+        target.mkdir()
+    else:
+        target.write_text("x")
+    result = cli(["--goal-text", "x", "--dry-run", "--no-dashboard", "--no-confirm", "--hitl", "off", "-n", "1"],
+                 project)
+    assert result.returncode == 2, result.stdout + result.stderr
+    kind = "directory" if as_dir else "file"
+    assert result.stderr.strip() == f"kilo-loop: {target} {needle}: move the {kind} out of the way"
+    assert "Traceback" not in result.stderr and not (project / ".kilocode-loop" / "runs").is_dir()
+
+
+def test_prompt_extra_naming_a_directory_says_so(project: Path) -> None:
+    (project / "notes").mkdir()
+    result = cli(["--goal-text", "x", "--dry-run", "--no-dashboard", "--prompt-extra", "./notes"], project)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == ("kilo-loop: --prompt-extra ./notes: is a directory; name the file in it, or "
+                                     "pass the instructions themselves")
+    assert nothing_created(project)
+
+
+def test_a_resume_that_cannot_load_its_run_says_what_to_do(project: Path) -> None:
+    base = ["--goal-text", "x", "--dry-run", "--no-dashboard", "--no-confirm", "--hitl", "off", "-n", "1"]
+    missing = cli([*base, "--resume", "nope"], project)
+    assert missing.returncode == 2, missing.stderr
+    assert missing.stderr.strip().endswith("no saved run 'nope' under " + str(project / ".kilocode-loop/runs") +
+                                           "; to start over, run without --resume (`kilo-loop report --last` shows "
+                                           "the newest saved run)")
+    assert cli([*base, "--run-id", "r1"], project).returncode == 0
+    (project / ".kilocode-loop/runs/r1/state.json").write_text("{")
+    damaged = cli([*base, "--resume", "r1"], project)
+    assert damaged.returncode == 2 and "state.json: not valid JSON" in damaged.stderr
+    assert "to start over, run without --resume" in damaged.stderr and len(damaged.stderr.strip().splitlines()) == 1

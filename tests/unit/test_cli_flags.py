@@ -54,3 +54,49 @@ def test_a_project_directory_that_is_not_there_is_refused(tmp_path: Path, args: 
     result = CliRunner().invoke(main, [arg.format(missing=missing) for arg in args])
     assert result.exit_code == 2, result.output
     assert f"Directory '{missing}' does not exist" in result.output
+
+
+def test_a_flag_that_loses_to_another_typed_with_it_is_named(tmp_path: Path) -> None:
+    values = {"keep_open": True, "keep_open_for": "10m", "lan": True, "local": True, "resume": "last",
+              "run_id": "mine"}
+    assert warnings_for(set(values), values, tmp_path) == [
+        "--keep-open-for has no effect with --keep-open, which keeps the dashboard up until Ctrl+C",
+        "--lan has no effect with --local, which binds loopback only",
+        "--run-id has no effect with --resume, which keeps the resumed run's id",
+    ]
+    off = {**values, "dashboard": False}  # said once: the dashboard's own flags do nothing at all
+    assert warnings_for(set(off), off, tmp_path) == [
+        *(f"--{name} has no effect with the dashboard off" for name in ("lan", "local", "keep-open", "keep-open-for")),
+        "--run-id has no effect with --resume, which keeps the resumed run's id",
+    ]
+    assert warnings_for({"keep_open_for", "lan"}, {"keep_open_for": "10m", "lan": True}, tmp_path) == []
+    host = {"host": "127.0.0.1", "lan": True}
+    assert warnings_for(set(host), host, tmp_path) == ["--lan has no effect with --host, which names the address to bind"]
+    assert warnings_for({"session_mode", "shared_context", "mode", "agent"},
+                        {"shared_context": False, "agent": "build"}, tmp_path) == [
+        "--session-mode has no effect with --no-shared-context, its newer name",
+        "--mode has no effect with --agent, its newer name",
+    ]
+    assert warnings_for({*host, "local"}, {**host, "local": True}, tmp_path) == [
+        "--lan has no effect with --local, which binds loopback only",
+        "--host has no effect with --local, which binds loopback only",
+    ]
+
+
+def test_flags_only_a_real_agent_acts_on_are_named_in_a_dry_run(tmp_path: Path) -> None:
+    values = {"verify": "pytest -q", "verify_timeout_minutes": 2.0, "runtime": "claude", "transport": "run",
+              "isolate_home": True, "usage_db": False, "provider_config_mode": "none", "thinking": True, "auto": False}
+    assert warnings_for(set(values), {**values, "dry_run": True}, tmp_path) == [
+        f"--{name} has no effect in a dry run (the simulated agent runs no command)"
+        for name in ("verify", "verify-timeout-minutes", "runtime", "transport", "isolate-home", "no-usage-db",
+                     "provider-config-mode", "thinking", "no-auto")]
+    assert warnings_for(set(values), values, tmp_path) == []
+
+
+@pytest.mark.parametrize("word", ["plan.md", "goal.json"])
+def test_a_goal_file_typed_without_goal_says_to_name_it_with_goal(word: str) -> None:
+    result = CliRunner().invoke(main, [word, "--dry-run"])
+    assert result.exit_code == 2, result.output
+    assert f"No such command '{word}'; to run a plan, name it with --goal: kilo-loop --goal {word}" in result.output
+    other = CliRunner().invoke(main, ["reprot"])
+    assert other.exit_code == 2 and "No such command 'reprot'." in other.output

@@ -184,3 +184,9 @@ def test_an_out_of_range_config_value_names_file_and_key(tmp_path: Path, key: st
     config = write_config(tmp_path, {key: value})
     with pytest.raises(ConfigError, match=rf"^{re.escape(str(config))}: key '{key}': Input should be"):
         load_settings({}, tmp_path)
+
+
+def test_a_config_json_that_is_a_directory_is_an_error_not_ignored(tmp_path: Path) -> None:
+    (tmp_path / ".kilocode-loop" / "config.json").mkdir(parents=True)
+    with pytest.raises(ConfigError, match=r"config\.json is not a file: move it out of the way"):
+        load_settings({}, tmp_path)

@@ -258,3 +258,24 @@ def test_a_port_no_socket_can_have_is_a_usage_error_not_a_traceback(port: str) -
     result = CliRunner().invoke(main, ["doctor", "--runtime", "cursor", "--port", port])
     assert result.exit_code == 2 and result.exception is not None and isinstance(result.exception, SystemExit)
     assert "Invalid value for '--port'" in result.output and "0<=x<=65535" in result.output
+
+
+def test_the_projects_kilo_bin_names_the_binary_the_doctor_checks(tmp_path: Path, kilo_db: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    binary = fake_kilo(tmp_path / "elsewhere", db=str(kilo_db))  # not on PATH: only the config names it
+    project = tmp_path / "project"
+    (project / ".kilocode-loop").mkdir(parents=True)
+    (project / ".kilocode-loop" / "config.json").write_text(json.dumps({"kiloBin": str(binary)}))
+    _code, output = run_doctor(["--runtime", "kilo", "--port", "0", "-C", str(project)],
+                               environ(tmp_path / "bin", tmp_path), monkeypatch)
+    assert f"✓ kilo: binary: {binary}" in output, output
+
+
+def test_a_config_the_run_would_refuse_is_a_failed_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".kilocode-loop").mkdir()
+    (tmp_path / ".kilocode-loop" / "config.json").write_text('{"iterations": "many"}')
+    code, output = run_doctor(["--runtime", "claude", "--port", "0", "-C", str(tmp_path), "--json"],
+                              environ(tmp_path / "bin", tmp_path), monkeypatch)
+    rows = by_name([Check(**row) for row in json.loads(output)])
+    assert code == 1 and rows["config"].status == "fail"
+    assert "key 'iterations'" in rows["config"].detail and rows["config"].fix

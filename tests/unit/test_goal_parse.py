@@ -271,7 +271,7 @@ def test_json_trailing_comma() -> None:
 @pytest.mark.parametrize(
     ("text", "fragments"),
     [
-        ("[]", ["must be a JSON object", "an array"]),
+        ("[]", ["must be a JSON object", "an array", 'write {"title": …, "stages": […]}']),
         ('"just a string"', ["must be a JSON object", "a string"]),
         ('{"title": "T"}', ['"stages" is missing']),
         ('{"title": "T", "stages": {}}', ['"stages" must be an array', "an object"]),
@@ -301,6 +301,7 @@ def test_malformed_json_goals(text: str, fragments: list[str]) -> None:
         parse_json_goal(text, Path("g.json"))
     for fragment in fragments:
         assert fragment in info.value.message
+    assert "}}" not in info.value.message  # an f-string's doubled brace leaking into the text
     assert info.value.source == Path("g.json")
 
 
@@ -339,6 +340,10 @@ def test_load_goal_missing_directory_binary_and_non_utf8(tmp_path: Path) -> None
     (tmp_path / "dir.md").mkdir()
     with pytest.raises(GoalError, match="is a directory"):
         load_goal(tmp_path / "dir.md")
+    for directory in (tmp_path, tmp_path / "plans"):  # a name with no .md/.json is a directory all the same
+        directory.mkdir(exist_ok=True)
+        with pytest.raises(GoalError, match=r"is a directory: pass a \.json or \.md goal file"):
+            load_goal(directory)
     (tmp_path / "bin.json").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
     with pytest.raises(GoalError, match="binary"):
         load_goal(tmp_path / "bin.json")

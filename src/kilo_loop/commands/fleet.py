@@ -9,10 +9,11 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import click
+from click.core import ParameterSource
 
 if TYPE_CHECKING:
     from kilo_loop.fleet.serve import FleetDashboard
@@ -37,9 +38,22 @@ def masked(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+def reach_queue(client: Any, broker: str, outcome: str) -> None:
+    """One ping before anything waits on the queue: a Redis nobody serves is one line and exit 1
+    (a worker used to log a connection error every few seconds, forever)."""
+    import redis.exceptions
+
+    try:
+        client.ping()
+    except redis.exceptions.RedisError as exc:
+        raise click.ClickException(f"cannot reach the queue at {masked(broker)} ({exc}): start redis-server "
+                                   f"there or check --broker; {outcome}") from None
+
+
 @click.command("worker")
 @click.option("--broker", required=True, envvar="KILO_LOOP_BROKER", callback=broker_url, help=BROKER_HELP)
-@click.option("--workspace", type=click.Path(path_type=Path), default=Path(".kilo-loop-fleet"), show_default=True,
+@click.option("--workspace", type=click.Path(path_type=Path, file_okay=False), default=Path(".kilo-loop-fleet"),
+              show_default=True,
               help="where this worker clones repositories (one folder per run)")
 @click.option("--concurrency", type=click.IntRange(1, 32), default=1, show_default=True, help="runs at once")
 def worker_command(broker: str, workspace: Path, concurrency: int) -> None:
@@ -54,6 +68,7 @@ def worker_command(broker: str, workspace: Path, concurrency: int) -> None:
     from kilo_loop.fleet.queue import QUEUE, declare_actor, make_broker
 
     redis_broker = make_broker(broker)
+    reach_queue(redis_broker.client, broker, "no worker was started")
     config = WorkerConfig(workspace=workspace.expanduser().resolve())
     declare_actor(redis_broker, config)
     # worker_timeout caps how long an idle consumer sleeps between polls: with the default (1 s) the
@@ -73,7 +88,10 @@ def worker_command(broker: str, workspace: Path, concurrency: int) -> None:
     worker.stop(timeout=120_000)
 
 
-@click.command("submit", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+# No -h: with unknown options let through, click reads a run flag's glued value letter by letter, and an
+# `h` in it (`-mclaude-haiku`, `-C/home/me`) printed this help and queued nothing, exit 0.
+@click.command("submit", context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                                          "help_option_names": ["--help"]})
 @click.option("--broker", required=True, envvar="KILO_LOOP_BROKER", callback=broker_url, help=BROKER_HELP)
 @click.option("--repo", required=True, help="git URL or path the worker clones")
 @click.option("--ref", help="branch, tag or commit to start from (default: the repository's HEAD)")
@@ -91,28 +109,59 @@ def submit_command(ctx: click.Context, broker: str, repo: str, ref: str | None, 
     import dramatiq.errors
     import redis.exceptions
 
-    from kilo_loop.fleet.child import plan_flags, plan_label
+    from kilo_loop.fleet.child import parent_only_flags, plan_flags, plan_label
     from kilo_loop.fleet.queue import enqueue, make_broker
     from kilo_loop.fleet.store import FleetStore, Job
     from kilo_loop.run.layout import valid_run_id
     from kilo_loop.runner import new_run_id
 
     flags = plan_flags(ctx.args)
+    for dropped in parent_only_flags(ctx.args):
+        click.echo(f"kilo-loop: warning: {dropped} has no effect in a submitted run (the worker sets it)", err=True)
     name = run_id or f"{new_run_id()}-{plan_label(goal, set())}"
     if not valid_run_id(name):
         raise click.BadParameter(f"invalid run id {name!r}", param_hint="--run-id")
+    goal_text = checked_goal_text(goal)
+    check_run_flags(goal, flags)
     local = Path(repo).expanduser()
     source = str(local.resolve()) if local.exists() else repo
-    job = Job(run_id=name, repo=source, goal_name=goal.name, goal_text=goal.read_text(encoding="utf-8"), ref=ref,
+    job = Job(run_id=name, repo=source, goal_name=goal.name, goal_text=goal_text, ref=ref,
               flags=tuple(flags), backend=backend or _runtime_flag(flags) or "default", push_branch=push_branch)
     try:
         redis_broker = make_broker(broker)
-        FleetStore(redis_broker.client).register(job)
+        store = FleetStore(redis_broker.client)
+        if store.job(name) is not None:
+            raise click.UsageError(f"run {name} is already in the fleet (kilo-loop fleet shows it): pick another "
+                                   "--run-id; nothing was queued")
+        store.register(job)
         enqueue(redis_broker, job)
     except (redis.exceptions.ConnectionError, dramatiq.errors.BrokerConnectionError) as exc:
         raise click.ClickException(f"cannot reach the queue at {masked(broker)} ({exc}): start redis-server "
                                    "there or check --broker; nothing was queued") from None
     click.echo(name)
+
+
+def checked_goal_text(goal: Path) -> str:
+    """The plan's text, once it reads as a goal: a plan the worker cannot run is refused here (a goal
+    error, exit 2), before anything is queued, not found on a worker as a failed run."""
+    from kilo_loop.goal.parse import load_goal, read_goal_text
+
+    load_goal(goal)
+    return read_goal_text(goal)
+
+
+def check_run_flags(goal: Path, flags: list[str]) -> None:
+    """The run flags as the worker's run will read them: an unknown flag, a value of the wrong type or
+    out of range is a usage error here (exit 2), before anything is queued."""
+    from kilo_loop.cli import _given, main
+    from kilo_loop.settings import load_settings
+
+    run = click.Command("kilo-loop", params=main.params)
+    try:
+        run_ctx = run.make_context("kilo-loop", ["--goal", str(goal), *flags])
+    except click.UsageError as exc:
+        raise click.UsageError(f"run flags: {exc.format_message()}") from None
+    load_settings(_given(run_ctx, run_ctx.params), None)
 
 
 def _runtime_flag(flags: list[str]) -> str | None:
@@ -128,7 +177,7 @@ def _runtime_flag(flags: list[str]) -> str | None:
 @click.option("--broker", envvar="KILO_LOOP_BROKER", callback=broker_url, help=BROKER_HELP)
 @click.option("--local", "local_workers", type=click.IntRange(1, 16),
               help="try-out: start redis-server on a free loopback port and this many workers here")
-@click.option("--workspace", type=click.Path(path_type=Path), help="with --local: where the workers clone")
+@click.option("--workspace", type=click.Path(path_type=Path, file_okay=False), help="with --local: where the workers clone")
 @click.option("-p", "--port", type=click.IntRange(0, 65535), default=7999, show_default=True,
               help="dashboard port (0: any free port)")
 @click.option("--host", help="dashboard host (default 127.0.0.1)")
@@ -144,6 +193,11 @@ def fleet_command(broker: str | None, local_workers: int | None, workspace: Path
 
     if not broker and not local_workers:
         raise click.UsageError("pass --broker redis://… or --local N")
+    typed_broker = click.get_current_context().get_parameter_source("broker") == ParameterSource.COMMANDLINE
+    if typed_broker and local_workers:
+        raise click.UsageError("pass --broker redis://… or --local N, not both (--local starts its own redis-server)")
+    if workspace and not local_workers:
+        click.echo("kilo-loop: warning: --workspace has no effect without --local (each worker has its own)", err=True)
     server: RedisServer | None = None
     workers: list[LocalWorker] = []
     try:
@@ -155,7 +209,9 @@ def fleet_command(broker: str | None, local_workers: int | None, workspace: Path
             click.echo(f"local fleet: redis-server at {broker}, {local_workers} worker(s) under {base}")
             click.echo(f"queue a plan:  kilo-loop submit --broker {broker} --repo <path or URL> --goal plan.md")
         assert broker is not None
-        dashboard = fleet_dashboard(RedisRuns(FleetStore.from_url(broker)), host, port, lan)
+        store = FleetStore.from_url(broker)
+        reach_queue(store.client, broker, "the dashboard was not started")
+        dashboard = fleet_dashboard(RedisRuns(store), host, port, lan)
         asyncio.run(_serve(dashboard))
     except (LocalFleetError, PortInUse, BindError) as exc:
         click.echo(f"kilo-loop: {exc}", err=True)

@@ -33,7 +33,7 @@ def new_plan_command(
 ) -> None:
     """Scaffold a plan from <project>/.kilo/templates/plan.md ({{title}}, {{date}}, {{slug}})."""
     root = project.resolve() if project else project_root()
-    plan = build_plan(root, title, slug=slug, epoch_ms=epoch_ms, directory=directory)  # ScaffoldError: exit 1
+    plan = build_plan(root, title, slug=slug, epoch_ms=epoch_ms, directory=directory)  # ScaffoldError: exit 2 for a bad argument, else 1
     if print_only:
         click.echo(f"# would write {plan.relative}", err=True)
         click.echo(plan.content, nl=False)

@@ -21,6 +21,7 @@ from kilo_loop.safety.checkpoint import (
     CheckpointError,
     RevertPlan,
     RevertResult,
+    list_checkpoints,
     plan_revert,
     revert_to_checkpoint,
 )
@@ -46,6 +47,19 @@ def _list(title: str, paths: Sequence[str], mark: str) -> list[str]:
     if len(paths) > SHOW_AT_MOST:
         lines.append(f"  … and {len(paths) - SHOW_AT_MOST} more")
     return lines
+
+
+def no_such_checkpoint(run_id: str, iteration: int, available: Sequence[int]) -> str:
+    """What --before can be for this run, when the asked one is not there."""
+    if not available:
+        return (f"run {run_id} has no checkpoints (it ran with --no-checkpoint, or stopped before its first "
+                "iteration): there is nothing to revert to")
+    if len(available) == 1:
+        return f"run {run_id} has no checkpoint before iteration {iteration}, only before {available[0]}: pass --before {available[0]}"
+    contiguous = list(available) == list(range(available[0], available[-1] + 1))
+    which = f"{available[0]} to {available[-1]}" if contiguous else ", ".join(map(str, available))
+    return (f"run {run_id} has no checkpoint before iteration {iteration}: it has one before iterations {which}; "
+            "pass one of those to --before")
 
 
 def describe_plan(plan: RevertPlan, run_id: str) -> str:
@@ -75,6 +89,9 @@ def describe_result(result: RevertResult) -> str:
 def revert_command(run_ref: str, iteration: int, yes: bool, project: Path | None) -> None:
     root = project_root(project)
     run = resolve_run(ProjectLayout(root), run_ref)  # RunNotFound, CheckpointError: exit 1
+    available = [checkpoint.iteration for checkpoint in list_checkpoints(run.checkpoints)]
+    if iteration not in available:
+        raise CheckpointError(no_such_checkpoint(run.run_id, iteration, available))
     plan = plan_revert(root, run.checkpoints, iteration)
     if plan.head_moved:
         raise CheckpointError(

@@ -41,6 +41,13 @@ def plan_flags(argv: Sequence[str]) -> list[str]:
     return kept
 
 
+def parent_only_flags(argv: Sequence[str]) -> list[str]:
+    """The flags `plan_flags` leaves out of a plan's command line, by name, in the order typed."""
+    kept = set(plan_flags(argv))
+    names = [arg.split("=", 1)[0] for arg in argv if arg not in kept and arg.startswith("-")]
+    return list(dict.fromkeys(name if name in _VALUED | _BARE else name[:2] for name in names))
+
+
 def child_argv(goal: str, project: Path, run_id: str, flags: Sequence[str], resume: bool = False) -> list[str]:
     """A plan's process: quiet, no dashboard and no confirmation (the parent shows and steers it)."""
     argv = [sys.executable, "-m", "kilo_loop", "--goal", goal, "-C", str(project),

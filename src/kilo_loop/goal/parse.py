@@ -333,7 +333,7 @@ def load_json_object(text: str, source: Path | None) -> dict[str, Any]:
         raise GoalError("invalid JSON: nested too deeply", source) from None
     if not isinstance(data, dict):
         raise GoalError(f'the goal must be a JSON object, not {_type_name(data)}: write {{"title": …, '
-                        '"stages": […]}}', source)
+                        '"stages": […]}', source)
     return data
 
 
@@ -467,6 +467,8 @@ def read_goal_text(path: Path) -> str:
 
 
 def load_goal(path: Path) -> Goal:
+    if path.is_dir():  # before the suffix: a directory's name is no file type (`--goal .` read as '.repo')
+        raise GoalError("is a directory: pass a .json or .md goal file", path)
     suffix = path.suffix.lower()
     if suffix not in JSON_SUFFIXES | MARKDOWN_SUFFIXES:
         raise GoalError(f"unsupported goal file type {suffix or '(none)'!r}: use a .json goal, a .md "

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
-from kilo_loop.errors import KiloLoopError
+from kilo_loop.errors import KiloLoopError, UsageError
 from kilo_loop.goal.model import GoalError
 from kilo_loop.goal.parse import parse_markdown_goal
 from kilo_loop.goal.registry import is_plan_location
@@ -54,6 +54,10 @@ that command exits 0), and ` :: acceptance: <criteria>` to say what done means.
 
 class ScaffoldError(KiloLoopError, ValueError):
     """A plan that cannot be scaffolded; the message says why and what to do."""
+
+
+class ScaffoldArgumentError(ScaffoldError, UsageError):
+    """A title, --dir or --epoch that cannot make a plan: a usage error (exit 2), nothing written."""
 
 
 @dataclass(frozen=True)
@@ -93,10 +97,10 @@ def load_template(project: Path) -> str:
 def _directory_parts(directory: str) -> tuple[str, ...]:
     pure = PurePosixPath(directory.replace("\\", "/"))
     if pure.is_absolute():
-        raise ScaffoldError(f"--dir must be relative to the project, not absolute: {directory!r}")
+        raise ScaffoldArgumentError(f"--dir must be relative to the project, not absolute: {directory!r}")
     parts = tuple(part for part in pure.parts if part != ".")
     if ".." in parts:
-        raise ScaffoldError(f"--dir may not leave the project ('..'): {directory!r}")
+        raise ScaffoldArgumentError(f"--dir may not leave the project ('..'): {directory!r}")
     return parts
 
 
@@ -104,7 +108,7 @@ def _date_of(epoch_ms: int) -> str:
     try:
         return datetime.fromtimestamp(epoch_ms / 1000).date().isoformat()
     except (OverflowError, OSError, ValueError):
-        raise ScaffoldError(f"--epoch {epoch_ms} is not a usable time in milliseconds") from None
+        raise ScaffoldArgumentError(f"--epoch {epoch_ms} is not a usable time in milliseconds") from None
 
 
 def _is_discoverable(parts: tuple[str, ...], content: str) -> bool:
@@ -129,11 +133,11 @@ def build_plan(
     """Where the plan goes and what it says; reads the project template unless one is given."""
     clean_title = " ".join(title.split())
     if not clean_title:
-        raise ScaffoldError('the plan title is empty: kilo-loop new-plan "My plan title"')
+        raise ScaffoldArgumentError('the plan title is empty: kilo-loop new-plan "My plan title"')
     if epoch_ms is None:
         epoch_ms = time.time_ns() // 1_000_000
     if epoch_ms < 0:
-        raise ScaffoldError(f"--epoch must not be negative: {epoch_ms}")
+        raise ScaffoldArgumentError(f"--epoch must not be negative: {epoch_ms}")
     final_slug = slugify(slug if slug is not None else clean_title)
     parts = (*_directory_parts(directory), f"{epoch_ms}-{final_slug}.md")
     text = load_template(project) if template is None else template
