@@ -292,6 +292,19 @@ def is_code_reference(key: str, value: str) -> bool:
     return parts[0] in _OBJECT_NAMES or is_secret_key(parts[-1])
 
 
+# A secret's id in a secret store is its name, path or ARN (``--secret-id prod/db/creds``,
+# ``SecretId=arn:aws:secretsmanager:…``); Vault AppRole's ``secret_id`` is a UUID or random: a secret.
+_STORED_SECRET_NAME = re.compile(
+    r"arn:[a-z0-9-]+:[a-z0-9-]+:[^ \t]*|[A-Za-z][a-z0-9_.-]*(?:/[A-Za-z][a-z0-9_.-]*)+|[a-z]+(?:[-_][a-z]+)*"
+)
+
+
+def names_a_stored_secret(key: str, value: str) -> bool:
+    return key_words(key)[-2:] == ("secret", "id") and (
+        bool(_STORED_SECRET_NAME.fullmatch(value)) or identifier_like(value)
+    )
+
+
 # --- random-looking tokens ------------------------------------------------------------------
 
 _UUID_RE = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")

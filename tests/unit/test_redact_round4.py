@@ -1,0 +1,94 @@
+"""Redactor red-team round 4: values in the lines of a JSON string's text (escaped line breaks),
+secrets line-wrapped at a fixed width, and prose or names that only look like a secret's value.
+
+Fake values are random-looking strings made for this file; provider prefixes are concatenated.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kilo_loop.safety.redact import REDACTED, Redactor
+
+
+@pytest.fixture(scope="module")
+def redactor() -> Redactor:
+    return Redactor()
+
+
+def _stable(redactor: Redactor, text: str) -> str:
+    out = redactor.redact(text)
+    assert redactor.redact(out) == out
+    return out
+
+
+# --- 1. a value in a line of a JSON string's text ends at the escaped line break --------------
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a passphrase of several words at the start of a string or of one of its lines: all of it goes
+    ('{"output":"password: correct horse battery\\n  next line"}',
+     '{"output":"password: [REDACTED]\\n  next line"}'),
+    ('{"output":"APP=1\\nDB_PASSWORD=tr0ub4dor and 3\\nDEBUG=1"}',
+     '{"output":"APP=1\\nDB_PASSWORD=[REDACTED]\\nDEBUG=1"}'),
+    ('{"output":"$ cat .env\\n  export SECRET_KEY=Wq8 zk2 Lm7\\r\\n  user: x"}',
+     '{"output":"$ cat .env\\n  export SECRET_KEY=[REDACTED]\\r\\n  user: x"}'),
+    # quoted with escaped quotes: the quotes stay
+    ('{"output":"password: \\"Xy7kQ2 mZp9Lw\\"\\n  next line"}',
+     '{"output":"password: \\"[REDACTED]\\"\\n  next line"}'),
+    # JSON in JSON: the line ends at the inner string's closing quote
+    ('{"input":"{\\"text\\":\\"token: aB3 dE6 gH9\\",\\"n\\":1}"}',
+     '{"input":"{\\"text\\":\\"token: [REDACTED]\\",\\"n\\":1}"}'),
+])
+def test_a_value_opening_a_line_of_string_text_runs_to_its_escaped_break(
+    redactor: Redactor, text: str, expected: str
+) -> None:
+    assert _stable(redactor, text) == expected
+
+
+def test_an_empty_secret_key_hides_the_deeper_lines_of_string_text(redactor: Redactor) -> None:
+    text = '{"output":"db:\\n  password:\\n    Xy7kQ2mZp9Lw\\n    q9Wm2Lk8Zp\\n  host: db"}'
+    assert _stable(redactor, text) == '{"output":"db:\\n  password:\\n    [REDACTED]\\n    [REDACTED]\\n  host: db"}'
+    block = '{"output":"token: |\\n  aB3dE6gH9kL2\\nnext: line"}'
+    assert _stable(redactor, block) == '{"output":"token: |\\n  [REDACTED]\\nnext: line"}'
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("password: Xy7kQ2mZp9Lw\\n  next line here", "password: [REDACTED]\\n  next line here"),
+    ('"text":"DB_PASSWORD=abc123 \\\\nDEBUG=1"', '"text":"DB_PASSWORD=[REDACTED] \\\\nDEBUG=1"'),
+    ("DB_PASSWORD=abc123 \\nDEBUG=1", "DB_PASSWORD=[REDACTED] \\nDEBUG=1"),
+])
+def test_a_line_start_value_stops_at_an_escaped_break(redactor: Redactor, text: str, expected: str) -> None:
+    assert _stable(redactor, text) == expected
+
+
+# --- 3. prose and names that are not a secret's value --------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    "Note: authorization: required for all admin endpoints",
+    "authorization: required for all admin endpoints",
+    "The API returns 401 when Authorization: missing or expired.",
+    '{"text":"Authorization: Required for every call, see the docs"}',
+    "aws secretsmanager get-secret-value --secret-id prod/db/creds",
+    "aws secretsmanager get-secret-value --secret-id arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf",
+    '{"SecretId": "prod/db/creds", "VersionStage": "AWSCURRENT"}',
+    'client.get_secret_value(SecretId="prod-db-creds")',
+    "SECRET_ID=MyAppDatabaseSecret",
+])
+def test_prose_after_authorization_and_a_stored_secrets_name_stay(redactor: Redactor, text: str) -> None:
+    assert redactor.redact(text) == text
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ("vault write auth/approle/login role_id=7f1e0a3c-1d2b secret_id=3b9c1e7a-5d2f-4a8b-9c6e-1f0a2b3c4d5e",
+     "3b9c1e7a-5d2f-4a8b-9c6e-1f0a2b3c4d5e"),
+    ("VAULT_SECRET_ID=9f8e7d6c5b4a39281706f5e4d3c2b1a0", "9f8e7d6c5b4a39281706f5e4d3c2b1a0"),
+    ('secret_id: "deadbeef-aaaa-bbbb-cccc-1234567890ab"', "deadbeef-aaaa-bbbb-cccc-1234567890ab"),
+    ("Authorization: SSWS 00Qk7Lm2Zp9Wx4Rt8Vy3", "00Qk7Lm2Zp9Wx4Rt8Vy3"),
+    ("curl -H 'Authorization: token abcdef0123456789abcd' api", "abcdef0123456789abcd"),
+])
+def test_vault_secret_ids_and_real_authorization_values_still_go(redactor: Redactor, text: str, secret: str) -> None:
+    out = _stable(redactor, text)
+    assert secret not in out
+    assert REDACTED in out
