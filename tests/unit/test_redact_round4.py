@@ -92,3 +92,55 @@ def test_vault_secret_ids_and_real_authorization_values_still_go(redactor: Redac
     out = _stable(redactor, text)
     assert secret not in out
     assert REDACTED in out
+
+
+# --- 2. a secret line-wrapped at a fixed width keeps no tail ----------------------------------
+
+_B64 = "Zk3qLm9Rt2Vx8Wp4Hs6Jd1Nc5Bf7Gy0Qa2We4Rt6Yu8Io0Pa1Sd3Fg5Hj7Kl9Zx2Cv4Bn6Mq8Wr1Et3Yu5Ip7As9Df0Gh2Jk4"
+
+
+def _wrapped(head: str, width: int, rows: int) -> tuple[str, list[str]]:
+    """``head`` and a long value cut into lines of ``width``: the text and the value's pieces."""
+    value = (_B64 * 4)[: width * rows - len(head) + 17]
+    first = width - len(head)
+    pieces = [value[:first]] + [value[i:i + width] for i in range(first, len(value), width)]
+    return head + "\n".join(pieces), pieces
+
+
+@pytest.mark.parametrize("width", [64, 76, 80])
+@pytest.mark.parametrize("head", ["API_TOKEN=", "  client_secret: ", "2026-01-02 10:00:00 INFO token="])
+def test_a_value_wrapped_at_a_fixed_width_goes_whole(redactor: Redactor, width: int, head: str) -> None:
+    text, pieces = _wrapped(head, width, 3)
+    out = _stable(redactor, text + "\nnext line\n")
+    assert not [piece for piece in pieces if piece in out]
+    assert out.endswith("\nnext line\n")
+    lines = (text + "\nnext line\n").splitlines(keepends=True)
+    assert "".join(redactor.redact_lines(lines)) == out
+    blocks = [line.encode() for line in lines]
+    assert b"".join(redactor.redact_blocks(blocks)).decode() == out
+
+
+@pytest.mark.parametrize("width", [64, 76])
+def test_a_value_wrapped_inside_a_json_string_goes_whole(redactor: Redactor, width: int) -> None:
+    text, pieces = _wrapped("SECRET_KEY=", width, 3)
+    line = '{"output":"' + text.replace("\n", "\\n") + '\\nDEBUG=1"}'
+    out = _stable(redactor, line)
+    assert not [piece for piece in pieces if piece in out]
+    assert out.endswith('\\nDEBUG=1"}')
+    nested = '{"output":"APP=1\\n' + text.replace("\n", "\\n") + '"}'
+    assert not [piece for piece in pieces if piece in _stable(redactor, nested)]
+
+
+@pytest.mark.parametrize("follower", ["fi", "done", "}", "EOF", "the job ran fine", "return cfg", "v1.2.3", "---"])
+def test_a_value_ending_at_the_edge_keeps_an_ordinary_next_line(redactor: Redactor, follower: str) -> None:
+    line = "export API_TOKEN=" + _B64[: 80 - len("export API_TOKEN=")]
+    assert len(line) == 80
+    out = _stable(redactor, line + "\n" + follower + "\n")
+    assert out == "export API_TOKEN=[REDACTED]\n" + follower + "\n"
+    escaped = '{"t":"' + line + "\\n" + follower + '"}'
+    assert _stable(redactor, escaped) == '{"t":"export API_TOKEN=[REDACTED]\\n' + follower + '"}'
+
+
+def test_a_short_line_ending_in_a_value_keeps_a_token_like_next_line(redactor: Redactor) -> None:
+    text = "API_TOKEN=" + _B64[:30] + "\nabc123XYZ\n"
+    assert _stable(redactor, text) == "API_TOKEN=[REDACTED]\nabc123XYZ\n"
