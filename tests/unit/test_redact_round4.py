@@ -144,3 +144,18 @@ def test_a_value_ending_at_the_edge_keeps_an_ordinary_next_line(redactor: Redact
 def test_a_short_line_ending_in_a_value_keeps_a_token_like_next_line(redactor: Redactor) -> None:
     text = "API_TOKEN=" + _B64[:30] + "\nabc123XYZ\n"
     assert _stable(redactor, text) == "API_TOKEN=[REDACTED]\nabc123XYZ\n"
+
+
+@pytest.mark.parametrize("after", ["", "  other: Xy7kQ2mZp9Lw\n"])
+def test_a_chain_and_an_indented_block_left_open_together_stream_like_the_whole_text(
+    redactor: Redactor, after: str
+) -> None:
+    text, pieces = _wrapped("  client_secret: ", 64, 2)
+    whole = "oauth:\n" + (text.split("\n")[0] + "\n" + after if after else text + "\n") + "done\n"
+    out = _stable(redactor, whole)
+    assert pieces[0] not in out
+    assert "".join(redactor.redact_lines(whole.splitlines(keepends=True))) == out
+    if after:
+        assert "Xy7kQ2mZp9Lw" not in out
+    else:
+        assert not [piece for piece in pieces if piece in out]

@@ -257,7 +257,7 @@ def _with_wrapped_tails(data: bytes, edits: list[Edit], open_block: bytes | None
     if not edits and not data.startswith(HEADER_HEAD):
         return edits, open_block
     edits, open_width = wrapped_tails(data, edits)
-    return edits, open_block or (wrap_header(open_width) if open_width else None)
+    return edits, wrap_header(open_width, open_block) if open_width else open_block
 
 
 def _cut_before(data: bytes, outcome: Outcome, cut: int) -> Outcome:

@@ -27,8 +27,26 @@ _BREAKS = b"\n\r\\"
 _NARROWEST, _WIDEST = WRAP_WIDTHS[0], WRAP_WIDTHS[-1]
 
 
-def wrap_header(width: int) -> bytes:
-    return _HEADERS[width]
+def wrap_header(width: int, other: bytes | None) -> bytes:
+    """The header re-opening a chain of ``width``; with another block left open (an indented value
+    the tail line would end anyway), that block's header follows, its length written after a "+"."""
+    if not other:
+        return _HEADERS[width]
+    return _HEADERS[width][:-1] + b"+" + str(len(other)).encode() + b"\n" + other
+
+
+def _after_header(data: bytes, header: bytes) -> int:
+    """Where the first line after a chain's header (and the header it carries) starts; 0: not it."""
+    end = len(header) - 1
+    if not data.startswith(header[:-1]) or end >= len(data):
+        return 0
+    if data[end] == 0x0A:
+        return end + 1
+    newline = data.find(b"\n", end)
+    carried = data[end + 1:newline]
+    if data[end] != 0x2B or newline < 0 or not carried.isdigit():
+        return 0
+    return newline + 1 + int(carried)
 
 
 def wrapped_tails(data: bytes, edits: Sequence[Edit]) -> tuple[list[Edit], int]:
@@ -38,8 +56,8 @@ def wrapped_tails(data: bytes, edits: Sequence[Edit]) -> tuple[list[Edit], int]:
     open_width = 0
     if data.startswith(HEADER_HEAD):
         for width, header in _HEADERS.items():
-            if data.startswith(header):
-                open_width = _chain(data, len(header), width, tails) or open_width
+            if line := _after_header(data, header):
+                open_width = _chain(data, line, width, tails) or open_width
     size = len(data)
     for start, end, text in edits:
         if text is not _MARK or end >= size or data[end] not in _BREAKS:
