@@ -307,8 +307,8 @@ def _keyword(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome
     # --password=… is inline, like --password …; so is a percent-encoded ``password%3D…``
     is_flag = data.startswith(b"-", key_start) or data[sep_start] == 0x25
     spaced, colon = pos > sep_end, data[sep_end - 1] == 0x3A
-    if _prose_after_authorization(data, pos, eol, key):
-        return Outcome(_SKIP, pos)  # ``authorization: required for admin routes``
+    if _prose_value(data, pos, eol, key):
+        return Outcome(_SKIP, pos)  # ``authorization: required for admin routes``, ``invalid token: expected 3``
     if line_start >= 0 and not is_flag and _at_line_start(data, line_start, key_start, sep_start):
         indent = _indent(data, line_start, key_start)
         if data[pos:pos + 1] not in (b'"', b"'"):
@@ -322,15 +322,22 @@ def _keyword(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome
     return _inline_value(data, pos, eol, key, sep_start, sep_end)
 
 
-# Lower-case words and blanks: a sentence, where an Authorization header has a scheme and a token.
-_PROSE = re.compile(rb"[A-Za-z][a-z]+(?:[ \t]+[a-z]+[,.;:]?){2}")
+# A word and a blank and more: a sentence, where a token (or a header's scheme and token) has no
+# blank after a plain word.  A password may be a passphrase of words: its keys are not asked.
+_PROSE = re.compile(rb"[A-Za-z][a-z]+[ \t]+[A-Za-z0-9(]")
+_PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "passcode", "pwd", "pass", "secret", "secrets", "pin"})
 
 
-def _prose_after_authorization(data: bytes, pos: int, eol: int, key: str) -> bool:
-    if sp.key_words(key)[-1:] != ("authorization",):
-        return False
+_SCHEME_PROSE = re.compile(rb"[a-z]+[ \t]+[A-Za-z0-9(]")  # after a scheme word: ``auth: token refreshed for``
+
+
+def _prose_value(data: bytes, pos: int, eol: int, key: str) -> bool:
     prose = _PROSE.match(data, pos, eol)
-    return prose is not None and _text(data[pos:prose.end()].split()[0]).lower() not in sp.AUTH_SCHEMES
+    if prose is None or not _PASSWORD_WORDS.isdisjoint(sp.key_words(key)):
+        return False
+    if _text(data[pos:prose.end()].split()[0]).lower() not in sp.AUTH_SCHEMES:
+        return True
+    return _SCHEME_PROSE.match(data, prose.end() - 1, eol) is not None
 
 
 # A line break written as an escape in a string (``\n``, ``\r\n``; ``\\n`` in JSON in JSON or printf text).
@@ -484,7 +491,10 @@ def _inline_value(data: bytes, pos: int, eol: int, key: str, sep_start: int, sep
     quoted = _quoted_span(data, _string_prefix_end(data, pos, eol), eol)
     if quoted:
         start, end, after = quoted
-        return Outcome(_value_edit(data, start, end, key), after)
+        edits = _value_edit(data, start, end, key)
+        if data.startswith(_ARROW, after) and (new := _quoted_span(data, after + len(_ARROW), eol)):
+            return Outcome(edits + _value_edit(data, new[0], new[1], key), new[2])  # a plan's ``"old" -> "new"``
+        return Outcome(edits, after)
     braced = _BRACED.match(data, pos, eol) if data[sep_start] == 0x3D else None
     if braced:  # ODBC's ``Pwd={p;w0rd};``: braces quote a value (JSX's ``apiKey={props.apiKey}`` is code)
         inner = _text(data[pos + 1:braced.end() - 1])
@@ -507,6 +517,7 @@ def _inline_value(data: bytes, pos: int, eol: int, key: str, sep_start: int, sep
     return Outcome(_value_edit(data, pos, end, key), pos)
 
 
+_ARROW = b" -> "
 _BRACED = re.compile(rb"\{[^{}\r\n:,\"']+\}(?=[;\"']|\r?$)", re.MULTILINE)
 _SCHEME_WORD = re.compile(rb"[A-Za-z][A-Za-z-]{1,19}")
 
@@ -677,6 +688,8 @@ def _continuation_line(data: bytes, start: int, end: int) -> tuple[Edit, ...]:
     if nested:
         if nested.end() >= end or data[nested.end()] in b"{[":
             return _SKIP  # a nested key opening its own block: the deeper lines are judged next
+        if _names_metadata(data[start:nested.end()]):
+            return _SKIP  # compose's ``db_password:`` / ``file: ./db_password.txt``: where it lives
         start = nested.end()
     elif data.startswith((b"- ", b"-\t"), start):
         start = _HSPACE.match(data, start + 1, end).end()  # type: ignore[union-attr]
@@ -684,6 +697,11 @@ def _continuation_line(data: bytes, start: int, end: int) -> tuple[Edit, ...]:
     if quoted:
         return _value_edit(data, quoted[0], quoted[1], "password")
     return _value_edit(data, start, _content_end(data, start, end), "password")
+
+
+def _names_metadata(nested_key: bytes) -> bool:
+    words = sp.key_words(_text(nested_key))
+    return bool(words) and words[-1] in sp.META_LAST_WORDS
 
 
 _LOWER_WORD = re.compile(rb"[a-z]+")
