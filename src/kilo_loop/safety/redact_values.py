@@ -332,8 +332,10 @@ _SCHEME_PROSE = re.compile(rb"[a-z]+[ \t]+[A-Za-z0-9(]")  # after a scheme word:
 
 
 def _prose_value(data: bytes, pos: int, eol: int, key: str) -> bool:
+    if data.find(b" ", pos, eol) < 0 or not _PASSWORD_WORDS.isdisjoint(sp.key_words(key)):
+        return False
     prose = _PROSE.match(data, pos, eol)
-    if prose is None or not _PASSWORD_WORDS.isdisjoint(sp.key_words(key)):
+    if prose is None:
         return False
     if _text(data[pos:prose.end()].split()[0]).lower() not in sp.AUTH_SCHEMES:
         return True
@@ -346,7 +348,10 @@ _EXPORT = b"export"
 
 
 def _break_before(data: bytes, pos: int, eol: int) -> int:
-    found = _ESCAPED_BREAK.search(data, pos, eol)
+    backslash = data.find(b"\\", pos, eol)  # most values hold none: one memchr, no regex search
+    if backslash < 0:
+        return eol
+    found = _ESCAPED_BREAK.search(data, backslash, eol)
     return eol if found is None else found.start()
 
 

@@ -66,6 +66,8 @@ def wrapped_tails(data: bytes, edits: Sequence[Edit]) -> tuple[list[Edit], int]:
             _escaped_chain(data, start, end, tails)
             continue
         line_start = data.rfind(b"\n", 0, start) + 1
+        if end - line_start < _NARROWEST:
+            continue  # most lines: too short to be wrapped
         width = _width(data, line_start, end)
         if width:
             open_width = _chain(data, end + (2 if data.startswith(b"\r\n", end) else 1), width, tails) or open_width

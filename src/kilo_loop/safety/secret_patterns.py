@@ -454,7 +454,7 @@ def xml_secret_element(match: str) -> bool:
 
 
 def vendor_body_like(body: str) -> bool:
-    """A generated token's body: a digit in it, and not a mask (``rnd_seed_for_tests`` is a name)."""
+    """A generated token's body: a digit in it, and not a mask (``pnu_for_tests`` is a name)."""
     return any(c.isdigit() for c in body) and not_a_mask(body)
 
 
@@ -569,17 +569,16 @@ _MORE_PREFIXED: tuple[tuple[str, str, str], ...] = (
      "[A-Za-z0-9_+/.=-]{20,}"),
     ("plaid", "access-(?:sandbox|development|production)-", "[0-9a-f]{8}-[0-9a-f-]{27}"),
     # round 4, more of gitleaks' prefixes: Buildkite, Prefect, Shippo, Typeform, LangSmith, Pinecone,
-    # Render, Netlify, Supabase's new secret keys, PostHog, Fly.io, Duffel, Frame.io, CircleCI, Neon,
-    # Scalingo, Infracost, ReadMe, Mapbox secret tokens, a GitLab runner registration token.  The
-    # body must have a digit (``rnd_seed_for_tests`` is a name).
+    # Netlify, Supabase's new secret keys, PostHog, Fly.io, Duffel, Frame.io, CircleCI, Neon, Scalingo,
+    # ReadMe, Mapbox secret tokens, a GitLab runner registration token.  The body must have a digit
+    # (``pnu_for_tests`` is a name).  Short and common ones (Render's ``rnd_``, Infracost's ``ico-``,
+    # Resend's ``re_``, ElevenLabs' ``sk_``) cost the DFA states all through ordinary text: left out.
     ("vendor_tokens_4",
-     "(?:bkua_|pnu_|shippo_(?:live|test)_|tfp_|lsv2_(?:pt|sk)_|pcsk_|rnd_|nfp_|sb_secret_|phx_|f[mo][12][ar]?_"
-     "|duffel_(?:live|test)_|fio-u-|CCIPAT_|napi_|tk-us-|ico-|rdme_|sk\\.eyJ|GR1348941)",
+     "(?:bkua_|pnu_|shippo_(?:live|test)_|tfp_|lsv2_(?:pt|sk)_|pcsk_|nfp_|sb_secret_|phx_|f[mo][12][ar]?_"
+     "|duffel_(?:live|test)_|fio-u-|CCIPAT_|napi_|tk-us-|rdme_|sk\\.eyJ|GR1348941)",
      "[A-Za-z0-9_+/.=-]{20,}"),
     ("hubspot", "pat-(?:na|eu)[0-9]-", "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\\b"),
     ("terraform_cloud", "\\.atlasv1\\.", "[A-Za-z0-9_=-]{60,70}"),
-    ("resend", "re_", "[A-Za-z0-9]{8}_[A-Za-z0-9]{24}\\b"),
-    ("elevenlabs", "sk_", "[0-9a-f]{48}\\b"),
     ("cloudflare_origin", "v1\\.0-", "[a-f0-9]{24}-[a-f0-9]{146}"),
 )
 
@@ -662,7 +661,7 @@ _CLIENT_FLAGS = (
 _CLIENT_RULES: tuple[Rule, ...] = (
     Rule("client_password", f"\\b(?:{_CLIENT_FLAGS}){_ARG_VALUE}", Kind.ARG,
          scan="(?:mongo[a-z]*|redis-cli|sqlcmd|osql|bcp|ldap[a-z]+|7z[az]?|unzip|zip|security|ssh-keygen"
-         "|smb[a-z]+|rpcclient|[a-z]*freerdp|rdesktop|unrar|rar)[ \t]"),
+         "|smb[a-z]+|rpcclient|(?:x|wl|sdl-)freerdp|rdesktop|unrar|rar)[ \t]"),
     # keytool/jarsigner -storepass X -keypass X (-storepass:env VAR names a variable)
     Rule("java_storepass", f"-(?:src|dest|new)?(?:store|key)pass[ \t]+{_ARG_VALUE}", Kind.ARG),
     # redis-server --requirepass X / --masterauth X, also as items of a JSON/YAML command list
@@ -671,9 +670,6 @@ _CLIENT_RULES: tuple[Rule, ...] = (
     Rule("html_field", "\\bname=[\"']?[A-Za-z0-9_.\\[\\]-]*(?i:token|passw|secret|key|auth)[A-Za-z0-9_.\\[\\]-]*[\"']?"
          "[ \t]+(?:value|content)=(\"[^\"\r\n]*\"|'[^'\r\n]*'|[^ \t\r\n\"'>]+)", Kind.ARG, "html_field",
          scan="name=[\"']?[A-Za-z0-9_.-]*(?i:token|passw|secret|key|auth)"),
-    # redis-cli's prompt: ``127.0.0.1:6379> AUTH [user] X``
-    Rule("redis_auth", f"(?:\\bredis[A-Za-z0-9_.:-]*|\\b[0-9]{{1,3}}(?:\\.[0-9]{{1,3}}){{3}}:[0-9]{{2,5}})>[ \t]*(?i:auth)[ \t]+"
-         f"(?:[^ \t\r\n]+[ \t]+)?{_ARG_VALUE}", Kind.ARG),
     # a PuTTY key file (.ppk): the lines after ``Private-Lines: N`` are the key, read like a PEM body
     Rule("putty_private", "Private-Lines:[ \t]*[0-9]{1,4}", Kind.PEM),
 )
@@ -717,6 +713,9 @@ _CODE_AND_COMMAND_RULES: tuple[Rule, ...] = (
     # DSNs without "://": Go's MySQL driver (``user:pass@tcp(host)/db``), Oracle's ``user/pass@db``
     # (jdbc:oracle:thin:, sqlplus, expdp/impdp, rman, ``connect`` in SQL*Plus)
     Rule("go_mysql_dsn", "@(?:tcp|unix|udp)\\(", Kind.DSN_AT),
+    # redis-cli's prompt ends in the port: ``127.0.0.1:6379> AUTH [user] X`` (the match starts at its ":")
+    Rule("redis_auth", f":[0-9]{{2,5}}>[ \t]*(?i:auth)[ \t]+(?:[^ \t\r\n]+[ \t]+)?{_ARG_VALUE}", Kind.ARG,
+         scan=":[0-9]+>[ \t]*(?i:auth)[ \t]"),
     # XML: ``<password>X</password>`` (Maven's settings.xml, Jenkins' credentials, a SOAP body)
     Rule("xml_element", f"<{_SECRET_WORD_XML}>([^<\r\n]{{1,256}})</", Kind.ARG, "xml_element",
          scan=f"<[A-Za-z0-9_.:-]*{_SECRET_WORD}"),
@@ -744,7 +743,7 @@ _CODE_AND_COMMAND_RULES: tuple[Rule, ...] = (
          Kind.ARG, "config_set"),
     # a secret piped to a command that reads it from stdin: ``echo X | docker login --password-stdin``,
     # ``| sudo -S``, ``| chpasswd``, ``| gh auth login --with-token``
-    Rule("stdin_secret", f"\\b(?:echo|printf)[ \t]+(?:-[neE]+[ \t]+|(?:'%s[^']*'|\"%s[^\"]*\")[ \t]+)?{_ARG_VALUE}"
+    Rule("stdin_secret", f"\\b(?:echo|printf)[ \t]+(?:-[neE]+[ \t]+|(?:'%s[^']*'|\"%s[^\"]*\"|%s)[ \t]+)?{_ARG_VALUE}"
          "[ \t]*\\|[ \t]*(?:[^\r\n|;&]*?(?:--password-stdin|--with-token|passwd[ \t]+--stdin)"
          "|sudo[ \t]+(?:-[A-Za-z]+[ \t]+)*-S|chpasswd"
          # a secret store reading the value from stdin: ``| wrangler secret put N``, ``| docker secret
