@@ -507,6 +507,8 @@ def _inline_value(data: bytes, pos: int, eol: int, key: str, sep_start: int, sep
         return Outcome(edits, braced.end())
     if data.startswith(b"(", pos) and (pair := _user_and_password(data, pos + 1, eol, key)):
         return pair  # ``auth=("user", "pass")``
+    if data.startswith(_HIDDEN_BEFORE, pos) and (new := _quoted_span(data, pos + len(_HIDDEN_BEFORE), eol)):
+        return Outcome(_value_edit(data, new[0], new[1], key), new[2])  # a plan's ``(sensitive value) -> "new"``
     if pos >= eol or data[pos] in b"{[(" or _is_code(data, pos, eol, key):
         return Outcome(_SKIP, max(pos, sep_start + 1))
     match = _INLINE_VALUE.match(data, pos, eol)
@@ -523,6 +525,7 @@ def _inline_value(data: bytes, pos: int, eol: int, key: str, sep_start: int, sep
 
 
 _ARROW = b" -> "
+_HIDDEN_BEFORE = b"(sensitive value)" + _ARROW
 _BRACED = re.compile(rb"\{[^{}\r\n:,\"']+\}(?=[;\"']|\r?$)", re.MULTILINE)
 _SCHEME_WORD = re.compile(rb"[A-Za-z][A-Za-z-]{1,19}")
 
