@@ -181,6 +181,9 @@ def _value_edit(data: bytes, start: int, end: int, key: str) -> tuple[Edit, ...]
     return _judged_edit(data, start, end, key)
 
 
+_ID_ENDINGS = ("id", "Id", "ID")
+
+
 def _judged_edit(data: bytes, start: int, end: int, key: str) -> tuple[Edit, ...]:
     """``_value_edit`` asking every question."""
     value = data[start:end]
@@ -193,8 +196,10 @@ def _judged_edit(data: bytes, start: int, end: int, key: str) -> tuple[Edit, ...
     core = secret.strip().rstrip(",;").strip()
     if core.lower() in sp.AUTH_SCHEMES:
         return _SKIP  # ``"Bearer " + token``: the scheme alone, the token is elsewhere
-    if sp.names_itself(key, core) or sp.weak_key_plain_value(key, core) or sp.names_a_stored_secret(key, core):
+    if sp.names_itself(key, core) or sp.weak_key_plain_value(key, core):
         return _SKIP
+    if key.endswith(_ID_ENDINGS) and sp.names_a_stored_secret(key, core):
+        return _SKIP  # ``--secret-id prod/db/creds``: the secret's name
     return ((start + keep, end, _MARK),)
 
 
@@ -307,7 +312,7 @@ def _keyword(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome
     # --password=… is inline, like --password …; so is a percent-encoded ``password%3D…``
     is_flag = data.startswith(b"-", key_start) or data[sep_start] == 0x25
     spaced, colon = pos > sep_end, data[sep_end - 1] == 0x3A
-    if _prose_value(data, pos, eol, key):
+    if data.find(b" ", pos, eol) >= 0 and _prose_value(data, pos, eol, key):
         return Outcome(_SKIP, pos)  # ``authorization: required for admin routes``, ``invalid token: expected 3``
     if line_start >= 0 and not is_flag and _at_line_start(data, line_start, key_start, sep_start):
         indent = _indent(data, line_start, key_start)
@@ -332,7 +337,7 @@ _SCHEME_PROSE = re.compile(rb"[a-z]+[ \t]+[A-Za-z0-9(]")  # after a scheme word:
 
 
 def _prose_value(data: bytes, pos: int, eol: int, key: str) -> bool:
-    if data.find(b" ", pos, eol) < 0 or not _PASSWORD_WORDS.isdisjoint(sp.key_words(key)):
+    if not _PASSWORD_WORDS.isdisjoint(sp.key_words(key)):
         return False
     prose = _PROSE.match(data, pos, eol)
     if prose is None:
