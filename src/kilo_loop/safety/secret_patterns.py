@@ -640,13 +640,6 @@ _CLIENT_FLAGS = (
     # macOS keychain (security add-generic-password -w X), a new key's passphrase (ssh-keygen -N X)
     f"|security[ \t](?:{_SHELL_REST}[ \t])?-w[ \t]+|ssh-keygen[ \t](?:{_SHELL_REST}[ \t])?-[NP][ \t]*"
 )
-# SMB clients' ``-U user%password``, FreeRDP's ``/p:X``, rdesktop's ``-p X``, unrar's ``-pX``: in the
-# code lane (beside the client flags above, in the shared DFA, their words cost a typical MB 3%)
-_REMOTE_FLAGS = (
-    f"(?:smbclient|rpcclient|smbcacls|smbget|smbmap)[ \t](?:{_SHELL_REST}[ \t])?-U[ \t]*[\"']?[^ \t\r\n%'\"]+%"
-    f"|(?:xfreerdp|wlfreerdp|sdl-freerdp)[ \t](?:{_SHELL_REST}[ \t])?/p:|rdesktop[ \t](?:{_SHELL_REST}[ \t])?-p[ \t]+"
-    f"|unrar[ \t](?:{_SHELL_REST}[ \t])?-h?p"
-)
 _CLIENT_RULES: tuple[Rule, ...] = (
     Rule("client_password", f"\\b(?:{_CLIENT_FLAGS}){_ARG_VALUE}", Kind.ARG,
          scan="(?:mongo[a-z]*|redis-cli|sqlcmd|osql|bcp|ldap[a-z]+|7z[az]?|unzip|zip|security|ssh-keygen)[ \t]"),
@@ -701,8 +694,6 @@ _CODE_AND_COMMAND_RULES: tuple[Rule, ...] = (
     # DSNs without "://": Go's MySQL driver (``user:pass@tcp(host)/db``), Oracle's ``user/pass@db``
     # (jdbc:oracle:thin:, sqlplus, expdp/impdp, rman, ``connect`` in SQL*Plus)
     Rule("go_mysql_dsn", "@(?:tcp|unix|udp)\\(", Kind.DSN_AT),
-    Rule("remote_password", f"\\b(?:{_REMOTE_FLAGS}){_ARG_VALUE}", Kind.ARG,
-         scan="(?:smb[a-z]+|rpcclient|xfreerdp|wlfreerdp|sdl-freerdp|rdesktop|unrar)[ \t]"),
     # XML: ``<password>X</password>`` (Maven's settings.xml, Jenkins' credentials, a SOAP body)
     Rule("xml_element", f"<{_SECRET_WORD_XML}>([^<\r\n]{{1,256}})</", Kind.ARG, "xml_element",
          scan=f"<[A-Za-z0-9_.:-]*{_SECRET_WORD}"),
