@@ -108,6 +108,7 @@ from kilo_loop.safety.redact_values import (
     _userinfo,
     _value_edit,
 )
+from kilo_loop.safety.redact_wrap import HEADER_HEAD, wrap_header, wrapped_tails
 from kilo_loop.safety.secret_patterns import REDACTED, Kind, Rule
 
 try:  # pragma: no cover - exercised by whichever environment runs the tests
@@ -250,6 +251,15 @@ def _settle(data: bytes, match_start: int, outcome: Outcome) -> Outcome:
     return Outcome(edits, max(outcome.resume, edits[-1][1]), outcome.open_block)
 
 
+def _with_wrapped_tails(data: bytes, edits: list[Edit], open_block: bytes | None) -> tuple[list[Edit], bytes | None]:
+    """The edits with the tails of values wrapped at a fixed width; a chain left open at the end
+    re-opens with a header of its width (unless a block the rules left open does)."""
+    if not edits and not data.startswith(HEADER_HEAD):
+        return edits, open_block
+    edits, open_width = wrapped_tails(data, edits)
+    return edits, wrap_header(open_width, open_block) if open_width else open_block
+
+
 def _cut_before(data: bytes, outcome: Outcome, cut: int) -> Outcome:
     kept = ((start, _content_end(data, start, min(end, cut)), text) for start, end, text in outcome.edits)
     return Outcome(tuple(edit for edit in kept if edit[0] < edit[1]), cut)
@@ -380,7 +390,7 @@ class Engine:
         size = len(data)
         next_match = self._matcher(data)
         if next_match is None:
-            return edits, None
+            return _with_wrapped_tails(data, edits, None)
         dispatch = self._dispatch
         while pos < size:
             match = next_match(pos)
@@ -397,7 +407,7 @@ class Engine:
                     last = edit[1]
             open_block = outcome.open_block
             pos = max(outcome.resume, last, start + 1)
-        return edits, open_block
+        return _with_wrapped_tails(data, edits, open_block)
 
     def _matcher(self, data: bytes) -> Callable[[int], re.Match[bytes] | None] | None:
         """The leftmost exact match at or after a position (leftmost-first among the rules);

@@ -181,6 +181,9 @@ def _value_edit(data: bytes, start: int, end: int, key: str) -> tuple[Edit, ...]
     return _judged_edit(data, start, end, key)
 
 
+_ID_ENDINGS = ("id", "Id", "ID")
+
+
 def _judged_edit(data: bytes, start: int, end: int, key: str) -> tuple[Edit, ...]:
     """``_value_edit`` asking every question."""
     value = data[start:end]
@@ -195,6 +198,8 @@ def _judged_edit(data: bytes, start: int, end: int, key: str) -> tuple[Edit, ...
         return _SKIP  # ``"Bearer " + token``: the scheme alone, the token is elsewhere
     if sp.names_itself(key, core) or sp.weak_key_plain_value(key, core):
         return _SKIP
+    if key.endswith(_ID_ENDINGS) and sp.names_a_stored_secret(key, core):
+        return _SKIP  # ``--secret-id prod/db/creds``: the secret's name
     return ((start + keep, end, _MARK),)
 
 
@@ -292,6 +297,8 @@ def _keyword(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome
     key = _text(data[key_start:kw_end])
     if data.endswith(b"${", 0, key_start):
         return Outcome(_SKIP, sep_start)  # ``${DB_PASSWORD:?unset}``: a shell expansion, not an assignment
+    if data[key_start - 1:key_start] == b":" and _in_arn(data, key_start):
+        return Outcome(_SKIP, sep_end)  # ``arn:aws:secretsmanager:…:secret:prod/db``: a secret's name
     if not sp.is_secret_key(key) or data.startswith((b":", b"//"), sep_end) or _closes_string(
         data, key_start, sep_start, sep_end
     ):
@@ -304,10 +311,101 @@ def _keyword(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome
         return _code_argument(data, key_start, opening, eol, key, data[sep_start] != 0x28)
     # --password=… is inline, like --password …; so is a percent-encoded ``password%3D…``
     is_flag = data.startswith(b"-", key_start) or data[sep_start] == 0x25
+    spaced, colon = pos > sep_end, data[sep_end - 1] == 0x3A
+    if data.find(b" ", pos, eol) >= 0 and _prose_value(data, pos, eol, key):
+        return Outcome(_SKIP, pos)  # ``authorization: required for admin routes``, ``invalid token: expected 3``
     if line_start >= 0 and not is_flag and _at_line_start(data, line_start, key_start, sep_start):
         indent = _indent(data, line_start, key_start)
-        return _line_start_value(data, pos, eol, key, indent, pos > sep_end, data[sep_end - 1] == 0x3A)
+        if data[pos:pos + 1] not in (b'"', b"'"):
+            eol = _break_before(data, pos, eol)  # ``password: x\n  next``: an escaped break ends the value
+        return _line_start_value(data, pos, eol, key, indent, spaced, colon)
+    opened = None if is_flag else _escaped_line_opener(data, key_start)
+    if opened is not None:  # the key opens a line of a JSON string's text (``"output":"password: a b\n…"``)
+        indent, closer = opened
+        end = _escaped_line_end(data, pos, eol, closer)
+        return _line_start_value(data, pos, end, key, indent, spaced, colon, closer)
     return _inline_value(data, pos, eol, key, sep_start, sep_end)
+
+
+# A word and a blank and more: a sentence, where a token (or a header's scheme and token) has no
+# blank after a plain word.  A password may be a passphrase of words: its keys are not asked.
+_PROSE = re.compile(rb"[A-Za-z][a-z]+[ \t]+[A-Za-z0-9(]")
+_PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "passcode", "pwd", "pass", "secret", "secrets", "pin"})
+
+
+_SCHEME_PROSE = re.compile(rb"[a-z]+[ \t]+[A-Za-z0-9(]")  # after a scheme word: ``auth: token refreshed for``
+
+
+def _prose_value(data: bytes, pos: int, eol: int, key: str) -> bool:
+    if not _PASSWORD_WORDS.isdisjoint(sp.key_words(key)):
+        return False
+    prose = _PROSE.match(data, pos, eol)
+    if prose is None:
+        return False
+    if _text(data[pos:prose.end()].split()[0]).lower() not in sp.AUTH_SCHEMES:
+        return True
+    return _SCHEME_PROSE.match(data, prose.end() - 1, eol) is not None
+
+
+# A line break written as an escape in a string (``\n``, ``\r\n``; ``\\n`` in JSON in JSON or printf text).
+_ESCAPED_BREAK = re.compile(rb"(?:\\+[nr])+")
+_EXPORT = b"export"
+
+
+def _break_before(data: bytes, pos: int, eol: int) -> int:
+    backslash = data.find(b"\\", pos, eol)  # most values hold none: one memchr, no regex search
+    if backslash < 0:
+        return eol
+    found = _ESCAPED_BREAK.search(data, backslash, eol)
+    return eol if found is None else found.start()
+
+
+def _escaped_line_opener(data: bytes, key_start: int) -> tuple[int, bytes] | None:
+    """When the key opens a line of a string's text (after an escaped line break, or right after
+    the opening quote of a JSON string value): (its indent, the quote that closes the string)."""
+    at = key_start
+    while at > 0 and data[at - 1] in b" \t":
+        at -= 1
+    indent = key_start - at
+    if at < key_start and data.endswith(_EXPORT, 0, at):
+        at -= len(_EXPORT)
+        while at > 0 and data[at - 1] in b" \t":
+            at -= 1
+    if at >= 2 and data[at - 1] in b"nr" and data[at - 2] == 0x5C:
+        escapes = at - 1 - _escapes_before(data, 0, at - 1)
+        return indent, b"\\" * ((escapes - 1) // 2) + b'"'
+    if at >= 2 and data[at - 1] == 0x22:
+        escapes = at - 1 - _escapes_before(data, 0, at - 1)
+        colon = at - 1 - escapes
+        while colon > 0 and data[colon - 1] in b" \t":
+            colon -= 1
+        if data[colon - 1:colon] == b":":
+            return indent, b"\\" * escapes + b'"'
+    return None
+
+
+def _escaped_line_end(data: bytes, pos: int, eol: int, closer: bytes) -> int:
+    """Where a line of a string's text ends: at an escaped line break or at the string's closing quote."""
+    limit = _break_before(data, pos, eol)
+    escapes = len(closer) - 1
+    quote = data.find(b'"', pos, limit)
+    while quote >= 0:
+        run = quote - _escapes_before(data, pos, quote)
+        if run <= escapes:
+            return quote - run
+        quote = data.find(b'"', quote + 1, limit)
+    return limit
+
+
+_ARN_STOPS = frozenset(b" \t\r\n\"'`=,;([{<>")
+
+
+def _in_arn(data: bytes, pos: int) -> bool:
+    start = pos
+    floor = max(0, pos - 256)
+    while start > floor and data[start - 1] not in _ARN_STOPS:
+        start -= 1
+    return data.startswith(b"arn:", start)
 
 
 _SETTER_VERBS = frozenset({"set", "with", "use", "put", "add"})
@@ -403,7 +501,10 @@ def _inline_value(data: bytes, pos: int, eol: int, key: str, sep_start: int, sep
     quoted = _quoted_span(data, _string_prefix_end(data, pos, eol), eol)
     if quoted:
         start, end, after = quoted
-        return Outcome(_value_edit(data, start, end, key), after)
+        edits = _value_edit(data, start, end, key)
+        if data.startswith(_ARROW, after) and (new := _quoted_span(data, after + len(_ARROW), eol)):
+            return Outcome(edits + _value_edit(data, new[0], new[1], key), new[2])  # a plan's ``"old" -> "new"``
+        return Outcome(edits, after)
     braced = _BRACED.match(data, pos, eol) if data[sep_start] == 0x3D else None
     if braced:  # ODBC's ``Pwd={p;w0rd};``: braces quote a value (JSX's ``apiKey={props.apiKey}`` is code)
         inner = _text(data[pos + 1:braced.end() - 1])
@@ -411,6 +512,8 @@ def _inline_value(data: bytes, pos: int, eol: int, key: str, sep_start: int, sep
         return Outcome(edits, braced.end())
     if data.startswith(b"(", pos) and (pair := _user_and_password(data, pos + 1, eol, key)):
         return pair  # ``auth=("user", "pass")``
+    if data.startswith(_HIDDEN_BEFORE, pos) and (new := _quoted_span(data, pos + len(_HIDDEN_BEFORE), eol)):
+        return Outcome(_value_edit(data, new[0], new[1], key), new[2])  # a plan's ``(sensitive value) -> "new"``
     if pos >= eol or data[pos] in b"{[(" or _is_code(data, pos, eol, key):
         return Outcome(_SKIP, max(pos, sep_start + 1))
     match = _INLINE_VALUE.match(data, pos, eol)
@@ -426,6 +529,8 @@ def _inline_value(data: bytes, pos: int, eol: int, key: str, sep_start: int, sep
     return Outcome(_value_edit(data, pos, end, key), pos)
 
 
+_ARROW = b" -> "
+_HIDDEN_BEFORE = b"(sensitive value)" + _ARROW
 _BRACED = re.compile(rb"\{[^{}\r\n:,\"']+\}(?=[;\"']|\r?$)", re.MULTILINE)
 _SCHEME_WORD = re.compile(rb"[A-Za-z][A-Za-z-]{1,19}")
 
@@ -476,12 +581,13 @@ def _is_name(data: bytes, pos: int, end: int) -> bool:
 
 
 def _line_start_value(
-    data: bytes, pos: int, eol: int, key: str, indent: int, spaced: bool, colon: bool
+    data: bytes, pos: int, eol: int, key: str, indent: int, spaced: bool, colon: bool, closer: bytes = b""
 ) -> Outcome:
     """Env/YAML/INI/TOML style: the value is the rest of the line (quoted strings in it when it
-    opens with a quote); an empty value opens an indented block."""
+    opens with a quote); an empty value opens an indented block.  ``closer``: the line is one of a
+    string's text, its lines parted by escaped breaks, ending at that closing quote."""
     if spaced and data.startswith(b"#", pos):
-        return _continuation(data, eol, indent, _rescan_comment(data, pos, eol))
+        return _block(data, eol, indent, _rescan_comment(data, pos, eol), closer)
     tag = _YAML_TAG.match(data, pos, eol)
     if colon and tag:  # ``token: !vault |``, ``password: !secret db_password``, ``!Ref DbPassword``
         pos = tag.end()
@@ -490,7 +596,7 @@ def _line_start_value(
     if data.startswith(_TRIPLE_QUOTES, pos):
         return _triple_quoted(data, pos, eol, key)
     if data[pos:_content_end(data, pos, eol)] in _EMPTY_OPENERS:
-        return _continuation(data, eol, indent, ())
+        return _block(data, eol, indent, (), closer)
     comment = _COMMENT.search(data, pos, eol)
     end = _content_end(data, pos, comment.start() if comment else eol)
     if _MIXED_WORD.fullmatch(data, pos, end):
@@ -508,6 +614,8 @@ def _line_start_value(
     pos = _string_prefix_end(data, pos, end)
     if data[pos] in b"\"'":
         return _quoted_values(data, pos, end, key)
+    if closer and (quoted := _quoted_span(data, pos, end)):  # ``password: \"x\"`` in a JSON string
+        return Outcome(_value_edit(data, quoted[0], quoted[1], key), quoted[2])
     return Outcome(_value_edit(data, pos, end, key), pos)
 
 
@@ -551,6 +659,26 @@ def _rescan_comment(data: bytes, start: int, end: int) -> tuple[Edit, ...]:
     return () if redacted is None else ((start, end, redacted),)
 
 
+def _block(data: bytes, eol: int, indent: int, head: tuple[Edit, ...], closer: bytes) -> Outcome:
+    return _escaped_continuation(data, eol, indent, head, closer) if closer else _continuation(data, eol, indent, head)
+
+
+def _escaped_continuation(data: bytes, eol: int, indent: int, head: tuple[Edit, ...], closer: bytes) -> Outcome:
+    """``_continuation`` over the lines of a string's text (``"password:\\n  x1\\n  x2"``)."""
+    edits = list(head)
+    line = eol
+    while (found := _ESCAPED_BREAK.match(data, line)) is not None:
+        start = found.end()
+        end = _escaped_line_end(data, start, _line_end(data, start), closer)
+        content = _content_end(data, start, end)
+        depth = _indent(data, start, end)
+        if content == start + depth or depth <= indent:
+            return Outcome(tuple(edits), start)
+        edits.extend(_continuation_line(data, start + depth, content))
+        line = end
+    return Outcome(tuple(edits), line)
+
+
 def _continuation(data: bytes, eol: int, indent: int, head: tuple[Edit, ...]) -> Outcome:
     """Lines indented deeper than a secret-named key with an empty value belong to that value."""
     edits = list(head)
@@ -573,6 +701,8 @@ def _continuation_line(data: bytes, start: int, end: int) -> tuple[Edit, ...]:
     if nested:
         if nested.end() >= end or data[nested.end()] in b"{[":
             return _SKIP  # a nested key opening its own block: the deeper lines are judged next
+        if _names_metadata(data[start:nested.end()]):
+            return _SKIP  # compose's ``db_password:`` / ``file: ./db_password.txt``: where it lives
         start = nested.end()
     elif data.startswith((b"- ", b"-\t"), start):
         start = _HSPACE.match(data, start + 1, end).end()  # type: ignore[union-attr]
@@ -580,6 +710,11 @@ def _continuation_line(data: bytes, start: int, end: int) -> tuple[Edit, ...]:
     if quoted:
         return _value_edit(data, quoted[0], quoted[1], "password")
     return _value_edit(data, start, _content_end(data, start, end), "password")
+
+
+def _names_metadata(nested_key: bytes) -> bool:
+    words = sp.key_words(_text(nested_key))
+    return bool(words) and words[-1] in sp.META_LAST_WORDS
 
 
 _LOWER_WORD = re.compile(rb"[a-z]+")

@@ -88,7 +88,7 @@ _STRONG_WORDS = frozenset(
      "creds", "pwd", "authorization"}
 )
 _JOINED_SUFFIXES = ("token", "password", "passwd", "secret", "apikey", "accesskey", "privatekey", "authkey")
-_META_LAST_WORDS = frozenset(
+META_LAST_WORDS = frozenset(
     {"file", "files", "path", "dir", "name", "names", "length", "len", "min", "max", "count", "policy",
      "type", "types", "enabled", "required", "prompt", "field", "label", "hint", "placeholder", "reset",
      "expiry", "expires", "expiration", "ttl", "rotation", "manager", "store", "provider", "env", "var",
@@ -123,7 +123,7 @@ def key_words(key: str) -> tuple[str, ...]:
 def is_secret_key(key: str) -> bool:
     """Whether a key (env var, JSON/YAML key, header, flag name) names a secret value."""
     words = key_words(key)
-    if not words or key in _SHELL_DIR_VARS or words[-1] in _META_LAST_WORDS:
+    if not words or key in _SHELL_DIR_VARS or words[-1] in META_LAST_WORDS:
         return False
     if _names_secret(words) or _ENV_KEY_RE.fullmatch(key):
         return True
@@ -164,7 +164,7 @@ _LITERAL_VALUES = frozenset(
      "boolean", "bytes", "any", "object", "unknown"}
 )
 _PLACEHOLDER_RE = re.compile(
-    r"\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$?\{\{[^{}]*\}\}|<[^<>]*>|%\(?[A-Za-z_]*\)?s"
+    r"\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_.]*\}|\$?\{\{[^{}]*\}\}|<[^<>]*>|%\(?[A-Za-z_]*\)?s"
     r"|[*xX.\u2022\u2026]{3,}|process\.env\.[A-Za-z_][A-Za-z0-9_]*"
     # ``${VAR:?must be set}``, ``${VAR:-$OTHER}``; an f-string's ``{token}``; ``$(cmd …)``, `` `cmd` ``
     r"|\$\{[A-Za-z_][A-Za-z0-9_]*(?::?\?[^{}]*|:?-\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)\}"
@@ -289,7 +289,26 @@ def is_code_reference(key: str, value: str) -> bool:
         return True
     if len(parts) == 1:  # ``"X-Api-Key": api_key``: a variable named for a secret (one word may be data)
         return value[0].islower() and _NAME_JOINT.search(value) is not None and is_secret_key(value)
-    return parts[0] in _OBJECT_NAMES or is_secret_key(parts[-1])
+    # ``random_password.db.result`` (Terraform), ``creds.password``: a secret-named part is a reference
+    return parts[0] in _OBJECT_NAMES or any(is_secret_key(part) for part in parts)
+
+
+# A secret's id in a secret store is its name, path or ARN (``--secret-id prod/db/creds``,
+# ``SecretId=arn:aws:secretsmanager:…``); Vault AppRole's ``secret_id`` is a UUID or random: a secret.
+_STORED_SECRET_NAME = re.compile(
+    r"arn:[a-z0-9-]+:[a-z0-9-]+:[^ \t]*|[A-Za-z][a-z0-9_.-]*(?:/[A-Za-z][a-z0-9_.-]*)+|[a-z]+(?:[-_][a-z]+)*"
+)
+
+
+_STORED_SECRET_KINDS = frozenset({"secret", "credential", "credentials"})
+
+
+def names_a_stored_secret(key: str, value: str) -> bool:
+    """``SecretId``, ``--secret-id``, Jenkins' ``credentialsId``: a name, a path or an ARN is the id."""
+    words = key_words(key)
+    return len(words) > 1 and words[-1] == "id" and words[-2] in _STORED_SECRET_KINDS and (
+        bool(_STORED_SECRET_NAME.fullmatch(value)) or identifier_like(value)
+    )
 
 
 # --- random-looking tokens ------------------------------------------------------------------
@@ -366,7 +385,10 @@ def bearer_token_like(token: str) -> bool:
 
 
 def openai_key_like(body: str) -> bool:
-    """``sk-`` followed by a long random segment with a digit (not ``sk-some-long-slug``)."""
+    """``sk-`` followed by a long random segment with a digit (not ``sk-some-long-slug``), or
+    Langfuse's ``sk-lf-`` and a UUID."""
+    if body.startswith("lf-") and _UUID_RE.match(body, 3):
+        return True
     return any(c.isdigit() for c in body) and any(len(part) >= 16 for part in re.split(r"[-_]", body))
 
 
@@ -426,6 +448,11 @@ def not_a_mask(body: str) -> bool:
     return len(set(body)) > 4
 
 
+def xml_secret_element(match: str) -> bool:
+    """``<password>…</``: the element's name (past a namespace prefix) is secret-named."""
+    return is_secret_key(match[1:match.index(">")].rsplit(":", 1)[-1])
+
+
 # Verbs of calls that take a secret-named argument without setting it: ``check_password("x")``.
 READING_VERBS = frozenset(
     {"get", "check", "verify", "validate", "hash", "is", "has", "find", "fetch", "load", "read", "compare",
@@ -470,7 +497,7 @@ _CALL_NAME_RE = re.compile(r"[A-Za-z_]*")
 CHECKS = {
     "openai": openai_key_like, "discord": discord_token_like, "datadog": datadog_key_like,
     "html_field": html_secret_field, "ops_tokens": not_a_mask, "vendor_tokens": not_a_mask,
-    "config_set": config_key_secret, "secret_store": secret_store_value,
+    "config_set": config_key_secret, "secret_store": secret_store_value,     "xml_element": xml_secret_element,
     "credential_pair": credential_pair,
 }
 
@@ -535,6 +562,9 @@ _MORE_PREFIXED: tuple[tuple[str, str, str], ...] = (
      "|xkeysib-|FLWSECK(?:_TEST)?-|CFPAT-|EZAK|HRKU-|AKCp|LTAI|sha256~|sgp_|sq[upa]_)",
      "[A-Za-z0-9_+/.=-]{20,}"),
     ("plaid", "access-(?:sandbox|development|production)-", "[0-9a-f]{8}-[0-9a-f-]{27}"),
+    # (round 4 tried more of gitleaks' prefixes here — CircleCI, Buildkite, Prefect, LangSmith, Pinecone,
+    # HubSpot, Terraform Cloud, Mapbox ``sk.``, … — and dropped them: beside the generic value their
+    # literals built DFA states all through ordinary text, 3% more instructions a typical MB.)
     ("cloudflare_origin", "v1\\.0-", "[a-f0-9]{24}-[a-f0-9]{146}"),
 )
 
@@ -568,6 +598,7 @@ _SHELL_REST = "[^\r\n|;&]*?"
 # ordinary names (``config file``, ``"name": "bash"``) from being candidates at all.
 _SECRET_WORD = "(?i:passw|passphrase|pwd|pass|secret|token|key|auth|credential|cred)"
 _SECRET_WORD_NAME = f"[A-Za-z0-9_./-]*{_SECRET_WORD}[A-Za-z0-9_./-]*"
+_SECRET_WORD_XML = f"[A-Za-z0-9_.:-]*{_SECRET_WORD}[A-Za-z0-9_.:-]*"
 # an argument boundary: a blank, or the end of one quoted item of an argv list (``"ping", "-pX"``)
 _ITEM = "(?:[ \t]|[\"'],[ \t]*)"
 _REGISTRY_LOGIN = "(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|helm[ \t]+registry)[ \t]+login"
@@ -663,6 +694,9 @@ _CODE_AND_COMMAND_RULES: tuple[Rule, ...] = (
     # DSNs without "://": Go's MySQL driver (``user:pass@tcp(host)/db``), Oracle's ``user/pass@db``
     # (jdbc:oracle:thin:, sqlplus, expdp/impdp, rman, ``connect`` in SQL*Plus)
     Rule("go_mysql_dsn", "@(?:tcp|unix|udp)\\(", Kind.DSN_AT),
+    # XML: ``<password>X</password>`` (Maven's settings.xml, Jenkins' credentials, a SOAP body)
+    Rule("xml_element", f"<{_SECRET_WORD_XML}>([^<\r\n]{{1,256}})</", Kind.ARG, "xml_element",
+         scan=f"<[A-Za-z0-9_.:-]*{_SECRET_WORD}"),
     Rule("oracle_connect", "(?:jdbc:oracle:[a-z]+:@?|\\b(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl|conn(?:ect)?)"
          "[ \t]+(?:-[A-Za-z]+[ \t]+)*(?:target[ \t=]+)?)([A-Za-z0-9_$#.]+)/([^ \t\r\n@\"'/]+)@", Kind.USERINFO,
          scan="jdbc:oracle:|(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl|conn(?:ect)?)[ \t]"),
@@ -682,14 +716,17 @@ _CODE_AND_COMMAND_RULES: tuple[Rule, ...] = (
     # config setters with the key before the value: ``npm config set //reg/:_authToken X``, ``git
     # config --global github.token X``, ``setenv API_TOKEN X``, fish's ``set -gx API_KEY X``,
     # ``ngrok authtoken X`` (the key must be secret-named)
-    Rule("config_set", "\\b(?:config(?:[ \t]+(?:set|add|--global|--local|--system|--user|--location=[a-z]+|-g))*"
+    Rule("config_set", "\\b(?:config(?:ure)?(?:[ \t]+(?:set|add|--global|--local|--system|--user|--location=[a-z]+|-g))*"
          f"|setenv|set[ \t]+-[A-Za-z]+|ngrok)[ \t]+[A-Za-z0-9_./:@-]*{_SECRET_WORD}[A-Za-z0-9_./:@-]*[ \t]+{_ARG_VALUE}",
          Kind.ARG, "config_set"),
     # a secret piped to a command that reads it from stdin: ``echo X | docker login --password-stdin``,
     # ``| sudo -S``, ``| chpasswd``, ``| gh auth login --with-token``
-    Rule("stdin_secret", f"\\b(?:echo|printf)[ \t]+(?:-[neE]+[ \t]+|(?:'%s[^']*'|\"%s[^\"]*\")[ \t]+)?{_ARG_VALUE}"
+    Rule("stdin_secret", f"\\b(?:echo|printf)[ \t]+(?:-[neE]+[ \t]+|(?:'%s[^']*'|\"%s[^\"]*\"|%s)[ \t]+)?{_ARG_VALUE}"
          "[ \t]*\\|[ \t]*(?:[^\r\n|;&]*?(?:--password-stdin|--with-token|passwd[ \t]+--stdin)"
-         "|sudo[ \t]+(?:-[A-Za-z]+[ \t]+)*-S|chpasswd)", Kind.ARG),
+         "|sudo[ \t]+(?:-[A-Za-z]+[ \t]+)*-S|chpasswd"
+         # a secret store reading the value from stdin: ``| wrangler secret put N``, ``| docker secret
+         # create N -``, ``| gh secret set N``, ``| vercel env add N``
+         "|[^\r\n|;&]*?\\bsecrets?[ \t]+(?:put|create|set|add|import)\\b|[^\r\n|;&]*?\\benv[ \t]+add\\b)", Kind.ARG),
     # a secret store's value: gh secret set N --body X, az keyvault secret set --value X, aws
     # secretsmanager … --secret-string X, aws ssm put-parameter … --value X (a SecureString, or named for a secret)
     Rule("secret_store_value", "\\b(?:secret[ \t]+set|secretsmanager[ \t]+[a-z-]+|ssm[ \t]+put-parameter)"
@@ -726,8 +763,8 @@ RULES: tuple[Rule, ...] = (
          f"|--[a-z][A-Za-z0-9]*{_CAMEL_FLAG_WORD})(?:[ \t]+|[\"'][ \t]*,[ \t]*)", Kind.FLAG, lane=_CODE_LANE),
     # ``- name: DB_PASSWORD`` / ``value: …``, ``ParameterKey=…,ParameterValue=…``, ``variable "x" { default = … }``
     Rule("name_value", "(?:\\b(?:name|Name|NAME|ParameterKey|ParameterName|OptionName)[\"']?[ \t]*[:=][ \t]*[\"']?"
-         f"|\\bvariable[ \t]+\")({_SECRET_WORD_NAME})", Kind.NAME_VALUE, lane=_CODE_LANE,
-         scan="(?:name|Name|NAME|ParameterKey|ParameterName|OptionName)[\"']?[ \t]*[:=]|variable[ \t]+\""),
+         f"|\\bvariable[ \t]+\"|[ \t](?:key|Key)=[\"'])({_SECRET_WORD_NAME})", Kind.NAME_VALUE, lane=_CODE_LANE,
+         scan="(?:name|Name|NAME|ParameterKey|ParameterName|OptionName)[\"']?[ \t]*[:=]|variable[ \t]+\"|[ \t](?:key|Key)=[\"']"),
     # after the keyword rule, which reads "password: x" and "DD_API_KEY=x" better
     *(rule for rule in _ARG_RULES if rule.kind is Kind.LINE_ARG or rule.name == "datadog"),
     *_CLIENT_RULES,

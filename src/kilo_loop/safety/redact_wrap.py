@@ -1,0 +1,177 @@
+"""A long secret line-wrapped at a fixed width (``base64`` wraps at 76, ``openssl`` at 64, a terminal
+or a log viewer at 80): when a line exactly that wide ends inside a redacted value, the next line,
+if it is one unbroken run of token characters, is the value's tail and is redacted too; so is the
+line after it while the run before filled the whole width.  The same holds for the lines of a
+JSON string's text, parted by escaped breaks (``\\n``) inside one line.
+
+A chain that reaches the end of a block stays open: the next block is scanned after a header of
+the same width that the engine recognises and leaves unchanged.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Sequence
+
+from kilo_loop.safety import secret_patterns as sp
+from kilo_loop.safety.redact_values import _ESCAPED_BREAK, _MARK, Edit
+
+WRAP_WIDTHS = (64, 76, 80)
+_HEADERS = {width: (_MARK * 8)[:width] + b"\n" for width in WRAP_WIDTHS}
+HEADER_HEAD = _MARK * 6  # what every header starts with (a cheap first test)
+_TAIL = re.compile(rb"[A-Za-z0-9+/=_.~-]+")
+_JSON_ESCAPE = re.compile(rb"\\(?:u[0-9A-Fa-f]{4}|.)")
+_QUOTE_AFTER = re.compile(rb"\\*\"")
+_BREAKS = b"\n\r\\"
+_NARROWEST, _WIDEST = WRAP_WIDTHS[0], WRAP_WIDTHS[-1]
+
+
+def wrap_header(width: int, other: bytes | None) -> bytes:
+    """The header re-opening a chain of ``width``; with another block left open (an indented value
+    the tail line would end anyway), that block's header follows, its length written after a "+"."""
+    if not other:
+        return _HEADERS[width]
+    return _HEADERS[width][:-1] + b"+" + str(len(other)).encode() + b"\n" + other
+
+
+def _after_header(data: bytes, header: bytes) -> int:
+    """Where the first line after a chain's header (and the header it carries) starts; 0: not it."""
+    end = len(header) - 1
+    if not data.startswith(header[:-1]) or end >= len(data):
+        return 0
+    if data[end] == 0x0A:
+        return end + 1
+    newline = data.find(b"\n", end)
+    carried = data[end + 1:newline]
+    if data[end] != 0x2B or newline < 0 or not carried.isdigit():
+        return 0
+    return newline + 1 + int(carried)
+
+
+def wrapped_tails(data: bytes, edits: Sequence[Edit]) -> tuple[list[Edit], int]:
+    """``edits`` with the tails of wrapped values added, and the width of a chain left open at the
+    end of ``data`` (0: none)."""
+    tails: list[Edit] = []
+    open_width = 0
+    if data.startswith(HEADER_HEAD):
+        for width, header in _HEADERS.items():
+            if line := _after_header(data, header):
+                open_width = _chain(data, line, width, tails) or open_width
+    size = len(data)
+    for start, end, text in edits:
+        if text is not _MARK or end >= size or data[end] not in _BREAKS:
+            continue
+        if data[end] == 0x5C:
+            _escaped_chain(data, start, end, tails)
+            continue
+        line_start = data.rfind(b"\n", 0, start) + 1
+        if end - line_start < _NARROWEST:
+            continue  # most lines: too short to be wrapped
+        width = _width(data, line_start, end)
+        if width:
+            open_width = _chain(data, end + (2 if data.startswith(b"\r\n", end) else 1), width, tails) or open_width
+    if not tails:
+        return list(edits), open_width
+    return _merged(edits, tails), open_width
+
+
+def _width(data: bytes, line_start: int, end: int) -> int:
+    """The line's width in characters when it is one of the wrapping widths, else 0."""
+    width = end - line_start
+    if width in WRAP_WIDTHS:
+        return width if data[line_start:end].isascii() else _chars(data[line_start:end])
+    if width < _NARROWEST or width > 4 * _WIDEST or data[line_start:end].isascii():
+        return 0
+    return _chars(data[line_start:end])
+
+
+def _chars(line: bytes) -> int:
+    width = len(line.decode("utf-8", "replace"))
+    return width if width in WRAP_WIDTHS else 0
+
+
+def _chain(data: bytes, line: int, width: int, tails: list[Edit]) -> int:
+    """Tails from ``line`` on, each a whole line; the width when the chain reaches the end of data."""
+    size = len(data)
+    while line < size:
+        end = data.find(b"\n", line)
+        end = size if end < 0 else end
+        content = end - 1 if end > line and data[end - 1] == 0x0D else end
+        if not _is_tail(data, line, content):
+            return 0
+        tails.append((line, content, _MARK))
+        if content - line != width or end >= size:
+            return 0
+        line = end + 1
+    return width
+
+
+def _escaped_chain(data: bytes, start: int, end: int, tails: list[Edit]) -> None:
+    """The chain over a JSON string's lines: the value ends at an escaped break."""
+    brk = _ESCAPED_BREAK.match(data, end)
+    if brk is None:
+        return
+    width = _escaped_width(data, _segment_start(data, start), end)
+    while width:
+        line = brk.end()
+        run = _TAIL.match(data, line)
+        if run is None:
+            return
+        stop = run.end()
+        brk = _ESCAPED_BREAK.match(data, stop)
+        if (brk is None and not _QUOTE_AFTER.match(data, stop)) or not _is_tail(data, line, stop):
+            return
+        tails.append((line, stop, _MARK))
+        if brk is None or stop - line != width:
+            return
+
+
+def _segment_start(data: bytes, start: int) -> int:
+    """Where the string line holding ``start`` begins: after an escaped break or the opening quote."""
+    line_start = data.rfind(b"\n", 0, start) + 1
+    escaped = max(data.rfind(b"\\n", line_start, start), data.rfind(b"\\r", line_start, start))
+    if escaped >= 0:
+        return escaped + 2
+    quote = data.rfind(b'"', line_start, start)
+    return line_start if quote < 0 else quote + 1
+
+
+def _escaped_width(data: bytes, segment: int, end: int) -> int:
+    if end - segment < _NARROWEST or end - segment > 6 * _WIDEST:
+        return 0
+    return _chars(_JSON_ESCAPE.sub(b"x", data[segment:end]))
+
+
+def _is_tail(data: bytes, start: int, end: int) -> bool:
+    """One unbroken run of token characters that a word, a number or a version cannot be: a
+    digit, both cases, or base64's ``+/=``."""
+    if end <= start or _TAIL.fullmatch(data, start, end) is None:
+        return False
+    run = data[start:end].decode("ascii")
+    if sp.is_placeholder(run) or sp.is_number(run):
+        return False
+    has_digit = any(c.isdigit() for c in run)
+    mixed = run.lower() != run and run.upper() != run
+    return has_digit or mixed or any(c in "+/=" for c in run)
+
+
+def _merged(edits: Sequence[Edit], tails: list[Edit]) -> list[Edit]:
+    """The edits with the tails: an edit inside a tail goes with it; a tail that an edit reaching
+    outside it overlaps is dropped (that edit already decided the line)."""
+    starts = [edit[0] for edit in edits]
+    inside: set[int] = set()
+    kept: list[Edit] = []
+    for tail in sorted(set(tails)):
+        first = bisect.bisect_left(starts, tail[0])
+        if (first and edits[first - 1][1] > tail[0]) or (kept and kept[-1][1] > tail[0]):
+            continue
+        last = first
+        while last < len(edits) and edits[last][0] < tail[1]:
+            last += 1
+        if last > first and edits[last - 1][1] > tail[1]:
+            continue
+        inside.update(range(first, last))
+        kept.append(tail)
+    rest = [edit for index, edit in enumerate(edits) if index not in inside]
+    return sorted(rest + kept)
