@@ -232,3 +232,9 @@ def test_runnable_others_reads_the_fourth_field() -> None:
     assert redact_cli.runnable_others("0.34 0.52 0.77 1/92 9252") == 0
     assert redact_cli.runnable_others("0.34 0.52") is None
     assert redact_cli.runnable_others("0.34 0.52 0.77 x/92 1") is None
+
+
+def test_a_fast_burst_stays_in_one_process_and_a_slow_one_gets_workers() -> None:
+    """Workers pay off only where redaction is slow (secret-dense text); chosen workers always run."""
+    assert not redact_cli._slow(1_000_000, 0.05)  # 20 MB/s: typical agent output
+    assert redact_cli._slow(1_000_000, 0.33)  # 3 MB/s: half the lines hold a secret

@@ -31,6 +31,11 @@ _READ_SIZE = 1 << 20
 # A block this big with more input waiting is a burst worth worker processes (their start-up,
 # ~20 ms, is paid once): the blocks after it go to them.  Anything smaller is redacted here at once.
 _POOL_BLOCK = 256 << 10
+# Workers are forked with the parent's memory and pay for every page they touch; on text redacted
+# faster than this (agent output with few secrets: ~16 MB/s here) they cost more CPU than they save
+# (bench_redact, 2 cores: 11.4 MB/s with two workers against 15.7 in one process), while on
+# secret-dense text (~3 MB/s) they add a third.  Chosen workers (`workers=N`) are always used.
+_POOL_BELOW_MB_S = 8.0
 _MAX_WORKERS = 4
 PROC_LOADAVG = Path("/proc/loadavg")
 
@@ -136,6 +141,11 @@ def burst_workers(allowed: int | None) -> int:
     return allowed if allowed >= 2 else 0
 
 
+def _slow(size: int, seconds: float) -> bool:
+    """Whether a block redacted at this rate is worth worker processes (see ``_POOL_BELOW_MB_S``)."""
+    return size < _POOL_BELOW_MB_S * 1_000_000 * seconds
+
+
 def filter_stream(source: BinaryIO, sink: BinaryIO, redactor: Redactor, workers: int | None = None) -> int:
     """Copy ``source`` to ``sink`` redacted; returns the line count.  ``workers``: processes for a
     burst of input (None: one per idle core, up to four; 0 or 1: none)."""
@@ -151,10 +161,12 @@ def filter_stream(source: BinaryIO, sink: BinaryIO, redactor: Redactor, workers:
 
                 order = InOrder(redactor, count, header)
             if order is None:
+                started = time.perf_counter()
                 redacted, header = redactor.redact_block(block, header)
                 sink.write(redacted)
                 # the workers are forked after one big block: they inherit the DFA states it built
-                warm = more and len(block) >= _POOL_BLOCK
+                warm = more and len(block) >= _POOL_BLOCK and (
+                    workers is not None or _slow(len(block), time.perf_counter() - started))
             elif more or order.pending:
                 order.submit(block)
                 while order.pending and (order.pending >= order.window or not more):
