@@ -7,6 +7,7 @@ Every destructive text here is a Python string written into pytest's temp dir wi
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import venv
@@ -323,3 +324,18 @@ def test_a_committed_sql_dump_too_big_to_read_is_allowed(guard: Guard, tmp_path:
     assert guard.check_command("mysql app < seed.sql", str(tmp_path)).denied  # not in git: unknown
     _committed(tmp_path, {})
     assert not guard.check_command("mysql app < seed.sql", str(tmp_path)).denied
+
+
+def test_git_is_asked_once_per_script_however_deeply_it_is_run(guard: Guard, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    analyze = importlib.import_module("kilo_loop.safety.shell.analyze")
+    asked: list[str] = []
+
+    def committed(path: str) -> bool:
+        asked.append(path)
+        return True
+
+    monkeypatch.setattr(analyze, "committed_unchanged", committed)
+    _write(tmp_path, {"outer.sh": '"$CMD"\nbash inner.sh\n', "inner.sh": GRADLEW})
+    assert not guard.check_command("bash outer.sh", str(tmp_path)).denied
+    assert sorted(asked) == [str(tmp_path / "inner.sh"), str(tmp_path / "outer.sh")]  # each once

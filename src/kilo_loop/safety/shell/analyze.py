@@ -176,6 +176,8 @@ class Analyzer:
         self.scripts_read = 0
         self.files_read: list[str] = []
         """Real paths of the script files on disk this command hands to a shell or SQL client."""
+        self.committed: dict[str, bool] = {}
+        """Whether git has each script read as committed, asked once per file (two git processes)."""
         self.tree_rewriter: str | None = None
         """A command earlier in this one that may rewrite files it does not name (`git checkout`, `tar x`)."""
         self.disk_inputs: list[tuple[str, frozenset[str | None]]] = []
@@ -365,8 +367,13 @@ class Analyzer:
         unknowns = [item for item in self.out[start:] if _unknowable(item)]
         if not read or not unknowns or self.tree_rewriter is not None:
             return
-        if all(committed_unchanged(path) for path in read):
+        if all(self._is_committed(path) for path in read):
             self.out[start:] = [item for item in self.out[start:] if not _unknowable(item)]
+
+    def _is_committed(self, path: str) -> bool:
+        if path not in self.committed:  # a nested script is asked about again by each script around it
+            self.committed[path] = committed_unchanged(path)
+        return self.committed[path]
 
     def _places(self, path: str, cwds: frozenset[str | None]) -> list[str] | None:
         """Where the file `path` may be; when that depends on a directory only known at run time (after
