@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from kilo_loop.safety.checkpoint import (
     read_checkpoint_patch,
     revert_to_checkpoint,
 )
+from tests.support.git import git
 
 
 @pytest.fixture(autouse=True)
@@ -49,10 +49,6 @@ def fmt(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "patches":
         monkeypatch.setattr(sys.modules[__name__], "capture_checkpoint", capture_patch_checkpoint)
     return str(request.param)
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
 def make_repo(path: Path, files: dict[str, str | bytes] | None = None) -> Path:

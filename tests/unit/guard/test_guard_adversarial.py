@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from kilo_loop.safety.guard import Guard
+from tests.support.paths import CORPORA, REPO_ROOT
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "guard_adversarial.toml"
+CORPUS = CORPORA / "guard_adversarial.toml"
 PROJECT = "/repo"
 KINDS = {"git-abbrev", "hidden-paths", "runtime-name", "expansions", "code-to-shell", "interpreters", "wrappers",
          "git-shell", "git-discard", "git-commits", "sensitive-files", "curl-pipe", "containers", "kubernetes",
@@ -32,7 +33,7 @@ def _corpus() -> dict[str, list[dict[str, Any]]]:
 @pytest.fixture(scope="module")
 def links(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     base = tmp_path_factory.mktemp("links")
-    project = Path(__file__).resolve().parents[2]  # this checkout: a project outside the temp dirs
+    project = REPO_ROOT  # this checkout: a project outside the temp dirs
     if any(project.is_relative_to(temp) for temp in ("/tmp", "/var/tmp", "/dev/shm")):
         # A checkout in a temp dir (a CI clone may be) is itself temp; use a project under HOME instead.
         project = Path.home() / ".cache" / "kilo-loop-guard-tests" / "project"
