@@ -22,7 +22,7 @@ CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "guard_adversarial.to
 PROJECT = "/repo"
 KINDS = {"git-abbrev", "hidden-paths", "runtime-name", "expansions", "code-to-shell", "interpreters", "wrappers",
          "git-shell", "git-discard", "git-commits", "sensitive-files", "curl-pipe", "containers", "kubernetes",
-         "cloud", "databases", "remote", "system", "deletes", "publish"}
+         "cloud", "databases", "remote", "system", "deletes", "publish", "continuations"}
 
 
 def _corpus() -> dict[str, list[dict[str, Any]]]:

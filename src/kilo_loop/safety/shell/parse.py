@@ -81,6 +81,66 @@ def parse(source: bytes) -> Node | str:
     return root
 
 
+def join_continuations(source: bytes) -> bytes:
+    """`source` with every backslash-newline removed where bash removes it before reading words
+    (`r\\<newline>m` is `rm`, in any position of any word): everywhere except inside single quotes,
+    `$'…'`, comments and quoted heredoc bodies. tree-sitter-bash reads the pair as a word break, so
+    the text is joined first and parsed again; what is protected is found in the tree of the text
+    as it stands, until nothing changes."""
+    for _ in range(8):
+        if b"\\\n" not in source:
+            return source
+        root = _parser().parse(source if source.isascii() else source.translate(_ASCII_STAND_INS)).root_node
+        joined = _remove_pairs(source, sorted(_literal_spans(root)))
+        if joined == source:
+            return source
+        source = joined
+    return source
+
+
+def _literal_spans(root: Node) -> Iterator[tuple[int, int]]:
+    """Byte ranges where a backslash-newline is kept as it is."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        kind = node.type
+        if kind in ("raw_string", "ansi_c_string", "comment"):
+            yield node.start_byte, node.end_byte
+        elif kind == "heredoc_redirect":
+            start = next((c for c in node.children if c.type == "heredoc_start"), None)
+            quoted = start is not None and any(q in (start.text or b"") for q in (b"'", b'"', b"\\"))
+            for child in node.children:
+                if child.type == "heredoc_body" and quoted:
+                    yield child.start_byte, child.end_byte
+                else:
+                    stack.append(child)
+        else:
+            stack.extend(node.children)
+
+
+def _remove_pairs(source: bytes, protected: Sequence[tuple[int, int]]) -> bytes:
+    """Drop each backslash-newline outside `protected`; a backslash escapes the byte after it, so
+    `\\\\<newline>` keeps its newline."""
+    out = bytearray()
+    i, spans, n = 0, list(protected), len(source)
+    while i < n:
+        if spans and i >= spans[0][0]:
+            start, end = spans.pop(0)
+            if i < end:
+                out += source[i:end]
+                i = end
+            continue
+        byte = source[i]
+        if byte == 0x5C and i + 1 < n:
+            if source[i + 1] != 0x0A:
+                out += source[i:i + 2]
+            i += 2
+            continue
+        out.append(byte)
+        i += 1
+    return bytes(out)
+
+
 def _first_error(node: Node) -> Node | None:
     while not (node.type == "ERROR" or node.is_missing):
         child = next((c for c in node.children if c.has_error), None)
@@ -689,6 +749,8 @@ def walk_script(analyzer: Analyzer, text: str, state: State, depth: int, stdin: 
     """Parse `text` and walk it; unparsable text is reported as Unanalysable."""
     source = text.replace(HOME, "${HOME}").replace(UNKNOWN, "${__kilo_loop_unknown__}").encode(
         "utf-8", "surrogatepass")
+    if b"\\\n" in source:
+        source = join_continuations(source)
     root = parse(source)
     if isinstance(root, str):
         analyzer.out.append(Unanalysable(
