@@ -125,7 +125,7 @@ def _remove_pairs(source: bytes, protected: Sequence[tuple[int, int]]) -> bytes:
     i, spans, n = 0, list(protected), len(source)
     while i < n:
         if spans and i >= spans[0][0]:
-            start, end = spans.pop(0)
+            end = spans.pop(0)[1]
             if i < end:
                 out += source[i:end]
                 i = end
