@@ -22,7 +22,8 @@ CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "guard_adversarial.to
 PROJECT = "/repo"
 KINDS = {"git-abbrev", "hidden-paths", "runtime-name", "expansions", "code-to-shell", "interpreters", "wrappers",
          "git-shell", "git-discard", "git-commits", "sensitive-files", "curl-pipe", "containers", "kubernetes",
-         "cloud", "databases", "remote", "system", "deletes", "publish", "continuations"}
+         "cloud", "databases", "remote", "system", "deletes", "publish", "continuations",
+         "runtime-words"}
 
 
 def _corpus() -> dict[str, list[dict[str, Any]]]:

@@ -35,3 +35,26 @@ def test_backslash_newline_is_removed_where_bash_removes_it(source: bytes, joine
 def test_a_continuation_that_makes_a_comment_a_word_is_followed() -> None:
     # bash reads `echo a#b rm -rf x`: the `#` is inside a word once the pair is gone
     assert join_continuations(b"echo a\\\n#b \\\nrm -rf x") == b"echo a#b rm -rf x"
+
+
+def test_a_word_built_at_run_time_is_tried_as_what_the_rules_act_on() -> None:
+    from kilo_loop.safety.packs.runtime_words import fitting
+    from kilo_loop.safety.shell.model import READ, UNKNOWN
+
+    assert fitting(f"pu{UNKNOWN}sh", ["commit", "push", "reset"]) == ["push"]
+    assert fitting(f"--ha{UNKNOWN}", ["--hard", "--soft", "-f"]) == ["--hard"]
+    assert fitting(READ, ["commit", "push"]) == ["commit", "push"]
+    assert fitting("push", ["push"]) == []  # nothing unknown: nothing to try
+
+
+@pytest.mark.parametrize("command", ["git $x origin main", "git pu${e}sh", "git reset --ha$e",
+                                     'git "$(echo cHVzaA==|base64 -d)"', "docker system $x -af"])
+def test_a_subcommand_or_option_built_at_run_time_is_denied(guard: Guard, command: str) -> None:
+    decision = guard.check_command(command, PROJECT)
+    assert decision.denied and "built when the command runs" in decision.reason, decision
+
+
+@pytest.mark.parametrize("command", ["git log $range", "git diff $base", "git checkout -b feature/$n",
+                                     "kubectl logs $pod", "git -C \"$dir\" status"])
+def test_data_built_at_run_time_is_not_a_subcommand(guard: Guard, command: str) -> None:
+    assert not guard.check_command(command, PROJECT).denied

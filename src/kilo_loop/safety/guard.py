@@ -46,7 +46,8 @@ from kilo_loop.safety.packs.paths import (
     sensitive_file,
     system_file,
 )
-from kilo_loop.safety.packs.rules import Rule, match
+from kilo_loop.safety.packs.rules import Rule, match, words_acted_on
+from kilo_loop.safety.packs.runtime_words import built_at_run_time
 from kilo_loop.safety.shell import (
     InlineCode,
     OutputRedirect,
@@ -161,9 +162,12 @@ class Guard:
         self._packs = enabled_packs(packs)
         self._enabled = frozenset(pack.name for pack in self._packs)
         self._index: dict[str, list[tuple[Pack, Rule]]] = {}
+        self._acted_on: dict[str, dict[str, None]] = {}
         for pack in self._packs:
             for name, rules in pack.rules_by_name().items():
                 self._index.setdefault(name, []).extend((pack, rule) for rule in rules)
+            for name, words in words_acted_on(pack).items():
+                self._acted_on.setdefault(name, {}).update(words)
 
     @property
     def temp_roots(self) -> tuple[str, ...]:
@@ -242,11 +246,28 @@ class Guard:
                     return _deny("custom-deny", f"`{text}` matches the guardDeny pattern {pattern!r}")
             if any(regex.search(text) for _, regex in self._allow):
                 return None
+        found = self._rule_for(cmd)
+        where = (f" (on {cmd.remote})" if cmd.remote else "") + _in_script(cmd.script)
+        if found is not None:
+            pack, rule, detail = found
+            return _deny(rule.id, f"`{cmd.text}`{where}: {detail or rule.reason}", pack.name)
+        if cmd.name not in self._acted_on:
+            return None
+        for word, meant in built_at_run_time(cmd, self._acted_on[cmd.name]):
+            found = self._rule_for(meant)
+            if found is not None:
+                pack, rule, detail = found
+                return _deny(rule.id, f"`{cmd.text}`{where}: {display(word)!r} is built when the command runs and "
+                             f"may be `{meant.text}`, which is denied ({detail or rule.reason}); "
+                             "write the subcommand and its options out literally", pack.name)
+        return None
+
+    def _rule_for(self, cmd: SimpleCommand) -> tuple[Pack, Rule, str] | None:
+        """The first rule in force that denies `cmd`, with its detail."""
         for pack, rule in self._index.get(cmd.name, ()):
             detail = match(rule, cmd, self._paths, pack.value_options.get(cmd.name, ()))
             if detail is not None:
-                where = (f" (on {cmd.remote})" if cmd.remote else "") + _in_script(cmd.script)
-                return _deny(rule.id, f"`{cmd.text}`{where}: {detail or rule.reason}", pack.name)
+                return pack, rule, detail
         return None
 
     def _redirect(self, item: OutputRedirect) -> GuardDecision | None:

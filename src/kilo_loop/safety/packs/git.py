@@ -17,7 +17,11 @@ from kilo_loop.safety.shell.git import GitCall, exec_config_key, parse_git_argv
 from kilo_loop.safety.shell.model import UNKNOWN, SimpleCommand, has_option
 
 _ABORT = ("--abort", "--quit", "--skip", "--show-current-patch")
-
+_ACTED_ON: dict[str, None] = dict.fromkeys(("-f", "-d", "-D", "-B", "-C", "--force", "--mirror", "--delete",
+                                             "--prune", "--soft", "--force-with-lease", "--force-if-includes",
+                                             "submodule deinit", "reflog expire", "reflog delete", "--exec-path",
+                                             "--template"))
+"""The subcommands and options the checks below act on, in rule order (each `_git` adds its own)."""
 
 
 def _git(sub: str | tuple[str, ...], flags: Sequence[str] = (), unless: Sequence[str] = (),
@@ -25,6 +29,7 @@ def _git(sub: str | tuple[str, ...], flags: Sequence[str] = (), unless: Sequence
     """A check for `git <sub> …`: one of `flags` present (if any), none of `unless`, the first
     operand in `first` (if given), and `when` (if given)."""
     subs = (sub,) if isinstance(sub, str) else sub
+    _ACTED_ON.update(dict.fromkeys((*subs, *flags, *unless, *(f"{s} {f}" for s in subs for f in first))))
 
     def check(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
         call = parse_git_argv(cmd.args)
@@ -234,4 +239,5 @@ PACK = Pack(
              check=_global_settings),
         Rule("git-dir-move", "moving .git away loses the repository", ("mv",), check=_moves_git_dir),
     ),
+    vocabulary={"git": tuple(_ACTED_ON)},
 )
