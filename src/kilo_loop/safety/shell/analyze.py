@@ -619,6 +619,8 @@ class Analyzer:
             for arg in argv[1:]:  # an array subscript in a name these evaluate runs its substitutions
                 if _SUBSCRIPT_CODE.search(arg):
                     self.script(": " + arg, here, depth + 1)
+        if name in ("read", "mapfile", "readarray") and known_stdin and _SUBSCRIPT_CODE.search(known_stdin):
+            self.script(": " + known_stdin, here, depth + 1)  # a value read here, evaluated as arithmetic later
         special = self._builtin(name, argv[1:], here, stdin, depth)
         if special is not None:
             return special
@@ -732,6 +734,10 @@ class Analyzer:
                         "$" + "{__kilo_loop_unknown__}", state, depth + 1)
         elif name in _PROMPT_VARIABLES and value and ("$(" in value or "`" in value):
             self.script(": " + value, state, depth + 1)  # a prompt string runs its command substitutions
+        elif value and _SUBSCRIPT_CODE.search(value):
+            # every arithmetic context (`[[ x -eq 1 ]]`, `(( x ))`, `${a[x]}`, `${s:x}`, `[ "$x" -eq 1 ]`,
+            # `printf %d "$x"`) evaluates the value, running the substitutions in its array subscripts
+            self.script(": " + value, state, depth + 1)
 
     def declaration(self, keyword: str, declared: Sequence[tuple[str, str | None]], state: State) -> State:
         """`export`/`declare`/`local`/`readonly`/`typeset` (a name alone keeps its value) and `unset`."""

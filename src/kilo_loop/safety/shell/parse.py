@@ -42,6 +42,7 @@ _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
 _EXPANSIONS = frozenset({"simple_expansion", "expansion", "command_substitution", "arithmetic_expansion"})
 _OUTPUT_OPERATORS = frozenset({">", ">>", ">|", "&>", "&>>", ">&", "<>"})
 _LOOP_PASSES_NESTING = 3
+_ARITH_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 _ARITH_NAME = LazyRegex(r"(?<![\w$])[A-Za-z_]\w*")
 PIPE = UNKNOWN
 """stdin that comes from a pipe or file whose content cannot be known."""
@@ -247,11 +248,29 @@ class Walker:
         if kind in ("variable_assignment", "variable_assignments"):
             new = self._assign(node, state)
             return new, new
+        if kind == "test_command":
+            self._test(node, state)
+            return state, state
         if kind in ("declaration_command", "unset_command"):
             new = self.an.declaration(node.children[0].type, self._declared(node, state), state)
             return new, new
         self.substitutions(node, state)
         return state, state
+
+    def _test(self, node: Node, state: State) -> None:
+        """`[[ … ]]`: its substitutions run, and an operand of `-eq`/`-lt`/… is evaluated as arithmetic,
+        which runs the substitutions in an array subscript it holds (`[[ 'a[$(cmd)]' -eq 1 ]]`)."""
+        self.substitutions(node, state)
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if current.type == "binary_expression" and any(
+                    c.type == "test_operator" and self.text(c) in _ARITH_TESTS for c in current.children):
+                operands = [c for c in current.children if c.is_named and c.type != "test_operator"]
+                self.arithmetic_values([self.word_text(c, state, split=False) for c in operands] +
+                                       [self.an.lookup(self.text(c), state) for c in operands if c.type == "word"],
+                                       state)
+            stack.extend(c for c in current.children if c.child_count)
 
     def _pipeline(self, parts: Sequence[Node], state: State, stdin: str | None = None) -> Flow:
         for index, part in enumerate(parts):
@@ -456,6 +475,8 @@ class Walker:
         value = node.child_by_field_name("value")
         appends = any(c.type == "+=" for c in node.children)
         key = self.text(name) if name is not None else ""
+        if name is not None and name.type == "subscript":  # `a[$(cmd)]=v` runs cmd
+            self.substitutions(name, state)
         if value is None:
             return key, "" if not appends else None
         if value.type == "array":
