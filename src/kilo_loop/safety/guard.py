@@ -220,7 +220,7 @@ class Guard:
         home = os.path.expanduser("~")
         if "filesystem" in self._enabled and sensitive_file(path) and (
                 path.startswith((home + "/", "~", "/etc/", "/root/"))):
-            return _deny("sensitive-file-write", f"{tool} writes {path!r}, a login, shell start-up or ssh file",
+            return _deny("sensitive-file-write", f"{tool} writes {path!r}, a login, start-up, history or ssh file",
                          "filesystem")
         return None
 
@@ -285,8 +285,8 @@ class Guard:
                 return _deny("git-dir-write", f"redirects output into {display(target)!r} inside a .git directory "
                              "(hooks there run on the next git command)", "filesystem")
             if sensitive_file(target):
-                return _deny("sensitive-file-write", f"redirects output into {display(target)!r}, a login, shell "
-                             "start-up or ssh file", "filesystem")
+                return _deny("sensitive-file-write", f"redirects output into {display(target)!r}, a login, start-up, "
+                             "history or ssh file", "filesystem")
         return None
 
     def _inline_code(self, item: InlineCode) -> GuardDecision | None:

@@ -83,7 +83,7 @@ def _rm_protected(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
                 return (f"it deletes every file {shown(target)!r} matches, but {outside}; name the files, or a "
                         "pattern for just them (`*.pyc`)")
         if sensitive_file(target) and not paths.in_temp(normalize_path(target)):
-            return f"it deletes {shown(target)!r}, a login, shell start-up or ssh file"
+            return f"it deletes {shown(target)!r}, a login, start-up, history or ssh file"
     return None
 
 
@@ -288,7 +288,7 @@ def _unlisted_into_home(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
 def _sensitive_write(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     for target in _written_targets(cmd):
         if sensitive_file(target) and not paths.in_temp(normalize_path(target)):
-            return f"it writes {shown(target)!r}, a login, shell start-up or ssh file"
+            return f"it writes {shown(target)!r}, a login, start-up, history or ssh file"
     return None
 
 
@@ -338,7 +338,7 @@ PACK = Pack(
         Rule("rm-recursive", "a recursive delete outside a temp directory", ("srm",),
              check=lambda c, p: _recursive_targets(_rm_operands(c.args)[1], c, p) if has_option(
                  c.args, "-r", "-R", "--recursive") else None),
-        Rule("sensitive-file-write", "writes a login, shell start-up or ssh file", _WRITERS,
+        Rule("sensitive-file-write", "writes a login, start-up, history or ssh file", _WRITERS,
              check=_sensitive_write),
         Rule("git-dir-write", "writes inside .git", _WRITERS, check=_git_dir_write),
         Rule("sensitive-file-write", "unpacks unlisted files into the home directory", ("tar", "unzip", "bsdtar",

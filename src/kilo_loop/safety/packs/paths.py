@@ -39,6 +39,17 @@ _RC_FILES = frozenset({".bashrc", ".bash_profile", ".bash_login", ".bash_logout"
                        ".netrc", ".gitconfig", "sudoers", "crontab", ".bash_aliases", ".xprofile", ".xinitrc",
                        ".xsessionrc", "bash.bashrc", "ld.so.preload", ".mkshrc", "sitecustomize.py",
                        "usercustomize.py"})
+_HOME_RC_FILES = frozenset({
+    # start-up files of tools that run what they say (npm's script-shell, pip's index, gdb commands)
+    ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", ".curlrc", ".wgetrc", "pip.conf", ".condarc", ".gemrc",
+    ".irbrc", ".pryrc", ".psqlrc", ".my.cnf", ".vimrc", ".exrc", ".gvimrc", ".gdbinit", ".lldbinit", ".tmux.conf",
+    ".screenrc", ".pythonrc", ".pythonstartup", ".Rprofile", ".perldb", ".editrc", ".mailcap", ".hgrc",
+    ".emacs", "init.el", "init.vim", "init.lua",
+    # shell and REPL history: truncating one destroys the record of what was run
+    ".bash_history", ".zsh_history", ".history", ".sh_history", ".ksh_history", "fish_history", ".python_history",
+    ".psql_history", ".mysql_history", ".sqlite_history", ".node_repl_history", ".irb_history", ".lesshst",
+    ".zhistory", ".histfile"})
+"""Files that matter in the home directory only: a project may have its own `.npmrc`."""
 # Directories whose files a login, a shell or the user's session runs (below the home directory).
 _RC_DIRS = ("/.config/fish/", "/.config/systemd/user/", "/.config/autostart/", "/.config/git/", "/.ssh/",
             "/.gnupg/", "/.config/environment.d/", "/Library/LaunchAgents/", "/var/spool/cron/")
@@ -89,7 +100,9 @@ def sensitive_file(path: str) -> bool:
     """Login, shell start-up and credential files: writing one changes what runs or who gets in."""
     clean = path.replace(HOME, "~")
     parts = [p for p in clean.split("/") if p]
-    if parts and _GLOB.search(parts[-1]) and _names_a_start_up_file(parts[-1]):
+    if parts and _GLOB.search(parts[-1]) and _names_a_start_up_file(parts[-1], clean):
+        return True
+    if parts and parts[-1] in _HOME_RC_FILES and _in_home(clean):
         return True
     return bool(parts) and (parts[-1] in _RC_FILES or any(d in clean + "/" for d in _RC_DIRS)
                             or parts[-1].endswith(".pth")  # Python runs `import` lines of .pth files at start-up
@@ -100,11 +113,24 @@ def sensitive_file(path: str) -> bool:
 _LITERAL_RUN = LazyRegex(r"[^*?\[\]]{3}")
 
 
-def _names_a_start_up_file(pattern: str) -> bool:
+def _in_home(path: str) -> bool:
+    """`path` (with `~` for the home marker) is somewhere under the home directory."""
+    home = os.path.expanduser("~")
+    return path.startswith("~") or path == home or path.startswith(home.rstrip("/") + "/")
+
+
+_PYTHON_START_UP = frozenset({"sitecustomize.py", "usercustomize.py"})
+
+
+def _names_a_start_up_file(pattern: str, path: str) -> bool:
     """A wildcard spelling a start-up file's name (`.bashr?`, `authorized_key[s]`): it has a literal part of its
-    own (`*` alone is not a name) and matches the name the way bash does (a leading dot only literally)."""
+    own (`*` alone is not a name) and matches the name the way bash does (a leading dot only literally). Python's
+    start-up modules count only in a packages directory (`src/*.py` is source, not `sitecustomize.py`)."""
+    names = _RC_FILES if "packages/" in path else _RC_FILES - _PYTHON_START_UP
+    if _in_home(path):
+        names = names | _HOME_RC_FILES
     return bool(_LITERAL_RUN.search(pattern)) and any(
-        fnmatchcase(name, pattern) and (pattern[0] == "." or not name.startswith(".")) for name in _RC_FILES)
+        fnmatchcase(name, pattern) and (pattern[0] == "." or not name.startswith(".")) for name in names)
 
 
 def system_file(path: str) -> bool:
