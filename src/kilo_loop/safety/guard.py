@@ -155,8 +155,11 @@ class Guard:
         extra_allow: Sequence[str] = (),
         temp_dirs: Sequence[str] | None = None,
         packs: Mapping[str, bool] | None = None,
+        work_tree: str | None = None,
     ) -> None:
-        self._paths = PathPolicy(temp_dirs)
+        """`work_tree`: the project the per-iteration checkpoint keeps whole (tracked and untracked files);
+        deletes inside it that a revert can undo are allowed (`safety.undoable`). None: no such checkpoint."""
+        self._paths = PathPolicy(temp_dirs, work_tree)
         self._deny = compile_patterns(extra_deny, "guardDeny")
         self._allow = compile_patterns(extra_allow, "guardAllow")
         self._packs = enabled_packs(packs)

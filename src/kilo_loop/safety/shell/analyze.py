@@ -1024,13 +1024,34 @@ class Analyzer:
                     words = expression[i + 1:end]
                     runs_code = bool(words) and (command_name(words[0]) in SHELLS or
                                                  interpreter(command_name(words[0])) is not None)
-                    argv = [UNKNOWN if w == "{}" and runs_code else root if w == "{}" else
+                    found = _found_below(root, expression)
+                    argv = [UNKNOWN if w == "{}" and runs_code else found if w == "{}" else
                             w.replace("{}", UNKNOWN) for w in words]
                     if argv and command_name(argv[0]) in _TREE_CHANGERS:
                         argv.insert(1, "-R")  # applied to every file under the root: a recursive change
                     self.run_simple(argv, state, None, {}, depth)
                 i = end
             i += 1
+
+
+_FIND_NAME_TESTS = ("-name", "-iname")
+_FIND_NEGATIONS = frozenset({"!", "-not", "-o", "-or", ","})
+
+
+def _found_below(root: str, expression: Sequence[str]) -> str:
+    """What `{}` stands for in `find ROOT … -exec CMD {}`: with a `-name PATTERN` test the root's own name
+    does not pass (and no `!`/`-o`), a path below the root named like PATTERN; else the root itself."""
+    if UNKNOWN in root or set(expression) & _FIND_NEGATIONS:
+        return root
+    from fnmatch import fnmatchcase
+
+    base = posixpath.basename(normalize_path(root)) if root not in (".", "./") else "."
+    for index, word in enumerate(expression[:-1]):
+        pattern = expression[index + 1]
+        if word in _FIND_NAME_TESTS and "/" not in pattern and pattern not in ("*", ".*", "?*") and \
+                not fnmatchcase(base, pattern):
+            return posixpath.join(root, pattern)
+    return root
 
 
 def _is_shell(name: str) -> bool:
