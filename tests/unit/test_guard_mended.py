@@ -3,6 +3,8 @@ in-process, never to a shell."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kilo_loop.safety.guard import Guard
@@ -58,3 +60,16 @@ def test_a_subcommand_or_option_built_at_run_time_is_denied(guard: Guard, comman
                                      "kubectl logs $pod", "git -C \"$dir\" status"])
 def test_data_built_at_run_time_is_not_a_subcommand(guard: Guard, command: str) -> None:
     assert not guard.check_command(command, PROJECT).denied
+
+
+def test_the_hook_knows_the_work_tree_only_of_a_checkpointed_run(tmp_path: Path) -> None:
+    from kilo_loop.agent.hook import checkpointed_work_tree
+
+    run = tmp_path / "project" / ".kilocode-loop" / "runs" / "r1"
+    run.mkdir(parents=True)
+    rules = run / "guard-rules.json"
+    assert checkpointed_work_tree(str(rules)) is None  # --no-checkpoint: no checkpoints/ folder
+    (run / "checkpoints").mkdir()
+    assert checkpointed_work_tree(str(rules)) == str(tmp_path / "project")
+    assert checkpointed_work_tree(str(run / "gemini" / "settings.json")) == str(tmp_path / "project")
+    assert checkpointed_work_tree(str(tmp_path / "elsewhere.json")) is None
