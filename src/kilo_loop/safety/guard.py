@@ -53,6 +53,7 @@ from kilo_loop.safety.shell import (
     OutputRedirect,
     SimpleCommand,
     Unanalysable,
+    Unread,
     analyze,
     brace_alternatives,
     display,
@@ -196,6 +197,10 @@ class Guard:
             decision = self._judge(item)
             if decision is not None:
                 return decision
+        unread = list(dict.fromkeys(item.what for item in analysis.executed if isinstance(item, Unread)))
+        if unread:
+            return _allow(f"no destructive command found; not read: {'; '.join(unread)} — what that code does "
+                          "is not seen here (the sandbox, when on, still holds it)")
         return _allow("no destructive command found")
 
     def check_tool_use(self, tool: str, tool_input: Mapping[str, Any], cwd: str | None = None) -> GuardDecision:

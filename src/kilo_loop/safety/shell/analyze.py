@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.shell import git as git_argv
+from kilo_loop.safety.shell import project_runners
 from kilo_loop.safety.shell.file_changes import edited_in_place, rewrites_tree
 from kilo_loop.safety.shell.flow import State, chdir
 from kilo_loop.safety.shell.interpreters import (
@@ -46,6 +47,7 @@ from kilo_loop.safety.shell.model import (
     OutputRedirect,
     SimpleCommand,
     Unanalysable,
+    Unread,
     command_name,
     display,
     normalize_path,
@@ -944,6 +946,8 @@ class Analyzer:
                 self.wrote(fifo, None, state.cwds)  # reading it gives whatever another command writes
         if name in _PACKAGE_RUNNERS and self._written_here("package.json", state.cwds):
             self.out.append(_unknown_code(f"{name} runs scripts from a package.json this same command writes"))
+        if self.remote is None:
+            self._project_files(name, args, state, depth)
         if name == "less":
             for variable in ("LESSOPEN", "LESSCLOSE"):
                 preprocessor = env[variable] if variable in env else state.vars.get(variable, "")
@@ -956,6 +960,110 @@ class Analyzer:
                 "m4" if name == "m4" else "ed"
             if not (language == "lua" and [a for a in args if not a.startswith("-")]):
                 self._stdin_code(stdin, name, child, depth, language)
+
+    def _project_files(self, name: str, args: list[str], state: State, depth: int) -> None:
+        """A runner executing commands written in project files (`make`, `npm run X`, `deno task X`, `tox`,
+        `task X`, `pre-commit`, `go generate`, `awk -f`, `sed -f`, `vim -S`): the files are read and what
+        they run is followed; what the guard does not read is reported as `Unread`."""
+        for shown, lines, language in self._runner_lines(name, args, state):
+            start, files_start = len(self.out), len(self.files_read)
+            try:
+                for line in lines:
+                    if language is None:
+                        self.script(line, state.child_shell({}), depth + 1)
+                    else:
+                        self.out.append(InlineCode(language, line, state.cwds, self.remote))
+            finally:
+                self._mark_script(start, shown)
+                self._trust_committed_scripts(start, files_start)
+        what = project_runners.unread(name, args)
+        if what is not None:
+            self.out.append(Unread(f"`{name}` runs {what}", self.remote))
+
+    def _runner_lines(self, name: str, args: list[str], state: State) -> list[tuple[str, list[str], str | None]]:
+        """(file shown, command lines, language or None for shell) for each project file `name args` runs."""
+        cwds = state.cwds
+        if name in ("make", "gmake"):
+            targets, files, variables = project_runners.make_targets(args)
+            directory = _option_values(args, "C", ("--directory",))
+            if directory:
+                cwds = frozenset(posixpath.join(c, directory[-1]) if c else None for c in cwds) \
+                    if not directory[-1].startswith("/") else frozenset({directory[-1]})
+            makefiles = [f for f in files if f not in ("-", "/dev/stdin")] or ["GNUmakefile", "makefile", "Makefile"]
+            return self._read_first(makefiles, cwds, lambda t: project_runners.makefile_commands(t, targets, variables),
+                                    all_of=bool(files))
+        if name in _PACKAGE_RUNNERS:
+            return self._read_first(["package.json"], cwds, lambda t: project_runners.package_scripts(t, name, args))
+        if name == "deno" and args[:1] == ["task"]:
+            return self._read_first(["deno.json", "deno.jsonc"], cwds,
+                                    lambda t: project_runners.deno_tasks(t, args[1:]))
+        if name == "tox":
+            tox = self._read_first(["tox.ini"], cwds, project_runners.tox_commands)
+            if not tox:
+                self.out.append(Unread("`tox` runs the commands of its configuration in pyproject.toml or setup.cfg"))
+            return tox
+        if name in ("task", "go-task"):
+            return self._read_first(["Taskfile.yml", "Taskfile.yaml", "taskfile.yml", "taskfile.yaml",
+                                     "Taskfile.dist.yml"], cwds, lambda t: project_runners.taskfile_commands(t, args))
+        if name in ("pre-commit", "prek") and (not args or args[0] in ("run", "try-repo", "hook-impl")):
+            hooks = self._read_first([".pre-commit-config.yaml", ".pre-commit-config.yml"], cwds,
+                                     project_runners.precommit_commands)
+            self.out.append(Unread("`pre-commit` runs the hooks of every repository in its configuration other than `local` (their code is not read)"))
+            return hooks
+        if name == "go" and args[:1] == ["generate"]:
+            return self._go_generate(args[1:], cwds)
+        if name in AWKS or name in SEDS:
+            language = "awk" if name in AWKS else "sed"
+            files = [f for f in _option_values(args, "f", ("--file",)) if f not in _STDIN_FILES]
+            return self._read_first(files, cwds, lambda t: [t], language, all_of=True)
+        if name in ("vim", "vi", "nvim", "view", "ex"):
+            files = _option_values(args, "S", ())
+            return self._read_first(files, cwds, _vim_commands, all_of=True)
+        return []
+
+    def _read_first(self, names: Sequence[str], cwds: frozenset[str | None],
+                    extract: Callable[[str], list[str]], language: str | None = None,
+                    all_of: bool = False) -> list[tuple[str, list[str], str | None]]:
+        """Read the first of `names` that exists (every one, with `all_of`) in each working directory."""
+        read: list[tuple[str, list[str], str | None]] = []
+        for file_name in names:
+            if UNKNOWN in file_name.replace(HOME, ""):
+                self.out.append(_unknown_code(f"it runs the file {display(file_name)!r}, named only at run time"))
+                continue
+            if self._written_here(file_name, cwds):
+                self.out.append(_unknown_code(f"it runs commands from {file_name}, which this same command writes"))
+                continue
+            for place in self._places(file_name, cwds) or ():
+                text = self._readable(display(file_name), read_script(place))
+                if text is not None:
+                    read.append((file_name, extract(text), language))
+            if read and not all_of:
+                break
+        return read
+
+    def _go_generate(self, packages: list[str], cwds: frozenset[str | None]) -> list[tuple[str, list[str], str | None]]:
+        """`go generate [packages]`: the `//go:generate` lines of the packages' Go files (`./...` walks down)."""
+        import os
+
+        found: list[tuple[str, list[str], str | None]] = []
+        for cwd in cwds:
+            if cwd is None:
+                continue
+            for package in [p for p in packages if not p.startswith("-")] or ["."]:
+                recursive = package.endswith("/...")
+                root = posixpath.normpath(posixpath.join(cwd, package.removesuffix("/...") or "."))
+                walk = os.walk(root) if recursive else [(root, [], os.listdir(root) if os.path.isdir(root) else [])]
+                for directory, _dirs, files in walk:
+                    for file_name in sorted(f for f in files if f.endswith(".go")):
+                        if len(found) >= MAX_SCRIPTS_READ:
+                            self.out.append(_unknown_code(f"go generate reads more than {MAX_SCRIPTS_READ} Go files"))
+                            return found
+                        path = posixpath.join(directory, file_name)
+                        text = self._readable(path, read_script(path))
+                        lines = project_runners.go_generate_commands(text or "")
+                        if lines:
+                            found.append((path, lines, None))
+        return found
 
     def _inline(self, interp: Interpreter, args: list[str], state: State, stdin: str | None,
                 env: Mapping[str, str | None], depth: int) -> None:
@@ -1052,6 +1160,15 @@ def _found_below(root: str, expression: Sequence[str]) -> str:
                 not fnmatchcase(base, pattern):
             return posixpath.join(root, pattern)
     return root
+
+
+def _vim_commands(text: str) -> list[str]:
+    """The shell commands a vim script runs (`:!cmd`, `silent !cmd`); code vim evaluates (`call system(…)`,
+    `:py3 …`) is a value only known at run time."""
+    scripts: list[str] = []
+    for line in text.splitlines():
+        scripts += _option_scripts("vim", ["-c", line.strip()]) if line.strip() else []
+    return [UNKNOWN if s == UNKNOWN else s for s in scripts]
 
 
 def _is_shell(name: str) -> bool:
