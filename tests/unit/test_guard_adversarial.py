@@ -23,7 +23,7 @@ PROJECT = "/repo"
 KINDS = {"git-abbrev", "hidden-paths", "runtime-name", "expansions", "code-to-shell", "interpreters", "wrappers",
          "git-shell", "git-discard", "git-commits", "sensitive-files", "curl-pipe", "containers", "kubernetes",
          "cloud", "databases", "remote", "system", "deletes", "publish", "continuations",
-         "runtime-words", "arith-code"}
+         "runtime-words", "arith-code", "stdin-code"}
 
 
 def _corpus() -> dict[str, list[dict[str, Any]]]:

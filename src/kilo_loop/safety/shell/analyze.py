@@ -918,9 +918,6 @@ class Analyzer:
                     self.script(value, child, depth + 1)
         if name in ("make", "gmake"):
             files = _option_values(args, "f", ("--file", "--makefile")) or sorted(_MAKEFILES)
-            if any(a in ("-f", "--file", "--makefile") and args[i + 1:i + 2] in (["-"], ["/dev/stdin"])
-                   for i, a in enumerate(args)):
-                self._stdin_code(stdin if stdin is not None else PIPE, name, state, depth, "make")
             if any(a.startswith(("--eval", "-E")) for a in args) or any(
                     self._written_here(f, state.cwds) for f in files):
                 self.out.append(_unknown_code("make runs recipes from text this same command writes or passes"))
@@ -947,7 +944,7 @@ class Analyzer:
         if name in _PACKAGE_RUNNERS and self._written_here("package.json", state.cwds):
             self.out.append(_unknown_code(f"{name} runs scripts from a package.json this same command writes"))
         if self.remote is None:
-            self._project_files(name, args, state, depth)
+            self._project_files(name, args, state, depth, stdin)
         if name == "less":
             for variable in ("LESSOPEN", "LESSCLOSE"):
                 preprocessor = env[variable] if variable in env else state.vars.get(variable, "")
@@ -961,11 +958,11 @@ class Analyzer:
             if not (language == "lua" and [a for a in args if not a.startswith("-")]):
                 self._stdin_code(stdin, name, child, depth, language)
 
-    def _project_files(self, name: str, args: list[str], state: State, depth: int) -> None:
+    def _project_files(self, name: str, args: list[str], state: State, depth: int, stdin: str | None) -> None:
         """A runner executing commands written in project files (`make`, `npm run X`, `deno task X`, `tox`,
         `task X`, `pre-commit`, `go generate`, `awk -f`, `sed -f`, `vim -S`): the files are read and what
         they run is followed; what the guard does not read is reported as `Unread`."""
-        for shown, lines, language in self._runner_lines(name, args, state):
+        for shown, lines, language in self._runner_lines(name, args, state, stdin):
             start, files_start = len(self.out), len(self.files_read)
             try:
                 for line in lines:
@@ -980,8 +977,10 @@ class Analyzer:
         if what is not None:
             self.out.append(Unread(f"`{name}` runs {what}", self.remote))
 
-    def _runner_lines(self, name: str, args: list[str], state: State) -> list[tuple[str, list[str], str | None]]:
-        """(file shown, command lines, language or None for shell) for each project file `name args` runs."""
+    def _runner_lines(self, name: str, args: list[str], state: State,
+                      stdin: str | None) -> list[tuple[str, list[str], str | None]]:
+        """(file shown, command lines, language or None for shell) for each project file `name args` runs
+        (a file that is stdin — `-f -`, `-f /dev/stdin` — is what this command reads there)."""
         cwds = state.cwds
         if name in ("make", "gmake"):
             targets, files, variables = project_runners.make_targets(args)
@@ -989,24 +988,24 @@ class Analyzer:
             if directory:
                 cwds = frozenset(posixpath.join(c, directory[-1]) if c else None for c in cwds) \
                     if not directory[-1].startswith("/") else frozenset({directory[-1]})
-            makefiles = [f for f in files if f not in ("-", "/dev/stdin")] or ["GNUmakefile", "makefile", "Makefile"]
-            return self._read_first(makefiles, cwds, lambda t: project_runners.makefile_commands(t, targets, variables),
+            makefiles = files or ["GNUmakefile", "makefile", "Makefile"]
+            return self._read_first(stdin, makefiles, cwds, lambda t: project_runners.makefile_commands(t, targets, variables),
                                     all_of=bool(files))
         if name in _PACKAGE_RUNNERS:
-            return self._read_first(["package.json"], cwds, lambda t: project_runners.package_scripts(t, name, args))
+            return self._read_first(stdin, ["package.json"], cwds, lambda t: project_runners.package_scripts(t, name, args))
         if name == "deno" and args[:1] == ["task"]:
-            return self._read_first(["deno.json", "deno.jsonc"], cwds,
+            return self._read_first(stdin, ["deno.json", "deno.jsonc"], cwds,
                                     lambda t: project_runners.deno_tasks(t, args[1:]))
         if name == "tox":
-            tox = self._read_first(["tox.ini"], cwds, project_runners.tox_commands)
+            tox = self._read_first(stdin, ["tox.ini"], cwds, project_runners.tox_commands)
             if not tox:
                 self.out.append(Unread("`tox` runs the commands of its configuration in pyproject.toml or setup.cfg"))
             return tox
         if name in ("task", "go-task"):
-            return self._read_first(["Taskfile.yml", "Taskfile.yaml", "taskfile.yml", "taskfile.yaml",
+            return self._read_first(stdin, ["Taskfile.yml", "Taskfile.yaml", "taskfile.yml", "taskfile.yaml",
                                      "Taskfile.dist.yml"], cwds, lambda t: project_runners.taskfile_commands(t, args))
         if name in ("pre-commit", "prek") and (not args or args[0] in ("run", "try-repo", "hook-impl")):
-            hooks = self._read_first([".pre-commit-config.yaml", ".pre-commit-config.yml"], cwds,
+            hooks = self._read_first(stdin, [".pre-commit-config.yaml", ".pre-commit-config.yml"], cwds,
                                      project_runners.precommit_commands)
             self.out.append(Unread("`pre-commit` runs the hooks of every repository in its configuration other than `local` (their code is not read)"))
             return hooks
@@ -1014,19 +1013,27 @@ class Analyzer:
             return self._go_generate(args[1:], cwds)
         if name in AWKS or name in SEDS:
             language = "awk" if name in AWKS else "sed"
-            files = [f for f in _option_values(args, "f", ("--file",)) if f not in _STDIN_FILES]
-            return self._read_first(files, cwds, lambda t: [t], language, all_of=True)
+            files = _file_options(args, "-f", ("--file",))
+            return self._read_first(stdin, files, cwds, lambda t: [t], language, all_of=True)
         if name in ("vim", "vi", "nvim", "view", "ex"):
-            files = _option_values(args, "S", ())
-            return self._read_first(files, cwds, _vim_commands, all_of=True)
+            return self._read_first(stdin, _file_options(args, "-S", ()), cwds, _vim_commands, all_of=True)
+        if name == "gdb":
+            files = _file_options(args, "-x", ("-command", "--command", "-ix", "-init-command", "--init-command"))
+            return self._read_first(stdin, files, cwds, _gdb_commands, all_of=True)
         return []
 
-    def _read_first(self, names: Sequence[str], cwds: frozenset[str | None],
+    def _read_first(self, stdin: str | None, names: Sequence[str], cwds: frozenset[str | None],
                     extract: Callable[[str], list[str]], language: str | None = None,
                     all_of: bool = False) -> list[tuple[str, list[str], str | None]]:
-        """Read the first of `names` that exists (every one, with `all_of`) in each working directory."""
+        """Read the first of `names` that exists (every one, with `all_of`) in each working directory; a name
+        that is stdin (`-`, `/dev/stdin`) reads `stdin`."""
         read: list[tuple[str, list[str], str | None]] = []
         for file_name in names:
+            if file_name in _STDIN_FILES:
+                text = self._stdin_text(stdin)
+                if text is not None:
+                    read.append(("stdin", extract(text), language))
+                continue
             if UNKNOWN in file_name.replace(HOME, ""):
                 self.out.append(_unknown_code(f"it runs the file {display(file_name)!r}, named only at run time"))
                 continue
@@ -1040,6 +1047,15 @@ class Analyzer:
             if read and not all_of:
                 break
         return read
+
+    def _stdin_text(self, stdin: str | None) -> str | None:
+        """What a command reads as a file on stdin: known text, a file on disk (`< f`), or a deny for a pipe."""
+        if stdin is not None and stdin.startswith(_ON_DISK):
+            return self._disk_input_text(stdin)
+        if stdin == PIPE:
+            self.out.append(_unknown_code("it reads its code from a pipe or file whose content the guard cannot see"))
+            return None
+        return stdin
 
     def _go_generate(self, packages: list[str], cwds: frozenset[str | None]) -> list[tuple[str, list[str], str | None]]:
         """`go generate [packages]`: the `//go:generate` lines of the packages' Go files (`./...` walks down)."""
@@ -1160,6 +1176,29 @@ def _found_below(root: str, expression: Sequence[str]) -> str:
                 not fnmatchcase(base, pattern):
             return posixpath.join(root, pattern)
     return root
+
+
+def _file_options(args: Sequence[str], short: str, long: tuple[str, ...]) -> list[str]:
+    """Every file named by `short FILE`, `shortFILE`, `long FILE` or `long=FILE` (`-` kept: it is stdin)."""
+    found: list[str] = []
+    for index, arg in enumerate(args):
+        following = args[index + 1] if index + 1 < len(args) else ""
+        key, eq, value = arg.partition("=")
+        if arg == short or (key in long and not eq):
+            found.append(following)
+        elif key in long:
+            found.append(value)
+        elif arg.startswith(short) and len(arg) > len(short) and not arg.startswith("--"):
+            found.append(arg[len(short):])
+    return [f for f in found if f]
+
+
+def _gdb_commands(text: str) -> list[str]:
+    """The shell commands a gdb command file runs (`shell CMD`, `!CMD`); its Python is only known at run time."""
+    scripts: list[str] = []
+    for line in text.splitlines():
+        scripts += _option_scripts("gdb", ["-ex", line.strip()]) if line.strip() else []
+    return scripts
 
 
 def _vim_commands(text: str) -> list[str]:
