@@ -73,3 +73,19 @@ def test_the_hook_knows_the_work_tree_only_of_a_checkpointed_run(tmp_path: Path)
     assert checkpointed_work_tree(str(rules)) == str(tmp_path / "project")
     assert checkpointed_work_tree(str(run / "gemini" / "settings.json")) == str(tmp_path / "project")
     assert checkpointed_work_tree(str(tmp_path / "elsewhere.json")) is None
+
+
+def test_git_branch_M_refuses_only_to_overwrite_a_branch_that_exists(tmp_path: Path) -> None:
+    import subprocess
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "PATH": "/usr/bin:/bin"}
+    for argv in (["init", "-q", "-b", "main"], ["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q",
+                                                 "--allow-empty", "-m", "init"], ["branch", "feature"]):
+        subprocess.run(["git", *argv], cwd=repo, env=env, check=True, capture_output=True)
+    guard = Guard()
+    assert not guard.check_command("git branch -M trunk", str(repo)).denied
+    assert guard.check_command("git branch -M feature", str(repo)).denied
+    assert guard.check_command("git branch -M trunk feature", str(repo)).denied
+    assert guard.check_command("git branch -M feature", None).denied  # where it runs is not known

@@ -74,10 +74,10 @@ def _sql(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     files = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-f", "--file", "-i", "--init")]
     if any(UNKNOWN in f for f in files):
         return "the SQL file is only known when the command runs; write the statements out literally"
-    for index, text in enumerate(texts):
+    for text in texts:
         if _CLIENT_SHELL.search(text):
             return "the client or server runs a shell command (\\!, system, .shell, a pipe, COPY … PROGRAM)"
-        if index and UNKNOWN in text:
+        if UNKNOWN in text:  # (stdin from a pipe of unknown data is not text here: `pg_dump | psql` restores)
             return "the SQL is only known when the command runs; write the statement out literally"
         written = _sql_writes(text)
         if written:
@@ -187,4 +187,7 @@ PACK = Pack(
         Rule("database-drop", "drops the schema", ("typeorm", "sequelize", "sequelize-cli", "knex"), check=lambda c, p: "" if set(
             operands(c.args)[:1]) & {"schema:drop", "db:drop", "migrate:rollback"} else None),
     ),
+    # what a redis command built at run time (`redis-cli "$CMD"`) is tried as
+    vocabulary={name: ("flushall", "flushdb", "shutdown", "config") for name in ("redis-cli", "valkey-cli",
+                                                                            "keydb-cli")},
 )

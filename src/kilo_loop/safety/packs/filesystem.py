@@ -196,6 +196,7 @@ def _destroys_content(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
 _EMPTY_SOURCES = frozenset({"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"})
 
 
+
 def _permission_broad(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     if not has_option(cmd.args, "-R", "--recursive"):
         found = operands(cmd.args, ("--reference",))

@@ -20,15 +20,15 @@ _DISCARDS = "it throws away changes or commits for good"
 
 def branch_exists(name: str, cwds: Iterable[str | None]) -> bool | None:
     """Whether the git branch `name` exists in the repository of every working directory (None when
-    that cannot be known: a directory or the name only known at run time, or no repository found)."""
+    that cannot be known: a directory or the name only known at run time)."""
     if UNKNOWN in name or not name:
         return None
     answers: set[bool] = set()
     for cwd in cwds:
-        common = _common_dir(cwd) if cwd else None
-        if common is None:
+        if cwd is None:
             return None
-        answers.add(_has_ref(common, "refs/heads/" + name))
+        common = _common_dir(cwd)  # no repository there: git fails, no branch is touched
+        answers.add(common is not None and _has_ref(common, "refs/heads/" + name))
     return answers.pop() if len(answers) == 1 else None
 
 
