@@ -49,6 +49,26 @@ def _git(sub: str | tuple[str, ...], flags: Sequence[str] = (), unless: Sequence
     return check
 
 
+def _not_dry_run(short_n: bool) -> Check:
+    """A `when` check: "" unless the last word git reads on it asks for a dry run (`--dry-run` or a prefix,
+    push's `-n`; a later `--no-dry-run` undoes it)."""
+    def check(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+        dry = False
+        for arg in cmd.args:
+            if arg == "--":
+                break
+            if len(arg) > 5 and "--no-dry-run".startswith(arg):
+                dry = False
+            elif (len(arg) > 3 and "--dry-run".startswith(arg)) or (
+                    short_n and arg.startswith("-") and not arg.startswith("--") and "n" in arg[1:]):
+                dry = True
+        return None if dry else ""
+    return check
+
+
+_PUSHES = _not_dry_run(short_n=True)
+
+
 def _push_forced(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     args = cmd.args
     refspecs = [a for a in operands(args)[1:]]
@@ -184,11 +204,12 @@ PACK = Pack(
     title="git: commits, pushes, history rewrites, discarding work, git running shell commands",
     rules=(
         Rule("git-commit", "the agent never commits; the loop checkpoints and the operator commits", ("git",),
-             check=_git("commit", unless=("--dry-run",))),
+             check=_git("commit", when=_not_dry_run(short_n=False))),
         Rule("git-push-force", "a force push (or remote ref deletion) rewrites published history", ("git",),
-             check=_git(("push", "send-pack"), when=_push_forced, unless=("-n", "--dry-run"))),
+             check=_git(("push", "send-pack"), when=lambda c, p: _push_forced(c, p) if _PUSHES(c, p) is not None
+                        else None)),
         Rule("git-push", "the agent never pushes; the operator publishes the work", ("git",),
-             check=_git(("push", "send-pack"), unless=("-n", "--dry-run"))),
+             check=_git(("push", "send-pack"), when=_PUSHES)),
         Rule("git-reset-hard", "git reset --hard/--merge/--keep discards uncommitted changes", ("git",),
              check=_git("reset", flags=("--hard", "--merge", "--keep"))),
         Rule("git-history-rewrite", "git reset to an earlier commit takes commits off the branch", ("git",),

@@ -16,13 +16,14 @@ _DELETES = "changes a cluster: deletes or evicts resources"
 
 def dry_run(args: tuple[str, ...]) -> bool:
     """`--dry-run`, `--dry-run=client|server` (kubectl, helm): nothing is changed; `--dry-run=none` is a real run."""
-    for arg in args:
+    dry = False
+    for arg in args:  # the last one given wins
         if arg == "--":
-            return False
+            break
         name, eq, value = arg.partition("=")
-        if name == "--dry-run" and not (eq and value.lower() in ("none", "false", "0")):
-            return True
-    return False
+        if name == "--dry-run":
+            dry = not (eq and value.lower() in ("none", "false", "0"))
+    return dry
 
 
 def _real(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
