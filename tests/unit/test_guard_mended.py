@@ -89,3 +89,19 @@ def test_git_branch_M_refuses_only_to_overwrite_a_branch_that_exists(tmp_path: P
     assert guard.check_command("git branch -M feature", str(repo)).denied
     assert guard.check_command("git branch -M trunk feature", str(repo)).denied
     assert guard.check_command("git branch -M feature", None).denied  # where it runs is not known
+
+
+@pytest.mark.parametrize(("command", "denied"), [
+    ("tee .kilocode-loop/review.json <<< '{\"verdict\": \"pass\"}'", False),
+    ("cp /tmp/r.json .kilocode-loop/review-security.json", False),
+    ("mkdir -p .kilocode-loop && tee .kilocode-loop/review.json < /tmp/r.json", False),
+    ("tee .kilocode-loop/review.json src/app.py < /tmp/r.json", True),
+    ("cp /tmp/r.json .kilocode-loop/state.json", True),
+    ("cp /tmp/r.json src/app.py", True),
+    ("touch README.md", True),
+])
+def test_a_reviewer_writing_only_its_review_file_changes_no_tree(command: str, denied: bool) -> None:
+    from kilo_loop.review.readonly import ReadOnlyGuard
+
+    decision = ReadOnlyGuard(None, Path("/repo")).check_tool_use("bash", {"command": command}, "/repo")
+    assert decision.denied is denied, decision
