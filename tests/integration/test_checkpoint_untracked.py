@@ -152,3 +152,22 @@ def test_guarded_delete_then_revert_brings_every_file_back(repo: Path, cps: Path
     subprocess.run(["rm", "-rf", str(repo / "docs")], check=True)  # argv list, a temp repo: no shell
     revert_to_checkpoint(repo, cps, 1)
     assert (repo / "docs" / "guide.md").read_text() == "# guide\n"
+
+
+def test_unchanged_untracked_files_reuse_the_tree_without_git(repo: Path, cps: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    write(repo / "notes.md", "n\n")
+    first = capture_checkpoint(repo, cps, 1)
+    calls: list[tuple[str, ...]] = []
+    real = checkpoint_module._Repo.git
+
+    def counting(self: object, *args: str, **kwargs: object) -> bytes:
+        calls.append(args)
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(checkpoint_module._Repo, "git", counting)
+    again = capture_checkpoint(repo, cps, 2)
+    assert again.untracked_tree == first.untracked_tree
+    assert not any(args[:1] == ("update-index",) for args in calls)
+    write(repo / "notes.md", "changed\n")
+    assert capture_checkpoint(repo, cps, 3).untracked_tree != first.untracked_tree

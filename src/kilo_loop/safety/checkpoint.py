@@ -71,6 +71,8 @@ _REF_SAFE_RE = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*")
 _NAME_RE = re.compile(r"iter-(\d{2,})\.json")
 _OID_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _GITLINK_MODE = "160000"
+_UNTRACKED_CACHE = "untracked-tree.json"
+"""Beside the checkpoints: the last untracked tree and what it was written from (names, sizes, times)."""
 _PATHS_PER_CALL = 500  # pathspecs per git command line, well under ARG_MAX
 _DIFF_ARGS = ("diff", "--binary", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color",
               "--ignore-submodules=all", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/")
@@ -500,7 +502,7 @@ def capture_checkpoint(project: Path, checkpoints_dir: Path, iteration: int,
     if lists.unmerged:  # a conflicted index cannot be written as a tree; patches can hold it
         return capture_patch_checkpoint(project, checkpoints_dir, iteration)
     tree, index_tree = _write_trees(repo, head, lists)
-    untracked_tree, left_out = _write_untracked_tree(repo, lists.untracked)
+    untracked_tree, left_out = _write_untracked_tree(repo, lists.untracked, checkpoints_dir / _UNTRACKED_CACHE)
     _keep_reachable(repo, checkpoints_dir.parent.name, iteration, tree, index_tree, untracked_tree)
     stem = checkpoint_stem(iteration)
     checkpoint = Checkpoint(
@@ -546,24 +548,47 @@ def _write_trees(repo: _Repo, head: str | None, status: StatusLists) -> tuple[st
         return _oid(repo.git("write-tree", env=env)), index_tree
 
 
-def _write_untracked_tree(repo: _Repo, untracked: Iterable[str]) -> tuple[str | None, list[str]]:
-    """The untracked files' content as a tree (None when none is kept), and the files left out."""
-    sizes: list[tuple[str, int | None]] = []
+def _write_untracked_tree(repo: _Repo, untracked: Iterable[str],
+                          cache: Path | None = None) -> tuple[str | None, list[str]]:
+    """The untracked files' content as a tree (None when none is kept), and the files left out. With
+    `cache`, a tree written for the same files with the same sizes and times is reused (no git run)."""
+    stats: list[tuple[str, int | None, int]] = []
     loop_dir = f"{repo.prefix}{LOOP_DIR}/"
     for path in untracked:
         if path.startswith(loop_dir):  # the loop's own files: the run keeps those itself
             continue
         try:
-            sizes.append((path, (repo.root / path).lstat().st_size))
+            info = (repo.root / path).lstat()
+            stats.append((path, info.st_size, info.st_mtime_ns))
         except OSError:
-            sizes.append((path, None))
-    kept, left_out = untracked_kept(sizes)
+            stats.append((path, None, 0))
+    kept, left_out = untracked_kept([(path, size) for path, size, _ in stats])
     if not kept:
         return None, left_out
+    key = json.dumps(sorted(stats))
+    cached = _cached_tree(cache, key)
+    if cached is not None:
+        return cached, left_out
     with tempfile.TemporaryDirectory(prefix="kilo-loop-checkpoint-") as scratch:
         env = {"GIT_INDEX_FILE": str(Path(scratch) / "untracked")}
         repo.git("update-index", "--add", "-z", "--stdin", env=env, stdin=_pathspec_stdin(kept))
-        return _oid(repo.git("write-tree", env=env)), left_out
+        tree = _oid(repo.git("write-tree", env=env))
+    if cache is not None:
+        with contextlib.suppress(OSError):
+            write_bytes_atomic(cache, json.dumps({"key": key, "tree": tree}).encode(), False)
+    return tree, left_out
+
+
+def _cached_tree(cache: Path | None, key: str) -> str | None:
+    """The tree recorded in `cache` for `key` (the untracked files' names, sizes and times), if any."""
+    if cache is None:
+        return None
+    try:
+        data = json.loads(cache.read_bytes())
+    except (OSError, ValueError):
+        return None
+    tree = data.get("tree") if isinstance(data, dict) and data.get("key") == key else None
+    return tree if isinstance(tree, str) and _OID_RE.fullmatch(tree) else None
 
 
 def _keep_reachable(repo: _Repo, run_id: str, iteration: int, tree: str | None, index_tree: str | None,
