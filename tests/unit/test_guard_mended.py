@@ -105,3 +105,10 @@ def test_a_reviewer_writing_only_its_review_file_changes_no_tree(command: str, d
 
     decision = ReadOnlyGuard(None, Path("/repo")).check_tool_use("bash", {"command": command}, "/repo")
     assert decision.denied is denied, decision
+
+
+def test_the_hook_spells_the_loop_folder_as_the_layout_does() -> None:
+    from kilo_loop.agent import hook
+    from kilo_loop.run.layout import LOOP_DIR
+
+    assert hook._LOOP_DIR == LOOP_DIR

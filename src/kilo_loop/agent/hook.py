@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 BLOCK_EXIT = 2
 RULES_FILE = "guard-rules.json"
+_LOOP_DIR = ".kilocode-loop"
+"""`run.layout.LOOP_DIR`, spelled here: importing the layout would import pathlib on every tool call."""
 
 
 def hook_command(rules: Path, python: str | None = None) -> str:
@@ -74,15 +76,13 @@ def checkpointed_work_tree(rules: str) -> str | None:
     """The project of the run whose folder holds `rules` (`<project>/.kilocode-loop/runs/<id>/…`), when that
     run keeps per-iteration checkpoints (its `checkpoints/` exists): the guard then lets deletes a revert can
     undo through (`safety.undoable`). None otherwise."""
-    from kilo_loop.run.layout import LOOP_DIR
-
     path = os.path.abspath(rules)
     while True:
         parent = os.path.dirname(path)
         if parent == path:
             return None
         runs = os.path.dirname(parent)
-        if os.path.basename(parent) == "runs" and os.path.basename(runs) == LOOP_DIR:
+        if os.path.basename(parent) == "runs" and os.path.basename(runs) == _LOOP_DIR:
             return os.path.dirname(runs) if os.path.isdir(os.path.join(path, "checkpoints")) else None
         path = parent
 
