@@ -15,6 +15,7 @@ from kilo_loop.safety import undoable
 from kilo_loop.safety.checkpoint import (
     capture_checkpoint,
     load_checkpoint,
+    plan_revert,
     revert_to_checkpoint,
     untracked_kept,
 )
@@ -68,6 +69,8 @@ def test_an_untracked_file_deleted_is_restored_by_revert(repo: Path, cps: Path) 
     assert taken.untracked_tree is not None and not taken.untracked_left_out
     (repo / "notes" / "plan.md").unlink()
     write(repo / "notes" / "draft.txt", "draft v2, the agent's\n")
+    plan = plan_revert(repo, cps, 1)
+    assert plan.bring_back == ("notes/plan.md",) and plan.missing == ()
     result = revert_to_checkpoint(repo, cps, 1)
     assert (repo / "notes" / "plan.md").read_text() == "the plan\n"
     assert (repo / "notes" / "draft.txt").read_text() == "draft v1\n"

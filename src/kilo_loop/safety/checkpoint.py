@@ -139,6 +139,7 @@ class RevertPlan:
     checkout: tuple[str, ...] = ()
     unstage: tuple[str, ...] = ()
     clear: tuple[str, ...] = ()
+    bring_back: tuple[str, ...] = ()  # untracked files gone since the checkpoint that it kept: written back
 
     @property
     def head_moved(self) -> bool:
@@ -352,7 +353,7 @@ def build_plan(checkpoint: Checkpoint, survey: Survey) -> RevertPlan:
     return RevertPlan(
         iteration=checkpoint.iteration, checkpoint_head=checkpoint.head, current_head=survey.current_head,
         restore=tuple(restored), delete=tuple(sorted(set(delete) | set(tracked.delete))),
-        keep=tuple(sorted(set(keep) | set(tracked.keep))), missing=survey.missing,
+        keep=tuple(sorted(set(keep) | set(tracked.keep))), missing=survey.missing, bring_back=survey.bring_back,
         checkout=tracked.checkout, unstage=tracked.unstage, clear=tracked.clear,
     )
 
@@ -743,7 +744,8 @@ class Survey:
     candidates: frozenset[str]  # tracked paths to reset: see restore_candidates
     off_checkpoint: frozenset[str]  # candidates whose file or index entry is not as at the checkpoint
     untracked_now: tuple[str, ...]
-    missing: tuple[str, ...]  # untracked at the checkpoint, gone now
+    missing: tuple[str, ...]  # untracked at the checkpoint, gone now, and not kept by it
+    bring_back: tuple[str, ...] = ()  # untracked at the checkpoint, gone now, kept by it: written back
 
 
 def _source(repo: _Repo, checkpoint: Checkpoint) -> str:
@@ -770,6 +772,9 @@ def _survey(repo: _Repo, checkpoint: Checkpoint, source: str, checkpoints_dir: P
     gitlinks = {path for mode, path in [*source_entries, *index_entries, *head_entries] if mode == _GITLINK_MODE}
     changed = set(repo.names(*_NAMES_ARGS, source)) | set(repo.names(*_NAMES_ARGS, "--cached", source))
     candidates = restore_candidates(checkpoint, changed, gitlinks)
+    gone = [path for path in checkpoint.untracked if not path.endswith("/") and not os.path.lexists(repo.root / path)]
+    kept = frozenset(split_nul(repo.git("ls-tree", "-r", "-z", "--name-only", "--full-tree",
+                                        checkpoint.untracked_tree))) if checkpoint.untracked_tree and gone else frozenset()
     staged, patch = patches
     return Survey(
         current_head=current_head,
@@ -778,8 +783,8 @@ def _survey(repo: _Repo, checkpoint: Checkpoint, source: str, checkpoints_dir: P
         gitlinks=frozenset(gitlinks), protected=_protected(repo, gitlinks, checkpoints_dir),
         candidates=candidates, off_checkpoint=_off_checkpoint(repo, source, staged, patch, candidates),
         untracked_now=tuple(repo.names("ls-files", "--others", "--exclude-standard")),
-        missing=tuple(path for path in checkpoint.untracked
-                      if not path.endswith("/") and not os.path.lexists(repo.root / path)),
+        missing=tuple(path for path in gone if path not in kept),
+        bring_back=tuple(path for path in gone if path in kept),
     )
 
 
