@@ -369,7 +369,11 @@ class SafetyHooks:
     async def checkpoint(self, project: Path, checkpoints_dir: Path, iteration: int,
                          status: TreeStatus | None = None) -> str:
         cp = await asyncio.to_thread(capture_checkpoint, project, checkpoints_dir, iteration, status)
-        return f"HEAD {str(cp.head or 'none')[:10]}, {len(cp.untracked)} untracked, patch {cp.patch_bytes} bytes"
+        note = f"HEAD {str(cp.head or 'none')[:10]}, {len(cp.untracked)} untracked, patch {cp.patch_bytes} bytes"
+        if cp.untracked_left_out:  # a revert cannot bring these back: say which
+            shown = ", ".join(cp.untracked_left_out[:5]) + (" …" if len(cp.untracked_left_out) > 5 else "")
+            note += f"; {len(cp.untracked_left_out)} untracked file(s) too large to keep: {shown}"
+        return note
 
     async def verify(self, command: str, cwd: Path, timeout_s: float) -> VerifyResult:
         return await run_verify(command, cwd, timeout_s, self._redact)
@@ -529,7 +533,9 @@ class RunHandle:
         recorder.open(start, self.resumed)
         for warning in warnings:
             recorder.warn(warning)
-        guard = Guard(settings.guard_deny, settings.guard_allow, packs=settings.guard_packs) if settings.guard else None
+        # with checkpoints, deletes inside the project that a revert can undo are not refused
+        guard = Guard(settings.guard_deny, settings.guard_allow, packs=settings.guard_packs,
+                      work_tree=str(self.project) if settings.checkpoint else None) if settings.guard else None
         prepared = prepare_backend(self._backend, agent_policy(
             settings, self.project, self.layout.dir, tuple(s.model for s in self.goal.stages if s.model),
             _all_protect_globs(self.goal)))
