@@ -104,7 +104,8 @@ class JobRun:
             resumed = self._until_up(self._prepare)
             record = read_json(self.run_dir / RESULT_FILE) if (self.run_dir / RESULT_FILE).is_file() else None
             if isinstance(record, dict):
-                self._say("the run had ended here before Redis heard of it: storing its result")
+                self._say(f"the run had ended ({RESULT_FILE} in its run directory) before Redis stored its "
+                          "result: storing it now")
                 return self._settle(record)
             self._until_up(lambda: self.store.set_meta(self.job.run_id, status="running",
                                                        worker=self.config.worker_id, resumed=int(resumed)))
@@ -164,12 +165,18 @@ class JobRun:
             self._base = (self.root / ".git" / "kilo-loop-base").read_text().strip()
             self._append_missing_events()
         self._published = self.store.last_seq(self.job.run_id)
+        resumed = (self.run_dir / "state.json").is_file()
+        if self._published and not resumed:
+            # An attempt that died before its first save left events but nothing to resume from: this
+            # run starts over from the repository, so its stream does too (one run, numbered from 1).
+            self.store.drop_events(self.job.run_id)
+            self._published = 0
         events = self.run_dir / "events.jsonl"
         self._follower = LineFollower(events, events.stat().st_size if events.exists() else 0)
         goal = self._goal_path()
         goal.parent.mkdir(parents=True, exist_ok=True)
         goal.write_text(self.job.goal_text, encoding="utf-8")
-        return (self.run_dir / "state.json").is_file()
+        return resumed
 
     def _clone(self, material: dict[str, bytes] | None) -> None:
         self.root.parent.mkdir(parents=True, exist_ok=True)
@@ -479,6 +486,7 @@ class JobRun:
         fields: dict[str, bytes | str | int] = {
             "exitCode": int(record["exitCode"]), "status": str(record["status"]), "patch": patch,
             "report": report.read_text(encoding="utf-8") if report.is_file() else "", "archive": archive,
+            "worker": self.config.worker_id,
         }
         if "pushed" in record:
             fields["pushed"] = str(record["pushed"])

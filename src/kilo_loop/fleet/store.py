@@ -139,6 +139,9 @@ class FleetStore:
         reply = self.client.xread({_key("run", run_id, "events"): stream_id}, count=count, block=block_ms)
         return _stream_entries(reply)
 
+    def drop_events(self, run_id: str) -> None:
+        self.client.delete(_key("run", run_id, "events"))
+
     def last_seq(self, run_id: str) -> int:
         last = self.client.xrevrange(_key("run", run_id, "events"), count=1)
         return int(orjson.loads(last[0][1][b"e"]).get("seq", 0)) if last else 0
