@@ -37,11 +37,15 @@ class FleetKeeper:
     def check(self) -> list[str]:
         """One look at Redis: the run ids re-submitted (none, unless Redis came back empty)."""
         current = self.store.epoch()
+        first = self.epoch is None
         resubmitted: list[str] = []
         if came_back_empty(self.epoch, current):
             resubmitted = self._resubmit()
         self.epoch = self.store.ensure_epoch()
         self._remember()
+        if first:
+            self.say(f"keeping a record of the fleet's jobs: {len(self.jobs)} known, "
+                     f"{len(self.jobs) - len(self.finished)} not finished")
         return resubmitted
 
     def _resubmit(self) -> list[str]:
