@@ -38,8 +38,7 @@ def _redis_url(value: str | None) -> str | None:
     return value
 
 
-@click.command(help="Check the agent CLIs, their flags, provider injection, usage DB, git and the dashboard port; "
-               "with --broker, a fleet's Redis (its persistence and eviction settings, docs/fleet.md).")
+@click.command(help="Check the agent CLIs, their flags, provider injection, usage DB, git and the dashboard port.")
 @click.option("--json", "as_json", is_flag=True, help="a JSON list of {check, status, detail, fix}")
 @click.option("--strict", is_flag=True, help="exit 2 when there are warnings")
 @click.option("--runtime", "runtimes", multiple=True, type=click.Choice(BACKENDS),
@@ -47,8 +46,8 @@ def _redis_url(value: str | None) -> str | None:
 @click.option("--port", type=click.IntRange(0, 65535), default=7999, show_default=True, help="the dashboard port to check")
 @click.option("-C", "--project", type=click.Path(path_type=Path, exists=True, file_okay=False), default=Path("."),
               help="directory the CLIs' config is read in (default: cwd)")
-@click.option("--broker", metavar="URL", callback=lambda _ctx, _param, value: _redis_url(value), help="check this fleet Redis (redis://host:port/db) instead of the agent "
-              "CLIs; add --runtime to check both")
+@click.option("--broker", metavar="URL", callback=lambda _ctx, _param, value: _redis_url(value), help="check this fleet Redis (redis://host:port/db): answers, append-only "
+              "file, appendfsync, maxmemory-policy (docs/fleet.md) — instead of the agent CLIs; add --runtime for both")
 def doctor_command(as_json: bool, strict: bool, runtimes: tuple[str, ...], port: int, project: Path,
                    broker: str | None) -> None:
     checks: list[Check] = []
