@@ -13,7 +13,7 @@ import pytest
 import redis.exceptions
 
 from kilo_loop.fleet.connection import backoff_delays, wait_for_broker
-from kilo_loop.fleet.jobrun import JobRun, WorkerConfig
+from kilo_loop.fleet.jobrun import RESULT_FILE, JobRun, WorkerConfig
 from kilo_loop.fleet.keeper import FleetKeeper, came_back_empty, unfinished
 from kilo_loop.fleet.lease import LeaseClock
 from kilo_loop.fleet.link import Link
@@ -343,4 +343,66 @@ def test_the_lease_watchdog_stops_the_plan_when_the_lease_could_lapse(tmp_path: 
     clock.now += 11
     run._watch_lease(_Process(), done)  # type: ignore[arg-type]
     assert signals and run._lease_ran_out.is_set()
+    run._saver.shutdown()
+
+
+# ----------------------------------------------------------------------------- settling a finished run
+class _SettleStore(_FlakyStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.results: list[dict[str, Any]] = []
+        self.finished_by_other = False
+
+    def finished(self, run_id: str) -> bool:
+        self._check()
+        return self.finished_by_other or bool(self.results)
+
+    def acquire(self, run_id: str, owner: str, ttl_ms: int) -> bool:
+        self._check()
+        if self.lease is None:
+            self.lease = owner
+            return True
+        return self.lease == owner
+
+    def put_result(self, run_id: str, meta: dict[str, Any], **fields: Any) -> None:
+        self._check()
+        self.results.append({**meta, **fields})
+
+
+def _settling(tmp_path: Path) -> tuple[JobRun, _SettleStore, dict[str, Any]]:
+    store = _SettleStore()
+    run = JobRun(store, WorkerConfig(workspace=tmp_path, worker_id="w1", renew_seconds=3600),  # type: ignore[arg-type]
+                 Job("r1", str(tmp_path), "g.md", "# g"))
+    run._save_progress = lambda: ("", b"")  # type: ignore[method-assign]
+    run.run_dir.mkdir(parents=True)
+    (run.run_dir / "events.jsonl").touch()
+    record = {"runId": "r1", "status": "done", "exitCode": 0}
+    (run.run_dir / RESULT_FILE).write_text(orjson.dumps(record).decode())
+    return run, store, record
+
+
+def test_a_result_waits_out_an_outage_and_is_stored_once(tmp_path: Path) -> None:
+    run, store, record = _settling(tmp_path)
+    store.down = True
+    threading.Timer(0.3, lambda: setattr(store, "down", False)).start()
+    assert run._settle(record) == {"runId": "r1", "exitCode": 0, "status": "done"}
+    assert len(store.results) == 1 and store.results[0]["worker"] == "w1"
+    run._saver.shutdown()
+
+
+def test_a_run_another_worker_finished_meanwhile_is_dropped_here(tmp_path: Path) -> None:
+    run, store, record = _settling(tmp_path)
+    store.lease, store.finished_by_other = "w2", True
+    run._lease_lost = True
+    assert run._settle(record) == {"runId": "r1", "handedOver": True}
+    assert store.results == [] and not (run.run_dir / RESULT_FILE).exists()
+    run._saver.shutdown()
+
+
+def test_a_run_whose_lease_another_holds_waits_for_it_then_stores(tmp_path: Path) -> None:
+    run, store, record = _settling(tmp_path)
+    store.lease = "w2"
+    run._lease_lost = True
+    threading.Timer(0.5, lambda: setattr(store, "lease", None)).start()  # the other worker died
+    assert run._settle(record)["status"] == "done" and len(store.results) == 1
     run._saver.shutdown()

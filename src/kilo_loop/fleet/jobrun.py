@@ -225,22 +225,24 @@ class JobRun:
         the lease) or the worker is stopping. A plan stopped because the lease could expire during an
         outage resumes here once this worker has the lease back."""
         while True:
-            exit_code = self._run_plan(resumed)
+            exit_code, stopped = self._run_plan(resumed)
+            if not (stopped or self._lease_ran_out.is_set()):
+                return exit_code  # the plan ended by itself: its result counts, even if the worker is stopping
             if SHUTDOWN.is_set() or self._lease_lost:
                 return None
-            if not self._lease_ran_out.is_set():
-                return exit_code
             self._lease_ran_out.clear()
             if not self._lease_back():
                 return None
             self._say("the lease is this worker's again: the plan resumes")
             resumed = True
 
-    def _run_plan(self, resumed: bool) -> int:
+    def _run_plan(self, resumed: bool) -> tuple[int, bool]:
+        """The plan's exit code, and whether this worker stopped it (shutting down, or the lease gone)."""
         argv = child_argv(str(self._goal_path()), self.root, self.job.run_id, self.job.flags, resume=resumed)
         env = {**os.environ, INBOX_ENV: "1", "PWD": str(self.root)}
         log = (self.config.workspace / f"{self.job.run_id}.log").open("ab")
         done = threading.Event()
+        stopped = False
         with log:
             process = subprocess.Popen(argv, cwd=self.root, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                        stderr=log, preexec_fn=die_with_parent)
@@ -251,6 +253,7 @@ class JobRun:
                 while process.poll() is None:
                     self._tick()
                     if SHUTDOWN.is_set() or self._lease_lost:
+                        stopped = True
                         process.send_signal(signal.SIGINT)  # the run stops and saves, resumable
                         process.wait(60)
                         break
@@ -264,7 +267,7 @@ class JobRun:
                 watchdog.join()
         if not self._lease_lost:
             self._tick()
-        return process.returncode
+        return process.returncode, stopped
 
     def _watch_lease(self, process: subprocess.Popen[bytes], done: threading.Event) -> None:
         """Apart from the ticks, which a frozen Redis can hold up for seconds: stop the plan (resumable)
