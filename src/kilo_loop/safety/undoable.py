@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import os
 import posixpath
-import subprocess
+from pathlib import Path
 
+from kilo_loop.git import GitError, run_git
 from kilo_loop.run.layout import LOOP_DIR
 
 UNTRACKED_FILE_CAP = 16 * 1024 * 1024
@@ -85,9 +86,8 @@ def _restorable(root: str, relative: str) -> str | None:
 def _git(root: str, *args: str, ok: tuple[int, ...] = (0,)) -> bytes | None:
     """git's output, or None when it fails; for `check-ignore -q`, a marker when the path is ignored."""
     try:
-        done = subprocess.run(["git", "-C", root, *args], capture_output=True, timeout=_GIT_TIMEOUT, check=False,
-                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
-    except (OSError, subprocess.SubprocessError):
+        done = run_git(Path(root), *args, timeout=_GIT_TIMEOUT)
+    except GitError:
         return None
     if done.returncode not in ok:
         return None
