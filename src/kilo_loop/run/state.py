@@ -181,6 +181,7 @@ class RunState(WireModel):
     answers: int = 0
     retry: RetryState = Field(default_factory=RetryState)
     guard_blocks: int = 0
+    masked: dict[str, int] = Field(default_factory=dict)  # known secrets masked, by source
     consecutive_guard_blocks: int = 0
     guard_note: str = ""
     verify_feedback: str = ""

@@ -87,6 +87,7 @@ from typing import Any
 
 from kilo_loop.safety import secret_patterns as sp
 from kilo_loop.safety.redact_blocks import _arg, _b64_run, _csv_header, _line_arg, _pem, has_upper
+from kilo_loop.safety.redact_known import KnownMasker
 from kilo_loop.safety.redact_pairs import _name_value
 from kilo_loop.safety.redact_values import (
     _ALNUM_RUN,
@@ -383,7 +384,16 @@ class Engine:
         edits, open_block = self._edits(data)
         return _apply_edits(data, edits), open_block
 
-    def _edits(self, data: bytes) -> tuple[list[Edit], bytes | None]:
+    def explain(self, data: bytes) -> tuple[bytes | None, bytes | None, list[tuple[int, str]]]:
+        """``scan`` plus, per edit, where it starts (in ``data`` without colour codes) and the
+        name of the rule that made it (``wrapped_tail``: the tail of a value wrapped at a width)."""
+        plain = _strip_ansi(data)[0] if _may_hold_ansi(data) else data
+        names: dict[int, str] = {}
+        edits, _ = self._edits(plain, names)
+        out, open_block = self.scan(data)
+        return out, open_block, [(start, names.get(start, "wrapped_tail")) for start, _, _ in edits]
+
+    def _edits(self, data: bytes, names: dict[int, str] | None = None) -> tuple[list[Edit], bytes | None]:
         edits: list[Edit] = []
         last = pos = 0
         open_block: bytes | None = None
@@ -405,6 +415,8 @@ class Engine:
                 if edit[0] >= last:
                     edits.append(edit)
                     last = edit[1]
+                    if names is not None:
+                        names[edit[0]] = rule.name
             open_block = outcome.open_block
             pos = max(outcome.resume, last, start + 1)
         return _with_wrapped_tails(data, edits, open_block)
@@ -491,11 +503,40 @@ def _as_text(value: object) -> str:
 class Redactor:
     """Replaces secrets with ``[REDACTED]``; ``Redactor(enabled=False)`` is the identity."""
 
-    def __init__(self, enabled: bool = True, extra_patterns: Sequence[str] = ()) -> None:
+    def __init__(
+        self, enabled: bool = True, extra_patterns: Sequence[str] = (), known: Iterable[tuple[str, str]] = ()
+    ) -> None:
         self.enabled = enabled
         self._extra = _compile_extra(extra_patterns)
         self._engine = _engine(True)
         self._short: dict[str, str] = {}  # results for short strings (kept in memory only)
+        self._known = KnownMasker(known)
+
+    def add_known(self, values: Iterable[tuple[str, str]]) -> None:
+        """Mask these (value, source) pairs from now on, in every encoding (``redact_known``)."""
+        if self._known.add(values):
+            self._short.clear()  # results cached before may hold the new values
+
+    @property
+    def mask_counts(self) -> dict[str, int]:
+        """How many occurrences of known values were masked, by source (never the values)."""
+        return dict(self._known.counts)
+
+    @property
+    def known_forms(self) -> int:
+        return self._known.size
+
+    def _mask_text(self, text: str) -> str:
+        if not self._known:
+            return text
+        out, _ = self._known.mask(text.encode("utf-8", "surrogatepass"))
+        return text if out is None else out.decode("utf-8", "surrogatepass")
+
+    def _mask_bytes(self, block: bytes) -> bytes:
+        if not self._known:
+            return block
+        out, _ = self._known.mask(block)
+        return block if out is None else out
 
     def redact(self, text: str) -> str:
         if not self.enabled:
@@ -514,7 +555,7 @@ class Redactor:
 
     def _redact(self, text: str) -> str:
         try:
-            redacted, _ = self._engine.redact(_as_text(text))
+            redacted, _ = self._engine.redact(self._mask_text(_as_text(text)))
             return self._redact_extra(redacted)
         except Exception:  # noqa: BLE001 - fail closed, never raise
             return REDACTED
@@ -528,7 +569,7 @@ class Redactor:
                 yield line
                 continue
             try:
-                redacted, opened = self._engine.redact(_as_text(line), header)
+                redacted, opened = self._engine.redact(self._mask_text(_as_text(line)), header)
                 header = opened or b""
                 yield self._redact_extra(redacted)
             except Exception:  # noqa: BLE001 - fail closed, never raise
@@ -552,13 +593,36 @@ class Redactor:
         if not self.enabled or not block:
             return block, header if self.enabled else b""
         try:
-            out, opened = self._engine.scan(header + block)
+            masked = self._mask_bytes(block)
+            out, opened = self._engine.scan(header + masked)
             if out is not None and not out.startswith(header):  # pragma: no cover - see redact()
                 raise ValueError("a re-opening header was changed")  # noqa: TRY301 - caught below: fail closed
-            redacted = block if out is None else out[len(header):]
+            redacted = masked if out is None else out[len(header):]
             return self._redact_extra_bytes(redacted), opened or b""
         except Exception:  # noqa: BLE001 - fail closed, never raise
-            return (_MARK + b"\n") * block.count(b"\n") + (b"" if block.endswith(b"\n") else _MARK), b""
+            return _failed_block(block), b""
+
+    def explain_block(self, block: bytes, header: bytes = b"") -> tuple[bytes, bytes, list[tuple[int, str]]]:
+        """``redact_block`` and, per redaction, its line in the block (0-based) and what fired:
+        a rule's name, ``mask (<source>)`` for a known value, ``extra pattern``."""
+        if not self.enabled or not block:
+            return block, header if self.enabled else b"", []
+        try:
+            hits = self._known.hits(block) if self._known else []
+            fired = [(block.count(b"\n", 0, hit.start), f"mask ({hit.source})") for hit in hits]
+            masked = self._mask_bytes(block)
+            out, opened, named = self._engine.explain(header + masked)
+            redacted = masked if out is None else out[len(header):]
+            plain = _strip_ansi(header + masked)[0] if _may_hold_ansi(header + masked) else header + masked
+            skip = header.count(b"\n")
+            fired += [(plain.count(b"\n", 0, start) - skip, name) for start, name in named if start >= len(header)]
+            extra = self._redact_extra_bytes(redacted)
+            if extra != redacted:
+                before, after = redacted.split(b"\n"), extra.split(b"\n")
+                fired += [(index, "extra pattern") for index, line in enumerate(after) if line != before[index]]
+            return extra, opened or b"", sorted(fired)
+        except Exception:  # noqa: BLE001 - fail closed, never raise
+            return _failed_block(block), b"", [(0, "internal error: the whole block redacted")]
 
     def redact_value(self, value: Any) -> Any:
         """Redact strings inside dicts/lists/tuples; keys stay as they are, and a string under a
@@ -611,6 +675,10 @@ class Redactor:
         for pattern in self._extra:
             text = pattern.sub(_extra_replacement, text)
         return text
+
+
+def _failed_block(block: bytes) -> bytes:
+    return (_MARK + b"\n") * block.count(b"\n") + (b"" if block.endswith(b"\n") else _MARK)
 
 
 def _extra_replacement(match: re.Match[str]) -> str:
