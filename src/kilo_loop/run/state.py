@@ -199,7 +199,9 @@ class RunState(WireModel):
 
     def snapshot(self) -> dict[str, Any]:
         """state.json's content: the header, then the history (iterations, log tail) last."""
-        wire = self.model_dump(mode="json", by_alias=True, exclude={"iterations", "log_tail"})
+        # ``masked`` only once something was: a run without known secrets keeps its old shape
+        wire = self.model_dump(mode="json", by_alias=True,
+                               exclude={"iterations", "log_tail"} | (set() if self.masked else {"masked"}))
         wire["iterations"] = _ITERATION_WIRES.of(self.iterations)
         wire["logTail"] = self.log_tail
         return wire

@@ -33,7 +33,10 @@ __all__ = ["DEFAULT_MASK_FILES", "KnownSecrets", "collect", "from_env", "from_ma
 DEFAULT_MASK_FILES = (".env*",)
 MASK_ENV = "KILO_LOOP_MASK"
 _PLACEHOLDER_FILES = (".example", ".sample", ".template", ".dist", ".defaults")
-_EXTRA_SECRET_NAME = re.compile(r"(?i)(?:^|_)(?:PAT|DSN|PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?)(?:_|$)|PASSWORD")
+# words of a variable's name that say secret beyond the redactor's key judgement (``GITLAB_PAT``,
+# ``SENTRY_DSN``, ``MYSQL_ROOT_PASSWORD_X``)
+_EXTRA_SECRET_WORDS = frozenset({"pat", "dsn", "password", "passwd", "pass", "pwd", "credential", "credentials"})
+_NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD", MASK_ENV})
 _URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*:([^@/\s]+)@")
 _COMMON = frozenset({
     "true", "false", "yes", "no", "none", "null", "undefined", "localhost", "127.0.0.1", "0.0.0.0",
@@ -63,9 +66,10 @@ class KnownSecrets:
 
 def secret_env_name(name: str) -> bool:
     """Whether an environment variable's name says its value is secret."""
-    if name == MASK_ENV or name.startswith("KILO_LOOP_MASK"):
+    words = sp.key_words(name)
+    if name in _NOT_SECRET_NAMES or not words or words[-1] in sp.META_LAST_WORDS:
         return False
-    return sp.is_secret_key(name) or bool(_EXTRA_SECRET_NAME.search(name))
+    return sp.is_secret_key(name) or any(word in _EXTRA_SECRET_WORDS for word in words)
 
 
 def values_in(text: str) -> Iterator[str]:
