@@ -555,7 +555,14 @@ class Redactor:
 
     def _redact(self, text: str) -> str:
         try:
-            redacted, _ = self._engine.redact(self._mask_text(_as_text(text)))
+            text = _as_text(text)
+            if self._known:  # encoded once for both the masks and the rules
+                data = text.encode("utf-8", "surrogatepass")
+                masked = self._known.mask(data)[0]
+                out = self._engine.scan(masked or data)[0] or masked
+                redacted = text if out is None else out.decode("utf-8", "surrogatepass")
+            else:
+                redacted, _ = self._engine.redact(text)
             return self._redact_extra(redacted)
         except Exception:  # noqa: BLE001 - fail closed, never raise
             return REDACTED

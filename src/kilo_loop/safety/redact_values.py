@@ -265,6 +265,8 @@ def _generic(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome
     start, end = span(g + 1)
     if data.endswith(_HASH_LABELS, max(0, span(g)[0] - 6), span(g)[0] + 1):
         return Outcome(_SKIP, start)  # go.sum's ``h1:…=``, ``sha256:…``: a content hash
+    if _public_id_key(data, span(g)[0]):
+        return Outcome(_SKIP, start)  # ``x-amz-id-2: …``: a request id, random but public
     value = _text(data[start:end].rstrip(b"="))
     # Whatever follows may be redacted later; the verdict must not change when it is (idempotence).
     follows_word = data.startswith(_MARK, end) or (end + 1 < len(data) and data[end] in b".@:" and (
@@ -273,6 +275,21 @@ def _generic(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome
     if follows_word or not sp.looks_random(value):
         return Outcome(_SKIP, start)
     return Outcome(_mark(start, end), end)
+
+
+# Response headers and log fields whose random-looking values are request ids, not credentials.
+_PUBLIC_ID_KEYS = frozenset({
+    b"x-amz-id-2", b"x-amz-request-id", b"x-amz-cf-id", b"x-amzn-requestid", b"x-amzn-request-id",
+    b"x-amzn-trace-id", b"x-amz-version-id", b"x-amz-apigw-id", b"x-ms-request-id", b"x-request-id",
+    b"x-correlation-id", b"x-guploader-uploadid", b"request-id", b"requestid", b"hostid", b"x-cloud-trace-context",
+})
+_PUBLIC_ID_KEY = re.compile(rb"[\"']?([A-Za-z0-9_-]{5,30})[\"']?[ \t]*\Z")
+
+
+def _public_id_key(data: bytes, separator: int) -> bool:
+    """Whether the key before the separator at ``separator`` names a public request id."""
+    key = _PUBLIC_ID_KEY.search(data, max(0, separator - 40), separator)
+    return key is not None and key.group(1).lower() in _PUBLIC_ID_KEYS
 
 
 def _key_start(data: bytes, kw_start: int, floor: int) -> int:
