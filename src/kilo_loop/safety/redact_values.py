@@ -659,7 +659,10 @@ def _triple_quoted(data: bytes, pos: int, eol: int, key: str) -> Outcome:
 
 
 def _quoted_values(data: bytes, pos: int, end: int, key: str) -> Outcome:
-    """``'a', 'b'`` are all values; in ``"a", "next": 1`` the scan resumes at the next key."""
+    """``'a', 'b'`` are all values; in ``"a", "next": 1`` the scan resumes at the next key.  A quote
+    left open on its line (a value wrapped onto the next one) holds the rest of the line."""
+    if _QUOTED.match(data, pos, end) is None:
+        return Outcome(_value_edit(data, pos + 1, end, key), pos)
     edits: tuple[Edit, ...] = ()
     for match in _QUOTED.finditer(data, pos, end):
         after = _HSPACE.match(data, match.end(), end).end()  # type: ignore[union-attr]
