@@ -86,6 +86,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from kilo_loop.safety import secret_patterns as sp
+from kilo_loop.safety.redact_anchored import ANCHORED_LANE, anchor_finder
 from kilo_loop.safety.redact_blocks import _arg, _b64_run, _csv_header, _line_arg, _pem, has_upper
 from kilo_loop.safety.redact_known import KnownMasker
 from kilo_loop.safety.redact_pairs import _name_value
@@ -193,14 +194,19 @@ def _mixed_case_runs(find: Finder) -> Finder:
     return first
 
 
-def _finders(lanes: Sequence[tuple[str, bytes]]) -> list[Finder]:
+def _finders(lanes: Sequence[tuple[str, bytes]], anchors: Sequence[str] = ()) -> list[Finder]:
     """With RE2, a DFA per lane (a group of rules whose loose patterns run well together) finds
     candidate positions and Python's ``re`` only confirms the exact rule at the nearest one.  One
     DFA for every rule multiplies states: the counted base64 run beside the others made it ten
-    times slower than the two lanes together.  [] without RE2."""
+    times slower than the two lanes together.  The anchored lane's literals are found by
+    Hyperscan (``redact_anchored``).  [] without RE2."""
     if re2 is None:
         return []
-    return [_LANE_FILTERS.get(name, _identity)(_re2_candidates(source)) for name, source in lanes]
+    finders = []
+    for name, source in lanes:
+        find = _LANE_FILTERS.get(name, _identity)(_re2_candidates(source))
+        finders.append(anchor_finder(anchors, find) if name == ANCHORED_LANE else find)
+    return finders
 
 
 _LANE_FILTERS = {"b64": _mixed_case_runs}
@@ -339,7 +345,8 @@ class Engine:
 
     def __init__(self, rules: tuple[Rule, ...] = sp.RULES, use_re2: bool = True) -> None:
         lanes = [(name, lane.encode()) for name, lane in sp.scan_lanes(rules)] if use_re2 else []
-        self._finders = _finders(lanes)
+        anchors = [rule.scan for rule in rules if rule.lane == ANCHORED_LANE]
+        self._finders = _finders(lanes, anchors)
         # Each rule is wrapped in its own group, which closes after any group inside it: the
         # match's ``lastindex`` is the group of the rule that matched.
         # keyed by ``id()``: a compiled pattern's hash is computed over its whole program each time

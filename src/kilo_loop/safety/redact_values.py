@@ -531,6 +531,8 @@ def _inline_value(data: bytes, pos: int, eol: int, key: str, sep_start: int, sep
         return pair  # ``auth=("user", "pass")``
     if data.startswith(_HIDDEN_BEFORE, pos) and (new := _quoted_span(data, pos + len(_HIDDEN_BEFORE), eol)):
         return Outcome(_value_edit(data, new[0], new[1], key), new[2])  # a plan's ``(sensitive value) -> "new"``
+    if pos < eol and data[pos] == 0x7B and (nested := _nested_value(data, pos, key)) is not None:
+        return nested  # ``"db_password": {"sensitive": true, …, "value": "x"}``
     if pos >= eol or data[pos] in b"{[(" or _is_code(data, pos, eol, key):
         return Outcome(_SKIP, max(pos, sep_start + 1))
     match = _INLINE_VALUE.match(data, pos, eol)
@@ -626,6 +628,8 @@ def _line_start_value(
         pos = default  # ``password: str = "…"`` — the default is the value
     if data.startswith(b"(", pos) and (pair := _user_and_password(data, pos + 1, end, key)):
         return pair  # ``auth = ("user", "pass")``
+    if data[pos] == 0x7B and (nested := _nested_value(data, pos, key)) is not None:
+        return nested  # ``db_password: {"sensitive": true, …, "value": "x"}``
     if data[pos] in b"{[(" or _is_code(data, pos, end, key):
         return Outcome(_SKIP, pos)  # a tuple, dict or list: its items are scanned on their own
     pos = _string_prefix_end(data, pos, end)
@@ -634,6 +638,36 @@ def _line_start_value(
     if closer and (quoted := _quoted_span(data, pos, end)):  # ``password: \"x\"`` in a JSON string
         return Outcome(_value_edit(data, quoted[0], quoted[1], key), quoted[2])
     return Outcome(_value_edit(data, pos, end, key), pos)
+
+
+_OBJECT_VALUE_KEY = re.compile(rb"[\"']?value[\"']?[ \t]*:[ \t]*")
+_NESTED_LINES = 8
+
+
+def _nested_value(data: bytes, pos: int, key: str) -> Outcome | None:
+    """A secret-named key whose value is an object holding the secret one level down, as ``terraform
+    output -json`` prints a sensitive output (``{"sensitive": true, "type": "string", "value": "x"}``),
+    on one line or pretty-printed over the next few: its ``"value"`` string is the secret."""
+    eol = _line_end(data, pos)
+    close = data.find(b"}", pos, eol)
+    limit = close if close >= 0 else eol
+    found = _OBJECT_VALUE_KEY.search(data, pos, limit)
+    line = eol + 1
+    for _ in range(_NESTED_LINES if found is None and close < 0 else 0):
+        if line >= len(data):
+            break
+        end = _line_end(data, line)
+        start = line + _indent(data, line, end)
+        if data.startswith(b"}", start):
+            break
+        found, limit = _OBJECT_VALUE_KEY.match(data, start, end), end
+        if found:
+            break
+        line = end + 1
+    quoted = _quoted_span(data, found.end(), limit) if found else None
+    if quoted is None or quoted[1] == limit:
+        return None
+    return Outcome(_value_edit(data, quoted[0], quoted[1], key), quoted[2])
 
 
 _TRIPLE_QUOTES = (b'"""', b"'''")
