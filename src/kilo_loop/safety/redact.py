@@ -440,7 +440,7 @@ class Engine:
         if max(found) < 0:
             return None  # most lines of agent output: no candidate at all
         size = len(data)
-        lanes = range(len(finders))
+        lanes = [lane for lane, first in enumerate(found) if first >= 0]  # a lane with none now has none later
         since = [0] * len(finders)
         lane_precise = self._lane_precise
 

@@ -198,12 +198,14 @@ def _is_tail(data: bytes, start: int, end: int) -> bool:
     digit, both cases, or base64's ``+/=``."""
     if end <= start or _TAIL_BEFORE_TEXT.fullmatch(data, start, end) is None:
         return False
+    if _TOKENISH.search(data, start, end) is None:
+        return False  # a word: no digit, one case, no base64 symbol (most lines: decided here)
     run = data[start:end].decode("ascii")
-    if sp.is_placeholder(run) or sp.is_number(run):
-        return False
-    has_digit = any(c.isdigit() for c in run)
-    mixed = run.lower() != run and run.upper() != run
-    return has_digit or mixed or any(c in "+/=" for c in run)
+    return not (sp.is_placeholder(run) or sp.is_number(run))
+
+
+# a digit, base64's "+/=", or both cases (a lower-case letter before an upper-case one or after)
+_TOKENISH = re.compile(rb"[0-9+/=]|[a-z][^A-Z]*[A-Z]|[A-Z][^a-z]*[a-z]")
 
 
 def _merged(edits: Sequence[Edit], tails: list[Edit]) -> list[Edit]:
