@@ -283,11 +283,14 @@ _PUBLIC_ID_KEYS = frozenset({
     b"x-amzn-trace-id", b"x-amz-version-id", b"x-amz-apigw-id", b"x-ms-request-id", b"x-request-id",
     b"x-correlation-id", b"x-guploader-uploadid", b"request-id", b"requestid", b"hostid", b"x-cloud-trace-context",
 })
+_PUBLIC_ID_LAST = frozenset(key[-1:] for key in _PUBLIC_ID_KEYS) | frozenset(key[-1:].upper() for key in _PUBLIC_ID_KEYS)
 _PUBLIC_ID_KEY = re.compile(rb"[\"']?([A-Za-z0-9_-]{5,30})[\"']?[ \t]*\Z")
 
 
 def _public_id_key(data: bytes, separator: int) -> bool:
     """Whether the key before the separator at ``separator`` names a public request id."""
+    if data[max(0, separator - 3):separator].rstrip(b"\"' \t")[-1:] not in _PUBLIC_ID_LAST:
+        return False  # most keys: decided by their last character, without a regex
     key = _PUBLIC_ID_KEY.search(data, max(0, separator - 40), separator)
     return key is not None and key.group(1).lower() in _PUBLIC_ID_KEYS
 
