@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 
+import pytest
 from click.testing import CliRunner
 
 from kilo_loop.commands.redact import filter_stream, redact_command, whole_line_blocks
@@ -109,3 +110,29 @@ def test_a_failure_inside_a_block_fails_closed_and_keeps_the_line_count() -> Non
 
     out = list(Broken().redact_blocks([b"password=a\nb\n", b"c"]))
     assert out == [b"[REDACTED]\n[REDACTED]\n", b"[REDACTED]"]
+
+
+def test_cli_masks_the_environments_secret_values_and_explains_without_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # in this repository the values are in a tracked file: this one
+    value = "Pq8Lm2Zx7Wk4Rt9Vb"
+    env = {"ACME_DEPLOY_TOKEN": value, "KILO_LOOP_MASK": "Hh3Jj4Kk5Ll6\n"}
+    stdin = f"plain\nsaw {value}\nsaw Hh3Jj4Kk5Ll6 and password=hunter2abc\n"
+    masked = CliRunner().invoke(redact_command, [], input=stdin, env=env)
+    assert masked.output == "plain\nsaw [REDACTED]\nsaw [REDACTED] and password=[REDACTED]\n"
+    explained = CliRunner().invoke(redact_command, ["--explain"], input=stdin, env=env)
+    assert explained.exit_code == 0, explained.output
+    assert explained.output.splitlines() == [
+        "2: mask (environment): saw [REDACTED]",
+        "3: keyword, mask (KILO_LOOP_MASK): saw [REDACTED] and password=[REDACTED]",
+        "3 redaction(s): mask (environment) 1, keyword 1, mask (KILO_LOOP_MASK) 1",
+    ]
+    off = CliRunner().invoke(redact_command, ["--no-known"], input=stdin, env=env)
+    assert value in off.output
+
+
+def test_cli_mask_file_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".env.local").write_text("WIDGET=Nn1Bb2Vv3Cc4\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(redact_command, ["--mask-file", ".env*", "--explain"], input="x Nn1Bb2Vv3Cc4\n")
+    assert result.output.splitlines()[0] == "1: mask (mask file .env.local): x [REDACTED]"
