@@ -358,8 +358,12 @@ class Loop:
 
 
 TRANSPORTS = ("serve", "run")
-# Runs a loop test once per transport: `@BOTH_TRANSPORTS` on a test that uses the `loop` fixture.
+# Runs a loop test once per transport: `@BOTH_TRANSPORTS` on a test that uses the `loop` fixture —
+# only where the two transports take different paths (events from the server's stream vs the CLI's
+# stdout, a session continued on the server vs `--session`, an abort through the API vs a killed
+# process). What the loop decides alone (verify, stall, handoff) runs once, under `run`.
 BOTH_TRANSPORTS = pytest.mark.parametrize("transport", TRANSPORTS, indirect=True)
+RUN_TRANSPORT = pytest.mark.parametrize("transport", ["run"], indirect=True)
 
 
 @pytest.fixture

@@ -4,6 +4,13 @@
 Each iteration's prompt carries `Iteration N of M.`, which selects that iteration's script; the
 scripted model does the work with real tool calls (bash, write) and honours the report contract
 by writing `.kilocode-loop/progress.json` itself.
+
+Which path each case covers (the serve transport's own cases are in test_serve_e2e.py):
+- two-stage markdown goal with handoff, under `run`: a fresh `kilo run` per iteration, the handoff
+  carried in the next prompt (under serve, the two-stage goal of test_serve_e2e.py covers it);
+- shared context under `run`: `kilo run --session` continues the session (under serve:
+  test_serve_shared_context_continues_the_session_on_the_warm_server);
+- opencode's one-stage goal under `run`: the runtime read from the binary, no kilo default agent.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import (
-    BOTH_TRANSPORTS,
+    RUN_TRANSPORT,
     Loop,
     LoopRun,
     bash,
@@ -48,7 +55,7 @@ def seen_in(provider: FakeProvider, iteration: int) -> list[str]:
     return [r.all_text for r in iteration_requests(provider, iteration)]
 
 
-@BOTH_TRANSPORTS
+@RUN_TRANSPORT
 def test_kilo_two_stage_markdown_goal_with_handoff(
     loop: Loop, fake_provider: FakeProvider, git_project: Path
 ) -> None:
@@ -107,7 +114,7 @@ def test_kilo_two_stage_markdown_goal_with_handoff(
     assert first_session and second_session and first_session != second_session
 
 
-@BOTH_TRANSPORTS
+@RUN_TRANSPORT
 def test_kilo_shared_context_continues_the_session(
     loop: Loop, fake_provider: FakeProvider, git_project: Path
 ) -> None:
@@ -141,7 +148,7 @@ def test_kilo_shared_context_continues_the_session(
     assert (project / "gamma.txt").read_text() == "half\nwhole\n"
 
 
-@BOTH_TRANSPORTS
+@RUN_TRANSPORT
 def test_opencode_one_stage_goal(loop: Loop, fake_provider: FakeProvider, git_project: Path) -> None:
     project = git_project
     fake_provider.add_turns(

@@ -1,6 +1,13 @@
 """The loop's safety net end to end: verify gates, the two guard layers, redaction, retries,
 budgets, stall detection and `kill -9` + `--resume`, each through `python -m kilo_loop` with a
-real CLI (kilo where the runtime matters, opencode, about half the cost, elsewhere)."""
+real CLI (kilo where the runtime matters, opencode, about half the cost, elsewhere).
+
+Which path each case covers: under both transports, what reaches the loop differently (secrets in
+events from the server's stream and from stdout, a provider failure retried in the same session,
+a token budget that aborts a session through the API or ends a process); under `run` only, what the
+loop decides by itself whatever the transport (verify, the guard's runtime layer — serve refuses
+before the command runs, in test_serve_e2e.py —, stall, kill -9 and resume; the serve transport's
+kill -9 and resume is test_serve_kill_9_of_the_loop_then_the_next_run_kills_the_leftover_server)."""
 
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ import pytest
 from .conftest import (
     BOTH_TRANSPORTS,
     LOOP_DIR,
+    RUN_TRANSPORT,
     Loop,
     LoopRun,
     bash,
@@ -57,7 +65,7 @@ def files_under(root: Path) -> list[Path]:
 # --------------------------------------------------------------------------- verify gate
 
 
-@BOTH_TRANSPORTS
+@RUN_TRANSPORT
 def test_failing_verify_blocks_the_stage_until_fixed(
     loop: Loop, fake_provider: FakeProvider, git_project: Path
 ) -> None:
@@ -98,7 +106,7 @@ def test_failing_verify_blocks_the_stage_until_fixed(
 # --------------------------------------------------------------------------- guard
 
 
-@pytest.mark.parametrize("transport", ["run"], indirect=True)  # serve: tests/e2e/test_serve_e2e.py
+@RUN_TRANSPORT  # serve: tests/e2e/test_serve_e2e.py
 def test_guard_denies_before_execution_and_aborts_at_runtime(
     loop: Loop, fake_provider: FakeProvider, git_project: Path
 ) -> None:
@@ -251,7 +259,7 @@ def test_token_budget_stops_mid_session_with_exit_3(
     assert "--resume" in state["resumeCommand"]
 
 
-@BOTH_TRANSPORTS
+@RUN_TRANSPORT
 def test_do_nothing_agent_stalls_with_exit_4(loop: Loop, fake_provider: FakeProvider, git_project: Path) -> None:
     fake_provider.add_turns(say("ok"), marker=iteration_marker(1))
     fake_provider.add_turns(say("ok"), marker=iteration_marker(2))
@@ -288,7 +296,7 @@ def kill_group(pid: int) -> None:
             os.killpg(group, signal.SIGKILL)
 
 
-@BOTH_TRANSPORTS
+@RUN_TRANSPORT
 def test_kill_9_mid_iteration_then_resume_last_finishes(
     loop: Loop, fake_provider: FakeProvider, git_project: Path
 ) -> None:
