@@ -22,6 +22,8 @@ if TYPE_CHECKING:  # the settings stack (pydantic) is imported only when a run i
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("kilo_loop.commands.doctor:doctor_command",
                "Check the agent CLIs, their flags, provider injection, usage DB, git and the dashboard port."),
+    "init": ("kilo_loop.commands.init:init_command",
+             "Set up this project: pick the agent CLI, check its login, write config.json and a first plan."),
     "guard": ("kilo_loop.commands.guard:guard_group",
               "Check shell commands against the destructive-command guard."),
     "new-plan": ("kilo_loop.commands.new_plan:new_plan_command",
