@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin
 
 import click
+from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 # Settings that no flag of the run sets: what each is for (a flag's own help says it for the rest).
@@ -65,12 +66,17 @@ def type_name(annotation: Any) -> str:
         return f"list of {type_name(get_args(annotation)[0])}"
     if origin is dict:
         return "object"
-    return {"Path": "path", "bool": "boolean", "str": "string", "int": "integer", "float": "number"}.get(
-        getattr(annotation, "__name__", str(annotation)), str(annotation))
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return f"{annotation.__name__} object"
+    name = getattr(annotation, "__name__", str(annotation))
+    return {"Path": "path", "bool": "boolean", "str": "string", "int": "integer", "float": "number",
+            "Any": "any"}.get(name, name)
 
 
 def default_text(field: FieldInfo) -> str:
     value = field.get_default(call_default_factory=True)
+    if isinstance(value, BaseModel):
+        return "{…}"  # an object of its own, with its own table
     return "" if value is None else json.dumps(value)
 
 
@@ -144,11 +150,47 @@ def events_table(event_types: dict[str, Any]) -> str:
     return markdown_table(("type", "data keys", "kind", "what it records"), rows)
 
 
+def state_tables(models: Iterable[type[BaseModel]]) -> str:
+    """state.json's objects (the run state first, then the objects it holds): each key as written on the
+    wire (camelCase), its type and its default."""
+    sections = []
+    for model in models:
+        rows = [(f"`{field.alias or name}`", type_name(field.annotation),
+                 "" if field.is_required() else _code(default_text(field)))
+                for name, field in model.model_fields.items()]
+        doc = (model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        sections.append(f"### `{model.__name__}`\n\n{doc}\n\n" + markdown_table(("key", "type", "default"), rows))
+    return "\n\n".join(sections)
+
+
+def _wire_models(root: type[BaseModel]) -> list[type[BaseModel]]:
+    """`root` and every model its fields hold, depth first, each once."""
+    found: list[type[BaseModel]] = []
+
+    def visit(model: type[BaseModel]) -> None:
+        if model in found:
+            return
+        found.append(model)
+        for field in model.model_fields.values():
+            for inner in _models_in(field.annotation):
+                visit(inner)
+
+    visit(root)
+    return found
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [model for arg in get_args(annotation) for model in _models_in(arg)]
+
+
 def generated_sections() -> dict[str, str]:
     """Marker name -> markdown, for `<!-- generated: NAME -->` in the reference pages."""
     import kilo_loop.review.events  # noqa: F401 - registers the review events in EVENT_TYPES
     from kilo_loop.cli import main
     from kilo_loop.run.events import EVENT_TYPES
+    from kilo_loop.run.state import RunState
     from kilo_loop.run.status import EXIT_CODES
     from kilo_loop.safety.packs import PACKS
     from kilo_loop.settings import Settings
@@ -158,6 +200,7 @@ def generated_sections() -> dict[str, str]:
         "exit codes": exit_code_table(EXIT_CODES),
         "guard packs": guard_packs_text(PACKS),
         "events": events_table(dict(EVENT_TYPES)),
+        "state": state_tables(_wire_models(RunState)),
     }
 
 

@@ -48,6 +48,7 @@ def test_sections_hold_every_exit_code_and_pack() -> None:
         assert f"| {code} | `{status}` |" in sections["exit codes"]
     assert "## `git`" in sections["guard packs"] and "`git-push-force`" in sections["guard packs"]
     assert "| `run-finished` |" in sections["events"] and "| `review-gate` |" in sections["events"]
+    assert "### `RunState`" in sections["state"] and "| `stages` | list of StageState object |" in sections["state"]
 
 
 def test_every_marker_in_the_docs_is_filled() -> None:
