@@ -317,7 +317,10 @@ def main(ctx: click.Context, /, **params: Any) -> None:
     for warning in ignored_flags(typed, settings):
         click.echo(warning, err=True)
     try:
-        code = run_main(settings, list_goals=bool(params.get("list_goals")), named=tuple(params.get("goal") or ()))
+        if params.get("list_goals"):
+            code = run_main(settings, list_goals=True, named=tuple(params.get("goal") or ()))
+        else:
+            code = run_main(settings)
     except KeyboardInterrupt:  # a Ctrl+C outside the run's own handlers (set-up, final summary)
         click.echo("kilo-loop: interrupted", err=True)
         sys.exit(130)
