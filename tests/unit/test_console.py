@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from kilo_loop.run.events import RunFinished
@@ -27,3 +28,12 @@ def test_the_summary_names_the_report_by_a_path_that_opens(tmp_path: Path) -> No
     view.summary(RunState(run_id="20261201-102509-6963", project=str(tmp_path), goal_title="G"))
     report = tmp_path / ".kilocode-loop" / "runs" / "20261201-102509-6963" / "report.md"
     assert f"report {report}\n" in out.getvalue()
+
+
+def test_into_a_pipe_long_lines_are_not_hard_wrapped(capsys: pytest.CaptureFixture[str]) -> None:
+    from kilo_loop.ui.console import make_console
+
+    console = make_console()  # stdout is captured: not a terminal
+    long = "x" * 50 + " " + "y" * 50 + " " + "z" * 50
+    console.print(long)
+    assert capsys.readouterr().out == long + "\n"

@@ -21,8 +21,11 @@ _TEXT_PREVIEW_LINES = 3
 
 
 def make_console(no_color: bool = False, stderr: bool = False) -> Console:
-    # Rich honours NO_COLOR itself; --no-color forces it off.
-    return Console(no_color=no_color or None, highlight=False, stderr=stderr, soft_wrap=False)
+    # Rich honours NO_COLOR itself; --no-color forces it off. Into a file or a pipe, lines are not
+    # hard-wrapped at Rich's 80 columns (a log keeps one line per line); rules and tables keep that width.
+    console = Console(no_color=no_color or None, highlight=False, stderr=stderr, soft_wrap=False)
+    console.soft_wrap = not console.is_terminal
+    return console
 
 
 class ConsoleView:
