@@ -132,7 +132,7 @@ class _Output:
         from kilo_loop.web.controller import RunHooks
 
         def started(handle: RunHandle) -> None:
-            handle.bus.subscribe(ConsoleView(self.console, quiet=self.settings.quiet))
+            handle.bus.subscribe(ConsoleView(self.console, quiet=self.settings.quiet, keys_hint=False))
             self.say(f"run {handle.run_id} started from the dashboard: {handle.goal.title}")
 
         def finished(handle: RunHandle) -> None:
