@@ -1,6 +1,10 @@
 """Redactor throughput, end to end through ``kilo-loop redact``, against plain-``re`` floors.
 
-    PYTHONPATH=src python benchmarks/bench_redact.py [--mb 20] [--dense-mb 50] [--seed 7]
+    PYTHONPATH=src python benchmarks/bench_redact.py [--mb 20] [--dense-mb 50] [--seed 7] [--masks 50]
+    PYTHONPATH=src python benchmarks/bench_redact.py --masks-only --mb 4 --dense-mb 4
+
+Instructions instead of seconds on a noisy machine (the ratio is what counts):
+    valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out python benchmarks/bench_redact.py --masks-only ...
 
 Two generated corpora (written to a temp dir, deterministic for a seed):
 
@@ -22,6 +26,7 @@ MB on dense input).  Targets: typical >= 20x the floor; dense >= 5x and >= 25 MB
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import random
@@ -304,6 +309,44 @@ def _in_process_paths(typical: Path) -> None:
           f" redact_value of a parsed event: {per_event.cpu / len(events) * 1e6:.1f} us CPU")
 
 
+def _registered(count: int, seed: int) -> list[tuple[str, str]]:
+    rng = random.Random(f"registered {seed}")  # not the corpus's stream: its values must not be in it
+    return [(_rand(rng, _ALNUM, rng.randint(16, 48)), "maskValues") for _ in range(count)]
+
+
+def _best_cpu(work: Callable[[], object], runs: int = 3) -> float:
+    return min(_time(work).cpu for _ in range(runs))
+
+
+def _masking_overhead(name: str, path: Path, count: int, seed: int) -> None:
+    """What masking ``count`` registered values adds to the one-process filter and to
+    ``redact_value`` of parsed events (the bus's path): CPU, best of three, same run."""
+    raw = path.read_bytes()
+    megabytes = len(raw) / 1_000_000
+    plain, masked = Redactor(), Redactor(known=_registered(count, seed))
+
+    def filtered(redactor: Redactor) -> Callable[[], object]:
+        return lambda: filter_stream(io.BytesIO(raw), io.BytesIO(), redactor, workers=0)
+
+    base, with_masks = _best_cpu(filtered(plain)), _best_cpu(filtered(masked))
+    print(f"  masking {count} registered values ({masked.known_forms} literal forms), {name}:"
+          f" filter {megabytes / base:.1f} -> {megabytes / with_masks:.1f} MB/s CPU,"
+          f" +{(with_masks / base - 1) * 100:.1f}% time", end="")
+    events = [json.loads(line) for line in raw.decode("utf-8", "ignore").splitlines() if line.startswith('{"type"')]
+    if events:
+        # fresh redactors each run (no result kept from the run before), built outside the timing
+        def per_event(known: list[tuple[str, str]]) -> float:
+            runs = []
+            for _ in range(3):
+                redact = Redactor(known=known).redact_value
+                runs.append(_time(lambda redact=redact: [redact(event) for event in events]).cpu)
+            return min(runs)
+
+        base, with_masks = per_event([]), per_event(_registered(count, seed))
+        print(f"; redact_value of {len(events)} events +{(with_masks / base - 1) * 100:.1f}%", end="")
+    print()
+
+
 def _measure(name: str, path: Path, floor_mb: float, startup: Timing) -> None:
     raw = path.read_bytes()
     megabytes = len(raw) / 1_000_000
@@ -358,7 +401,17 @@ def main() -> None:
     parser.add_argument("--dense-mb", type=float, default=50.0, help="dense corpus size in MB (default 50)")
     parser.add_argument("--floor-mb", type=float, default=1.0, help="prefix the floors are timed on")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--masks", type=int, default=50, help="registered values for the masking figures")
+    parser.add_argument("--masks-only", action="store_true",
+                        help="only the masking overhead (in process, typical and dense corpora)")
     args = parser.parse_args()
+    if args.masks_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, make, size in (("typical", generate, args.mb), ("dense", generate_dense, args.dense_mb)):
+                path = Path(tmp) / f"{name}.log"
+                path.write_text(make(int(size * 1_000_000), args.seed), encoding="utf-8")
+                _masking_overhead(name, path, args.masks, args.seed)
+        return
     startup = _startup()
     print(f"CLI start-up (empty input): {startup.wall:.2f} s wall, {startup.cpu:.2f} s CPU;"
           " included in the end-to-end figures")
@@ -367,10 +420,12 @@ def main() -> None:
         typical.write_text(generate(int(args.mb * 1_000_000), args.seed), encoding="utf-8")
         _measure("typical agent output", typical, args.floor_mb, startup)
         _in_process_paths(typical)
+        _masking_overhead("typical", typical, args.masks, args.seed)
         typical.unlink()
         dense = Path(tmp) / "dense.log"
         dense.write_text(generate_dense(int(args.dense_mb * 1_000_000), args.seed), encoding="utf-8")
         _measure("dense (half the lines hold a secret)", dense, args.floor_mb, startup)
+        _masking_overhead("dense", dense, args.masks, args.seed)
     print("targets: typical >= 20x floor; dense >= 5x floor and >= 25 MB/s; never below a floor")
     print("(on a shared machine the CPU figures are the steadier ones: wall time includes waiting)")
 

@@ -29,6 +29,8 @@ KEY_HELP: dict[str, str] = {
     "review_large_retries": "automatic review fix retries for `:: size: large` stages (asked at pre-flight)",
     "confirm": "ask `Start this run? [Y/n]` on a terminal (`--yes` / `--no-confirm` skip it)",
     "goal": "the goal file: a `.json` goal or a `.md` checklist",
+    "mask_files": "globs of the project's env files whose values are masked everywhere (`[]` opts out)",
+    "mask_values": "literal values masked everywhere the run writes (see Redaction)",
     "review": "`true`, or `{\"roles\": [\"code\", \"test\", {\"role\": \"security\", \"model\": …}]}`",
 }
 # Settings whose flag has another name.

@@ -41,7 +41,14 @@ from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
 from kilo_loop.review.options import review_options, review_runtimes
 from kilo_loop.review.readonly import ReadOnlyGuard
 from kilo_loop.run.bus import EventBus
-from kilo_loop.run.events import AgentServerStarted, RunEvent, RunStarted, StatusChanged, now_iso
+from kilo_loop.run.events import (
+    AgentServerStarted,
+    RunEvent,
+    RunStarted,
+    SecretsMasked,
+    StatusChanged,
+    now_iso,
+)
 from kilo_loop.run.layout import ProjectLayout, RunLayout
 from kilo_loop.run.notices import notice_subscriber
 from kilo_loop.run.recorder import RunRecorder
@@ -55,6 +62,7 @@ from kilo_loop.safety.checkpoint import (
     revert_to_checkpoint,
 )
 from kilo_loop.safety.guard import Guard
+from kilo_loop.safety.known_secrets import KnownSecrets, collect, from_env, screen
 from kilo_loop.safety.redact import Redactor
 from kilo_loop.safety.verify import run_verify
 from kilo_loop.settings import Settings
@@ -369,7 +377,11 @@ class SafetyHooks:
     async def checkpoint(self, project: Path, checkpoints_dir: Path, iteration: int,
                          status: TreeStatus | None = None) -> str:
         cp = await asyncio.to_thread(capture_checkpoint, project, checkpoints_dir, iteration, status)
-        return f"HEAD {str(cp.head or 'none')[:10]}, {len(cp.untracked)} untracked, patch {cp.patch_bytes} bytes"
+        note = f"HEAD {str(cp.head or 'none')[:10]}, {len(cp.untracked)} untracked, patch {cp.patch_bytes} bytes"
+        if cp.untracked_left_out:  # a revert cannot bring these back: say which
+            shown = ", ".join(cp.untracked_left_out[:5]) + (" …" if len(cp.untracked_left_out) > 5 else "")
+            note += f"; {len(cp.untracked_left_out)} untracked file(s) too large to keep: {shown}"
+        return note
 
     async def verify(self, command: str, cwd: Path, timeout_s: float) -> VerifyResult:
         return await run_verify(command, cwd, timeout_s, self._redact)
@@ -459,7 +471,11 @@ class RunHandle:
     def __init__(self, settings: Settings, project: Path, goal: Goal, backend: AgentBackend, runtime: str,
                  prepared: PreparedRun) -> None:
         self.settings, self.project, self.goal, self.runtime = settings, project, goal, runtime
-        self.redactor = Redactor(enabled=settings.redact)
+        # Known secrets (the environment's, the project's .env values, maskValues) are masked by
+        # value, in memory only; the agent's injected environment is added once it is prepared.
+        self.known = collect(os.environ, project, settings.mask_files, settings.mask_values) if settings.redact \
+            else KnownSecrets()
+        self.redactor = Redactor(enabled=settings.redact, known=self.known.values)
         ProjectLayout(project).ensure()
         self.layout, self.resumed = prepared.layout, prepared.resumed
         self.layout.ensure()
@@ -467,7 +483,8 @@ class RunHandle:
         self.bus = EventBus(self.layout.events, self.redactor.redact_value, start_seq=last_seq(self.layout.events))
         # Redacted once here (goal title, stages…); from now on the state is built from redacted events.
         shown = RunState.model_validate(self.redactor.redact_value(prepared.state.snapshot()))
-        self.recorder = RunRecorder(self.layout, shown, self.bus, self.redactor.redact_value)
+        self.recorder = RunRecorder(self.layout, shown, self.bus, self.redactor.redact_value,
+                                    lambda: self.redactor.mask_counts)
         self.control = RunControl(shared_context=prepared.state.shared_context)
         self.commands = CommandQueue()
         self._over = False
@@ -529,12 +546,15 @@ class RunHandle:
         recorder.open(start, self.resumed)
         for warning in warnings:
             recorder.warn(warning)
-        guard = Guard(settings.guard_deny, settings.guard_allow, packs=settings.guard_packs) if settings.guard else None
+        # with checkpoints, deletes inside the project that a revert can undo are not refused
+        guard = Guard(settings.guard_deny, settings.guard_allow, packs=settings.guard_packs,
+                      work_tree=str(self.project) if settings.checkpoint else None) if settings.guard else None
         prepared = prepare_backend(self._backend, agent_policy(
             settings, self.project, self.layout.dir, tuple(s.model for s in self.goal.stages if s.model),
             _all_protect_globs(self.goal)))
         for note in prepared.notes:
             recorder.warn(note)
+        self._register_agent_secrets(prepared.env)
         if settings.max_cost is not None:
             for name in runtimes_without_cost(self._backend):
                 recorder.warn(f"{name} reports no cost: --max-cost cannot stop its sessions, --max-tokens can")
@@ -572,6 +592,22 @@ class RunHandle:
                 await notifier.aclose(10.0)
             self.bus.close()
         return self.state
+
+    def _register_agent_secrets(self, agent_env: dict[str, str]) -> None:
+        """Mask what the loop injects into the agent's environment too, and say what is masked."""
+        if not self.settings.redact:
+            return
+        injected = screen(from_env(agent_env, "agent environment", exclude=os.environ), None, ())
+        self.redactor.add_known(injected.values)
+        registered = self.known.sources()
+        for source, count in injected.sources().items():
+            registered[source] = registered.get(source, 0) + count
+        notes = self.known.notes + injected.notes
+        if registered or notes:
+            listed = ", ".join(f"{source} {count}" for source, count in registered.items()) or "none"
+            self.recorder.emit(SecretsMasked(message=f"masking known secrets by value: {listed}"
+                                             + "".join(f"; {note}" for note in notes),
+                                             registered=registered, notes=notes))
 
     async def _open_server(self, backend: ServeBackend, guard: Guard | None, agent_env: dict[str, str],
                            reviewers: bool) -> None:

@@ -77,6 +77,10 @@ class Settings(BaseSettings):
     guard_allow: list[str] = Field(default_factory=list)
     guard_packs: dict[str, bool] = Field(default_factory=dict)  # rule packs switched on/off by name
     redact: bool = True
+    # Known secrets masked by value (safety/known_secrets.py): dotenv-style files of the project
+    # (globs; [] to opt out) and values given outright (also KILO_LOOP_MASK, one per line)
+    mask_files: list[str] = Field(default_factory=lambda: [".env*"])
+    mask_values: list[str] = Field(default_factory=list, repr=False)
     max_cost: float | None = Field(None, ge=0)
     max_tokens: int | None = Field(None, ge=0)
     max_stale_iterations: int | None = Field(3, ge=1)
@@ -121,7 +125,7 @@ class Settings(BaseSettings):
             return None
         return parse_duration(value)
 
-    @field_validator("notify", "guard_deny", "guard_allow", mode="before")
+    @field_validator("notify", "guard_deny", "guard_allow", "mask_files", mode="before")
     @classmethod
     def _split_list(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -185,7 +189,7 @@ class Settings(BaseSettings):
 # sources inside the constructor, so the path travels in a context variable).
 _CONFIG_FILE: ContextVar[Path | None] = ContextVar("kilo_loop_config_file", default=None)
 
-_LIST_FIELDS = {"notify", "guard_deny", "guard_allow"}
+_LIST_FIELDS = {"notify", "guard_deny", "guard_allow", "mask_files"}
 _DURATION_FIELDS = {"keep_open_for", "answer_timeout", "max_quota_wait"}  # "90s", "10m", "6h", "off"
 
 # Keys the original tool's config.json used (snake_cased) that map onto our fields.

@@ -13,7 +13,8 @@ import pytest
 from .conftest import Loop, iteration_marker, write, write_progress
 from .fake_provider import FakeProvider, calls, say
 
-pytestmark = pytest.mark.e2e
+# Three real kilo sessions plus the server start: over a minute, more on a busy machine.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 
 def test_init_then_the_printed_command_runs_to_done(loop: Loop, fake_provider: FakeProvider, git_project: Path) -> None:

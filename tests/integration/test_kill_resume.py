@@ -23,6 +23,7 @@ from kilo_loop.run.store import load_for_resume, read_events
 from tests.integration.loop_harness import FakeKilo, init_repo, step, text
 
 TRIALS = 20
+QUICK_TRIALS = 4  # the edit-test loop kills at 4 moments; the full suite at all 20
 PLAN = ("# Crash plan\n\n- [ ] First stage\n- [ ] Second stage :: verify: test -f gate.txt\n"
         "- [ ] Third stage\n- [ ] Fourth stage\n")
 
@@ -66,7 +67,9 @@ def replayed(run: RunLayout) -> dict[str, Any]:
     return state.snapshot()
 
 
-@pytest.mark.parametrize("trial", range(TRIALS))
+@pytest.mark.parametrize(
+    "trial", [trial if trial < QUICK_TRIALS else pytest.param(trial, marks=pytest.mark.slow) for trial in range(TRIALS)]
+)
 def test_kill_9_then_resume_loses_nothing(tmp_path: Path, trial: int) -> None:
     rng = random.Random(trial)
     project = init_repo(tmp_path / "repo")

@@ -90,7 +90,11 @@ def test_list_goals_and_new_plan(project: Path) -> None:
     assert again.returncode == 1
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_launcher_as_a_submodule_from_a_subdirectory(tmp_path: Path) -> None:
+    """Over 60 s: the launcher in a fresh clone makes its own .venv (a pip install) the way a user's
+    first run does; nothing cheaper proves that the submodule path works from a subdirectory."""
     source = tmp_path / "kilocode-loop"
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(REPO), str(source)], check=True)
     host = init_repo(tmp_path / "host")

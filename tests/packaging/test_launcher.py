@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
+# Each test makes a venv and runs pip: a minute or more on a busy machine.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 PYPROJECT = """[build-system]
 requires = ["setuptools>=77"]

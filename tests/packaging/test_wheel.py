@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
+# Builds the wheel and the sdist and installs the wheel with its dependencies: minutes on a busy machine.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def run(command: list[str], cwd: Path, env: dict[str, str], timeout: float = 900) -> subprocess.CompletedProcess[str]:

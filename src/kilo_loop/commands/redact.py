@@ -192,18 +192,67 @@ def _silence_stdout() -> None:
         pass
 
 
-@click.command(help="Redact secrets from stdin to stdout, line by line (for pipes and saved logs).")
+def explain_stream(source: BinaryIO, sink: BinaryIO, redactor: Redactor) -> int:
+    """For each line a redaction changed: its number, what fired (a rule's name or ``mask
+    (<source>)``, never the value) and the redacted line; then a count by what fired.  Returns
+    the number of redactions."""
+    fired: dict[str, int] = {}
+    header, first_line = b"", 1
+    for block in whole_line_blocks(source):
+        redacted, header, found = redactor.explain_block(block, header)
+        lines = redacted.split(b"\n")
+        by_line: dict[int, list[str]] = {}
+        for index, name in found:
+            by_line.setdefault(index, []).append(name)
+            fired[name] = fired.get(name, 0) + 1
+        for index, names in sorted(by_line.items()):
+            shown = lines[index][:_EXPLAIN_WIDTH] + (b"..." if len(lines[index]) > _EXPLAIN_WIDTH else b"")
+            sink.write(f"{first_line + index}: {', '.join(dict.fromkeys(names))}: ".encode() + shown + b"\n")
+        first_line += block.count(b"\n")
+    total = sum(fired.values())
+    summary = ", ".join(f"{name} {count}" for name, count in sorted(fired.items(), key=lambda item: -item[1]))
+    sink.write(f"{total} redaction(s){': ' + summary if summary else ''}\n".encode())
+    sink.flush()
+    return total
+
+
+_EXPLAIN_WIDTH = 160
+
+
+def _known_values(mask_files: tuple[str, ...], known: bool) -> list[tuple[str, str]]:
+    """What this process knows to be secret: its environment's secret-named values,
+    ``KILO_LOOP_MASK``, and the values of the mask files given (relative to the current directory)."""
+    if not known:
+        return []
+    from kilo_loop.safety.known_secrets import collect
+
+    return collect(os.environ, Path.cwd(), mask_files).values
+
+
+@click.command(help="Redact secrets from stdin to stdout, line by line (for pipes and saved logs). "
+                    "Values of this environment's secret-named variables (and KILO_LOOP_MASK, one per line) "
+                    "are masked too, in every encoding.")
 @click.option(
     "-e", "--extra-pattern", "extra_patterns", multiple=True, metavar="REGEX",
     help="also redact whatever this Python regular expression matches (repeatable)",
 )
-def redact_command(extra_patterns: tuple[str, ...]) -> None:
+@click.option("--explain", is_flag=True,
+              help="instead of the text, print each changed line's number, the rule or mask source that "
+                   "fired (never the value) and the redacted line")
+@click.option("--mask-file", "mask_files", multiple=True, metavar="GLOB",
+              help="also mask the values of these dotenv-style files, e.g. '.env*' (repeatable)")
+@click.option("--no-known", is_flag=True, help="do not mask the environment's secret values by value")
+def redact_command(extra_patterns: tuple[str, ...], explain: bool, mask_files: tuple[str, ...],
+                   no_known: bool) -> None:
     try:
-        redactor = Redactor(extra_patterns=extra_patterns)
+        redactor = Redactor(extra_patterns=extra_patterns, known=_known_values(mask_files, not no_known))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--extra-pattern") from exc
     try:
-        filter_stream(sys.stdin.buffer, sys.stdout.buffer, redactor)
+        if explain:
+            explain_stream(sys.stdin.buffer, sys.stdout.buffer, redactor)
+        else:
+            filter_stream(sys.stdin.buffer, sys.stdout.buffer, redactor)
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly
         _silence_stdout()
     except KeyboardInterrupt:

@@ -106,6 +106,17 @@ class RunFinished(RunEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SecretsMasked(RunEvent):
+    """Known secrets masked by value: at the start, how many values each source registered (and
+    what was skipped); at the end, how many occurrences were masked, by source.  Never the values."""
+
+    TYPE = "secrets-masked"
+    registered: Mapping[str, int] = field(default_factory=dict)
+    counts: Mapping[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Crashed(RunEvent):
     TYPE = "crash"
     level: str = "error"
@@ -332,7 +343,7 @@ class UnknownEvent(RunEvent):
 EVENT_TYPES: dict[str, type[RunEvent]] = {
     cls.TYPE: cls
     for cls in (
-        StateOpened, RunStarted, StatusChanged, RunFinished, Crashed, Warned, ControlChanged, Reverted,
+        StateOpened, RunStarted, StatusChanged, RunFinished, SecretsMasked, Crashed, Warned, ControlChanged, Reverted,
         IterationStarted, CheckpointTaken, IterationReported, IterationFinished, SessionOpened, AgentServerStarted, TextOut,
         ReasoningOut, ToolUsed, UsageCounted, AgentErrored, AgentFailed, GuardBlocked, GuardPreDenied,
         VerifyFinished, StageDone, StageBlocked, QuestionAsked, AnswerReceived, QuestionUnanswered, QuotaWait,

@@ -5,7 +5,7 @@ written from what the bus already redacted."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kilo_loop.run.bus import EventBus
@@ -19,6 +19,7 @@ from kilo_loop.run.events import (
     Reverted,
     RunEvent,
     RunFinished,
+    SecretsMasked,
     StageBlocked,
     StageDone,
     StateOpened,
@@ -30,7 +31,7 @@ from kilo_loop.run.events import (
 from kilo_loop.run.files import read_json, write_json_atomic, write_text_atomic
 from kilo_loop.run.layout import RunLayout
 from kilo_loop.run.reducer import header_wire, reduce
-from kilo_loop.run.report import iteration_report_md, run_report_md
+from kilo_loop.run.report import iteration_report_md, masked_line, run_report_md
 from kilo_loop.run.state import IterationSummary, RunState
 from kilo_loop.run.status import RunStatus
 
@@ -45,8 +46,11 @@ _SHOW_AFTER: frozenset[type[RunEvent]] = frozenset({IterationStarted, StageDone,
 
 
 class RunRecorder:
-    def __init__(self, layout: RunLayout, state: RunState, bus: EventBus, redact: Callable[[Any], Any]) -> None:
+    def __init__(self, layout: RunLayout, state: RunState, bus: EventBus, redact: Callable[[Any], Any],
+                 mask_counts: Callable[[], Mapping[str, int]] | None = None) -> None:
         self.layout = layout
+        self._mask_counts = mask_counts
+        self._counted: dict[str, int] = {}
         self.state = state
         self.bus = bus
         self._redact = redact
@@ -97,9 +101,22 @@ class RunRecorder:
         self.emit(StateOpened(state=header_wire(state), resumed=resumed))
 
     def emit(self, event: RunEvent) -> RunEvent:
+        if isinstance(event, RunFinished):
+            self._count_masks()
         if event.iteration is None and self.state.iteration:
             event = dataclasses.replace(event, iteration=self.state.iteration)
         return self.bus.emit(event)
+
+    def _count_masks(self) -> None:
+        """Before the run's end: the known secrets masked since the last count, by source."""
+        if self._mask_counts is None:
+            return
+        now = dict(self._mask_counts())
+        fresh = {source: count - self._counted.get(source, 0) for source, count in now.items()}
+        fresh = {source: count for source, count in fresh.items() if count > 0}
+        self._counted = now
+        if fresh:
+            self.emit(SecretsMasked(message=masked_line(fresh).lower(), counts=fresh))
 
     def warn(self, message: str, **data: Any) -> None:
         self.emit(Warned(message=message, **data))

@@ -26,6 +26,7 @@ from kilo_loop.run.events import (
     QuotaWait,
     RunEvent,
     RunFinished,
+    SecretsMasked,
     StageBlocked,
     StageDone,
     StateOpened,
@@ -246,6 +247,15 @@ def _quota(state: RunState, event: QuotaWait) -> Changes:
     return {"quota_until": event.until}
 
 
+def _masked(state: RunState, event: SecretsMasked) -> Changes:
+    if not event.counts:
+        return {}
+    masked = dict(state.masked)
+    for source, count in event.counts.items():
+        masked[source] = masked.get(source, 0) + int(count)
+    return {"masked": masked}
+
+
 def _run_finished(state: RunState, event: RunFinished) -> Changes:
     return {"finished_at": event.ts, "current_stage_id": None, "resume_command": event.resume}
 
@@ -272,4 +282,5 @@ _HANDLERS: dict[type[RunEvent], Callable[..., Changes]] = dict([
     _handler(Warned, _warned),
     _handler(QuotaWait, _quota),
     _handler(RunFinished, _run_finished),
+    _handler(SecretsMasked, _masked),
 ])

@@ -15,6 +15,14 @@ def format_tokens(count: int) -> str:
     return str(count)
 
 
+def masked_line(counts: dict[str, int]) -> str:
+    """``Masked: 5 (environment)``, ``Masked: 7 (environment 5, mask file .env 2)``."""
+    total = sum(counts.values())
+    if len(counts) == 1:
+        return f"Masked: {total} ({next(iter(counts))})"
+    return f"Masked: {total} (" + ", ".join(f"{source} {count}" for source, count in sorted(counts.items())) + ")"
+
+
 def format_cost(cost: float) -> str:
     return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
 
@@ -136,6 +144,8 @@ def run_report_md(state: RunState, iterations: list[IterationSummary] | None = N
         lines.append(f"- Retries: last reason {state.retry.reason}")
     if state.guard_blocks:
         lines.append(f"- Guard blocks: {state.guard_blocks}")
+    if state.masked:
+        lines.append(f"- {masked_line(state.masked)}")
     lines += ["", "## Stages", ""]
     lines += [f"- [{'x' if s.status == 'done' else ' '}] {s.title} — {s.status}" for s in state.stages]
     lines += _receipt_lines(state)

@@ -181,6 +181,7 @@ class RunState(WireModel):
     answers: int = 0
     retry: RetryState = Field(default_factory=RetryState)
     guard_blocks: int = 0
+    masked: dict[str, int] = Field(default_factory=dict)  # known secrets masked, by source
     consecutive_guard_blocks: int = 0
     guard_note: str = ""
     verify_feedback: str = ""
@@ -198,7 +199,9 @@ class RunState(WireModel):
 
     def snapshot(self) -> dict[str, Any]:
         """state.json's content: the header, then the history (iterations, log tail) last."""
-        wire = self.model_dump(mode="json", by_alias=True, exclude={"iterations", "log_tail"})
+        # ``masked`` only once something was: a run without known secrets keeps its old shape
+        wire = self.model_dump(mode="json", by_alias=True,
+                               exclude={"iterations", "log_tail"} | (set() if self.masked else {"masked"}))
         wire["iterations"] = _ITERATION_WIRES.of(self.iterations)
         wire["logTail"] = self.log_tail
         return wire

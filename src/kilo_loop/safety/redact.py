@@ -86,7 +86,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from kilo_loop.safety import secret_patterns as sp
+from kilo_loop.safety.redact_anchored import ANCHORED_LANE, anchor_finder
 from kilo_loop.safety.redact_blocks import _arg, _b64_run, _csv_header, _line_arg, _pem, has_upper
+from kilo_loop.safety.redact_known import KnownMasker
 from kilo_loop.safety.redact_pairs import _name_value
 from kilo_loop.safety.redact_values import (
     _ALNUM_RUN,
@@ -192,14 +194,19 @@ def _mixed_case_runs(find: Finder) -> Finder:
     return first
 
 
-def _finders(lanes: Sequence[tuple[str, bytes]]) -> list[Finder]:
+def _finders(lanes: Sequence[tuple[str, bytes]], anchors: Sequence[str] = ()) -> list[Finder]:
     """With RE2, a DFA per lane (a group of rules whose loose patterns run well together) finds
     candidate positions and Python's ``re`` only confirms the exact rule at the nearest one.  One
     DFA for every rule multiplies states: the counted base64 run beside the others made it ten
-    times slower than the two lanes together.  [] without RE2."""
+    times slower than the two lanes together.  The anchored lane's literals are found by
+    Hyperscan (``redact_anchored``).  [] without RE2."""
     if re2 is None:
         return []
-    return [_LANE_FILTERS.get(name, _identity)(_re2_candidates(source)) for name, source in lanes]
+    finders = []
+    for name, source in lanes:
+        find = _LANE_FILTERS.get(name, _identity)(_re2_candidates(source))
+        finders.append(anchor_finder(anchors, find) if name == ANCHORED_LANE else find)
+    return finders
 
 
 _LANE_FILTERS = {"b64": _mixed_case_runs}
@@ -338,7 +345,8 @@ class Engine:
 
     def __init__(self, rules: tuple[Rule, ...] = sp.RULES, use_re2: bool = True) -> None:
         lanes = [(name, lane.encode()) for name, lane in sp.scan_lanes(rules)] if use_re2 else []
-        self._finders = _finders(lanes)
+        anchors = [rule.scan for rule in rules if rule.lane == ANCHORED_LANE]
+        self._finders = _finders(lanes, anchors)
         # Each rule is wrapped in its own group, which closes after any group inside it: the
         # match's ``lastindex`` is the group of the rule that matched.
         # keyed by ``id()``: a compiled pattern's hash is computed over its whole program each time
@@ -383,7 +391,16 @@ class Engine:
         edits, open_block = self._edits(data)
         return _apply_edits(data, edits), open_block
 
-    def _edits(self, data: bytes) -> tuple[list[Edit], bytes | None]:
+    def explain(self, data: bytes) -> tuple[bytes | None, bytes | None, list[tuple[int, str]]]:
+        """``scan`` plus, per edit, where it starts (in ``data`` without colour codes) and the
+        name of the rule that made it (``wrapped_tail``: the tail of a value wrapped at a width)."""
+        plain = _strip_ansi(data)[0] if _may_hold_ansi(data) else data
+        names: dict[int, str] = {}
+        edits, _ = self._edits(plain, names)
+        out, open_block = self.scan(data)
+        return out, open_block, [(start, names.get(start, "wrapped_tail")) for start, _, _ in edits]
+
+    def _edits(self, data: bytes, names: dict[int, str] | None = None) -> tuple[list[Edit], bytes | None]:
         edits: list[Edit] = []
         last = pos = 0
         open_block: bytes | None = None
@@ -405,6 +422,8 @@ class Engine:
                 if edit[0] >= last:
                     edits.append(edit)
                     last = edit[1]
+                    if names is not None:
+                        names[edit[0]] = rule.name
             open_block = outcome.open_block
             pos = max(outcome.resume, last, start + 1)
         return _with_wrapped_tails(data, edits, open_block)
@@ -421,7 +440,7 @@ class Engine:
         if max(found) < 0:
             return None  # most lines of agent output: no candidate at all
         size = len(data)
-        lanes = range(len(finders))
+        lanes = [lane for lane, first in enumerate(found) if first >= 0]  # a lane with none now has none later
         since = [0] * len(finders)
         lane_precise = self._lane_precise
 
@@ -491,11 +510,40 @@ def _as_text(value: object) -> str:
 class Redactor:
     """Replaces secrets with ``[REDACTED]``; ``Redactor(enabled=False)`` is the identity."""
 
-    def __init__(self, enabled: bool = True, extra_patterns: Sequence[str] = ()) -> None:
+    def __init__(
+        self, enabled: bool = True, extra_patterns: Sequence[str] = (), known: Iterable[tuple[str, str]] = ()
+    ) -> None:
         self.enabled = enabled
         self._extra = _compile_extra(extra_patterns)
         self._engine = _engine(True)
         self._short: dict[str, str] = {}  # results for short strings (kept in memory only)
+        self._known = KnownMasker(known)
+
+    def add_known(self, values: Iterable[tuple[str, str]]) -> None:
+        """Mask these (value, source) pairs from now on, in every encoding (``redact_known``)."""
+        if self._known.add(values):
+            self._short.clear()  # results cached before may hold the new values
+
+    @property
+    def mask_counts(self) -> dict[str, int]:
+        """How many occurrences of known values were masked, by source (never the values)."""
+        return dict(self._known.counts)
+
+    @property
+    def known_forms(self) -> int:
+        return self._known.size
+
+    def _mask_text(self, text: str) -> str:
+        if not self._known:
+            return text
+        out, _ = self._known.mask(text.encode("utf-8", "surrogatepass"))
+        return text if out is None else out.decode("utf-8", "surrogatepass")
+
+    def _mask_bytes(self, block: bytes) -> bytes:
+        if not self._known:
+            return block
+        out, _ = self._known.mask(block)
+        return block if out is None else out
 
     def redact(self, text: str) -> str:
         if not self.enabled:
@@ -514,7 +562,14 @@ class Redactor:
 
     def _redact(self, text: str) -> str:
         try:
-            redacted, _ = self._engine.redact(_as_text(text))
+            text = _as_text(text)
+            if self._known:  # encoded once for both the masks and the rules
+                data = text.encode("utf-8", "surrogatepass")
+                masked = self._known.mask(data)[0]
+                out = self._engine.scan(masked or data)[0] or masked
+                redacted = text if out is None else out.decode("utf-8", "surrogatepass")
+            else:
+                redacted, _ = self._engine.redact(text)
             return self._redact_extra(redacted)
         except Exception:  # noqa: BLE001 - fail closed, never raise
             return REDACTED
@@ -528,7 +583,7 @@ class Redactor:
                 yield line
                 continue
             try:
-                redacted, opened = self._engine.redact(_as_text(line), header)
+                redacted, opened = self._engine.redact(self._mask_text(_as_text(line)), header)
                 header = opened or b""
                 yield self._redact_extra(redacted)
             except Exception:  # noqa: BLE001 - fail closed, never raise
@@ -552,13 +607,36 @@ class Redactor:
         if not self.enabled or not block:
             return block, header if self.enabled else b""
         try:
-            out, opened = self._engine.scan(header + block)
+            masked = self._mask_bytes(block)
+            out, opened = self._engine.scan(header + masked)
             if out is not None and not out.startswith(header):  # pragma: no cover - see redact()
                 raise ValueError("a re-opening header was changed")  # noqa: TRY301 - caught below: fail closed
-            redacted = block if out is None else out[len(header):]
+            redacted = masked if out is None else out[len(header):]
             return self._redact_extra_bytes(redacted), opened or b""
         except Exception:  # noqa: BLE001 - fail closed, never raise
-            return (_MARK + b"\n") * block.count(b"\n") + (b"" if block.endswith(b"\n") else _MARK), b""
+            return _failed_block(block), b""
+
+    def explain_block(self, block: bytes, header: bytes = b"") -> tuple[bytes, bytes, list[tuple[int, str]]]:
+        """``redact_block`` and, per redaction, its line in the block (0-based) and what fired:
+        a rule's name, ``mask (<source>)`` for a known value, ``extra pattern``."""
+        if not self.enabled or not block:
+            return block, header if self.enabled else b"", []
+        try:
+            hits = self._known.hits(block) if self._known else []
+            fired = [(block.count(b"\n", 0, hit.start), f"mask ({hit.source})") for hit in hits]
+            masked = self._mask_bytes(block)
+            out, opened, named = self._engine.explain(header + masked)
+            redacted = masked if out is None else out[len(header):]
+            plain = _strip_ansi(header + masked)[0] if _may_hold_ansi(header + masked) else header + masked
+            skip = header.count(b"\n")
+            fired += [(plain.count(b"\n", 0, start) - skip, name) for start, name in named if start >= len(header)]
+            extra = self._redact_extra_bytes(redacted)
+            if extra != redacted:
+                before, after = redacted.split(b"\n"), extra.split(b"\n")
+                fired += [(index, "extra pattern") for index, line in enumerate(after) if line != before[index]]
+            return extra, opened or b"", sorted(fired)
+        except Exception:  # noqa: BLE001 - fail closed, never raise
+            return _failed_block(block), b"", [(0, "internal error: the whole block redacted")]
 
     def redact_value(self, value: Any) -> Any:
         """Redact strings inside dicts/lists/tuples; keys stay as they are, and a string under a
@@ -611,6 +689,10 @@ class Redactor:
         for pattern in self._extra:
             text = pattern.sub(_extra_replacement, text)
         return text
+
+
+def _failed_block(block: bytes) -> bytes:
+    return (_MARK + b"\n") * block.count(b"\n") + (b"" if block.endswith(b"\n") else _MARK)
 
 
 def _extra_replacement(match: re.Match[str]) -> str:

@@ -265,6 +265,8 @@ def _generic(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome
     start, end = span(g + 1)
     if data.endswith(_HASH_LABELS, max(0, span(g)[0] - 6), span(g)[0] + 1):
         return Outcome(_SKIP, start)  # go.sum's ``h1:…=``, ``sha256:…``: a content hash
+    if _public_id_key(data, span(g)[0]):
+        return Outcome(_SKIP, start)  # ``x-amz-id-2: …``: a request id, random but public
     value = _text(data[start:end].rstrip(b"="))
     # Whatever follows may be redacted later; the verdict must not change when it is (idempotence).
     follows_word = data.startswith(_MARK, end) or (end + 1 < len(data) and data[end] in b".@:" and (
@@ -273,6 +275,24 @@ def _generic(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome
     if follows_word or not sp.looks_random(value):
         return Outcome(_SKIP, start)
     return Outcome(_mark(start, end), end)
+
+
+# Response headers and log fields whose random-looking values are request ids, not credentials.
+_PUBLIC_ID_KEYS = frozenset({
+    b"x-amz-id-2", b"x-amz-request-id", b"x-amz-cf-id", b"x-amzn-requestid", b"x-amzn-request-id",
+    b"x-amzn-trace-id", b"x-amz-version-id", b"x-amz-apigw-id", b"x-ms-request-id", b"x-request-id",
+    b"x-correlation-id", b"x-guploader-uploadid", b"request-id", b"requestid", b"hostid", b"x-cloud-trace-context",
+})
+_PUBLIC_ID_LAST = frozenset(key[-1:] for key in _PUBLIC_ID_KEYS) | frozenset(key[-1:].upper() for key in _PUBLIC_ID_KEYS)
+_PUBLIC_ID_KEY = re.compile(rb"[\"']?([A-Za-z0-9_-]{5,30})[\"']?[ \t]*\Z")
+
+
+def _public_id_key(data: bytes, separator: int) -> bool:
+    """Whether the key before the separator at ``separator`` names a public request id."""
+    if data[max(0, separator - 3):separator].rstrip(b"\"' \t")[-1:] not in _PUBLIC_ID_LAST:
+        return False  # most keys: decided by their last character, without a regex
+    key = _PUBLIC_ID_KEY.search(data, max(0, separator - 40), separator)
+    return key is not None and key.group(1).lower() in _PUBLIC_ID_KEYS
 
 
 def _key_start(data: bytes, kw_start: int, floor: int) -> int:
@@ -514,6 +534,8 @@ def _inline_value(data: bytes, pos: int, eol: int, key: str, sep_start: int, sep
         return pair  # ``auth=("user", "pass")``
     if data.startswith(_HIDDEN_BEFORE, pos) and (new := _quoted_span(data, pos + len(_HIDDEN_BEFORE), eol)):
         return Outcome(_value_edit(data, new[0], new[1], key), new[2])  # a plan's ``(sensitive value) -> "new"``
+    if pos < eol and data[pos] == 0x7B and (nested := _nested_value(data, pos, key)) is not None:
+        return nested  # ``"db_password": {"sensitive": true, …, "value": "x"}``
     if pos >= eol or data[pos] in b"{[(" or _is_code(data, pos, eol, key):
         return Outcome(_SKIP, max(pos, sep_start + 1))
     match = _INLINE_VALUE.match(data, pos, eol)
@@ -609,6 +631,8 @@ def _line_start_value(
         pos = default  # ``password: str = "…"`` — the default is the value
     if data.startswith(b"(", pos) and (pair := _user_and_password(data, pos + 1, end, key)):
         return pair  # ``auth = ("user", "pass")``
+    if data[pos] == 0x7B and (nested := _nested_value(data, pos, key)) is not None:
+        return nested  # ``db_password: {"sensitive": true, …, "value": "x"}``
     if data[pos] in b"{[(" or _is_code(data, pos, end, key):
         return Outcome(_SKIP, pos)  # a tuple, dict or list: its items are scanned on their own
     pos = _string_prefix_end(data, pos, end)
@@ -617,6 +641,36 @@ def _line_start_value(
     if closer and (quoted := _quoted_span(data, pos, end)):  # ``password: \"x\"`` in a JSON string
         return Outcome(_value_edit(data, quoted[0], quoted[1], key), quoted[2])
     return Outcome(_value_edit(data, pos, end, key), pos)
+
+
+_OBJECT_VALUE_KEY = re.compile(rb"[\"']?value[\"']?[ \t]*:[ \t]*")
+_NESTED_LINES = 8
+
+
+def _nested_value(data: bytes, pos: int, key: str) -> Outcome | None:
+    """A secret-named key whose value is an object holding the secret one level down, as ``terraform
+    output -json`` prints a sensitive output (``{"sensitive": true, "type": "string", "value": "x"}``),
+    on one line or pretty-printed over the next few: its ``"value"`` string is the secret."""
+    eol = _line_end(data, pos)
+    close = data.find(b"}", pos, eol)
+    limit = close if close >= 0 else eol
+    found = _OBJECT_VALUE_KEY.search(data, pos, limit)
+    line = eol + 1
+    for _ in range(_NESTED_LINES if found is None and close < 0 else 0):
+        if line >= len(data):
+            break
+        end = _line_end(data, line)
+        start = line + _indent(data, line, end)
+        if data.startswith(b"}", start):
+            break
+        found, limit = _OBJECT_VALUE_KEY.match(data, start, end), end
+        if found:
+            break
+        line = end + 1
+    quoted = _quoted_span(data, found.end(), limit) if found else None
+    if quoted is None or quoted[1] == limit:
+        return None
+    return Outcome(_value_edit(data, quoted[0], quoted[1], key), quoted[2])
 
 
 _TRIPLE_QUOTES = (b'"""', b"'''")
@@ -642,7 +696,10 @@ def _triple_quoted(data: bytes, pos: int, eol: int, key: str) -> Outcome:
 
 
 def _quoted_values(data: bytes, pos: int, end: int, key: str) -> Outcome:
-    """``'a', 'b'`` are all values; in ``"a", "next": 1`` the scan resumes at the next key."""
+    """``'a', 'b'`` are all values; in ``"a", "next": 1`` the scan resumes at the next key.  A quote
+    left open on its line (a value wrapped onto the next one) holds the rest of the line."""
+    if _QUOTED.match(data, pos, end) is None:
+        return Outcome(_value_edit(data, pos + 1, end, key), pos)
     edits: tuple[Edit, ...] = ()
     for match in _QUOTED.finditer(data, pos, end):
         after = _HSPACE.match(data, match.end(), end).end()  # type: ignore[union-attr]

@@ -1,8 +1,10 @@
 """A long secret line-wrapped at a fixed width (``base64`` wraps at 76, ``openssl`` at 64, a terminal
-or a log viewer at 80): when a line exactly that wide ends inside a redacted value, the next line,
-if it is one unbroken run of token characters, is the value's tail and is redacted too; so is the
-line after it while the run before filled the whole width.  The same holds for the lines of a
-JSON string's text, parted by escaped breaks (``\\n``) inside one line.
+or a log viewer at its width, a formatter at 88, 100 or 120): when a line 60 to 200 characters wide
+ends inside a redacted value, the run of token characters that opens the next line is the value's
+tail and is redacted too; so is the line after it while the run before filled the whole width.
+The tail may be followed by text (``",``, the rest of a command), unless the run reads as something
+else: a new ``key=``/``key:``, a number, a date, a word or a name (``api-1  | …``, ``md5sum``).  The same holds for the lines of a JSON string's text,
+parted by escaped breaks (``\\n``) inside one line.
 
 A chain that reaches the end of a block stays open: the next block is scanned after a header of
 the same width that the engine recognises and leaves unchanged.
@@ -17,22 +19,28 @@ from collections.abc import Sequence
 from kilo_loop.safety import secret_patterns as sp
 from kilo_loop.safety.redact_values import _ESCAPED_BREAK, _MARK, Edit
 
-WRAP_WIDTHS = (64, 76, 80)
-_HEADERS = {width: (_MARK * 8)[:width] + b"\n" for width in WRAP_WIDTHS}
+MIN_WIDTH, MAX_WIDTH = 60, 200
 HEADER_HEAD = _MARK * 6  # what every header starts with (a cheap first test)
+_HEADER_TEXT = _MARK * (MAX_WIDTH // len(_MARK) + 1)
 _TAIL = re.compile(rb"[A-Za-z0-9+/=_.~-]+")
+# a tail followed by more text on its line: ``=`` only as base64 padding, never a key's separator
+_TAIL_BEFORE_TEXT = re.compile(rb"[A-Za-z0-9+/_.~-]+={0,2}")
+_KEY_AFTER = re.compile(rb"[ \t]*[:=]")
 _JSON_ESCAPE = re.compile(rb"\\(?:u[0-9A-Fa-f]{4}|.)")
 _QUOTE_AFTER = re.compile(rb"\\*\"")
 _BREAKS = b"\n\r\\"
-_NARROWEST, _WIDEST = WRAP_WIDTHS[0], WRAP_WIDTHS[-1]
+
+
+def _header(width: int) -> bytes:
+    return _HEADER_TEXT[:width] + b"\n"
 
 
 def wrap_header(width: int, other: bytes | None) -> bytes:
     """The header re-opening a chain of ``width``; with another block left open (an indented value
     the tail line would end anyway), that block's header follows, its length written after a "+"."""
     if not other:
-        return _HEADERS[width]
-    return _HEADERS[width][:-1] + b"+" + str(len(other)).encode() + b"\n" + other
+        return _header(width)
+    return _header(width)[:-1] + b"+" + str(len(other)).encode() + b"\n" + other
 
 
 def _after_header(data: bytes, header: bytes) -> int:
@@ -55,9 +63,9 @@ def wrapped_tails(data: bytes, edits: Sequence[Edit]) -> tuple[list[Edit], int]:
     tails: list[Edit] = []
     open_width = 0
     if data.startswith(HEADER_HEAD):
-        for width, header in _HEADERS.items():
-            if line := _after_header(data, header):
-                open_width = _chain(data, line, width, tails) or open_width
+        width = _header_width(data)
+        if width and (line := _after_header(data, _header(width))):
+            open_width = _chain(data, line, width, tails) or open_width
     size = len(data)
     for start, end, text in edits:
         if text is not _MARK or end >= size or data[end] not in _BREAKS:
@@ -66,45 +74,87 @@ def wrapped_tails(data: bytes, edits: Sequence[Edit]) -> tuple[list[Edit], int]:
             _escaped_chain(data, start, end, tails)
             continue
         line_start = data.rfind(b"\n", 0, start) + 1
-        if end - line_start < _NARROWEST:
+        if end - line_start < MIN_WIDTH:
             continue  # most lines: too short to be wrapped
         width = _width(data, line_start, end)
         if width:
-            open_width = _chain(data, end + (2 if data.startswith(b"\r\n", end) else 1), width, tails) or open_width
+            line = end + (2 if data.startswith(b"\r\n", end) else 1)
+            open_width = _chain(data, line, width, tails) or open_width
     if not tails:
         return list(edits), open_width
     return _merged(edits, tails), open_width
 
 
+def _header_width(data: bytes) -> int:
+    """The width a header at the start of ``data`` re-opens (0: none): its first line's length, as
+    long as that line is a piece of the header text."""
+    stop = len(data)
+    for mark in (b"\n", b"+"):
+        found = data.find(mark, 0, MAX_WIDTH + 1)
+        if 0 <= found < stop:
+            stop = found
+    width = stop if stop < len(data) else 0
+    return width if MIN_WIDTH <= width <= MAX_WIDTH and _HEADER_TEXT.startswith(data[:width]) else 0
+
+
 def _width(data: bytes, line_start: int, end: int) -> int:
-    """The line's width in characters when it is one of the wrapping widths, else 0."""
+    """The line's width in characters when it is a width lines are wrapped at, else 0."""
     width = end - line_start
-    if width in WRAP_WIDTHS:
-        return width if data[line_start:end].isascii() else _chars(data[line_start:end])
-    if width < _NARROWEST or width > 4 * _WIDEST or data[line_start:end].isascii():
+    if width < MIN_WIDTH or width > 4 * MAX_WIDTH:
         return 0
+    if data[line_start:end].isascii():
+        return width if width <= MAX_WIDTH else 0
     return _chars(data[line_start:end])
 
 
 def _chars(line: bytes) -> int:
     width = len(line.decode("utf-8", "replace"))
-    return width if width in WRAP_WIDTHS else 0
+    return width if MIN_WIDTH <= width <= MAX_WIDTH else 0
 
 
 def _chain(data: bytes, line: int, width: int, tails: list[Edit]) -> int:
-    """Tails from ``line`` on, each a whole line; the width when the chain reaches the end of data."""
+    """Tails from ``line`` on, each a whole line or the run opening the last one (text may follow
+    it); the width when the chain reaches the end of data."""
     size = len(data)
     while line < size:
         end = data.find(b"\n", line)
         end = size if end < 0 else end
         content = end - 1 if end > line and data[end - 1] == 0x0D else end
         if not _is_tail(data, line, content):
+            stop = _tail_before_text(data, line, content)
+            if stop:
+                tails.append((line, stop, _MARK))
             return 0
         tails.append((line, content, _MARK))
         if content - line != width or end >= size:
             return 0
         line = end + 1
     return width
+
+
+def _tail_before_text(data: bytes, line: int, content: int) -> int:
+    """Where the value's tail ends when text follows it on its line (0: the line opens with no
+    tail): a run of token characters that reads as the end of a key, not as a new ``key=``, a
+    number, a date, a word or a name (``api-1``, ``md5sum``, ``EOF``)."""
+    run = _TAIL_BEFORE_TEXT.match(data, line, content)
+    if run is None or run.end() >= content or _KEY_AFTER.match(data, run.end(), content):
+        return 0
+    if data[run.end()] in b"\\" or not _is_tail(data, line, run.end()):
+        return 0
+    parts = [part for part in _PART_SPLIT.split(data[line:run.end()].rstrip(b"=")) if part]
+    return 0 if all(_plain_part(part) for part in parts) else run.end()
+
+
+_PART_SPLIT = re.compile(rb"[-_.~]")
+_HEX = re.compile(rb"[0-9a-f]{6,}")
+
+
+def _plain_part(part: bytes) -> bool:
+    """A piece of a name or a number: digits, a lower-case word (with digits, unless hex), an
+    upper-case word without digits."""
+    if part.isdigit() or (part.isupper() and not any(c in b"0123456789" for c in part)):
+        return True
+    return part.islower() and _HEX.fullmatch(part) is None
 
 
 def _escaped_chain(data: bytes, start: int, end: int, tails: list[Edit]) -> None:
@@ -138,7 +188,7 @@ def _segment_start(data: bytes, start: int) -> int:
 
 
 def _escaped_width(data: bytes, segment: int, end: int) -> int:
-    if end - segment < _NARROWEST or end - segment > 6 * _WIDEST:
+    if end - segment < MIN_WIDTH or end - segment > 6 * MAX_WIDTH:
         return 0
     return _chars(_JSON_ESCAPE.sub(b"x", data[segment:end]))
 
@@ -146,14 +196,16 @@ def _escaped_width(data: bytes, segment: int, end: int) -> int:
 def _is_tail(data: bytes, start: int, end: int) -> bool:
     """One unbroken run of token characters that a word, a number or a version cannot be: a
     digit, both cases, or base64's ``+/=``."""
-    if end <= start or _TAIL.fullmatch(data, start, end) is None:
+    if end <= start or _TAIL_BEFORE_TEXT.fullmatch(data, start, end) is None:
         return False
+    if _TOKENISH.search(data, start, end) is None:
+        return False  # a word: no digit, one case, no base64 symbol (most lines: decided here)
     run = data[start:end].decode("ascii")
-    if sp.is_placeholder(run) or sp.is_number(run):
-        return False
-    has_digit = any(c.isdigit() for c in run)
-    mixed = run.lower() != run and run.upper() != run
-    return has_digit or mixed or any(c in "+/=" for c in run)
+    return not (sp.is_placeholder(run) or sp.is_number(run))
+
+
+# a digit, base64's "+/=", or both cases (a lower-case letter before an upper-case one or after)
+_TOKENISH = re.compile(rb"[0-9+/=]|[a-z][^A-Z]*[A-Z]|[A-Z][^a-z]*[a-z]")
 
 
 def _merged(edits: Sequence[Edit], tails: list[Edit]) -> list[Edit]:

@@ -494,11 +494,17 @@ def credential_pair(match: str) -> bool:
 _CALL_NAME_RE = re.compile(r"[A-Za-z_]*")
 
 
+def twitter_bearer_like(body: str) -> bool:
+    """After the run of "A"s a bearer token mixes cases and digits (a base64 run of zeros does not)."""
+    rest = body.lstrip("A")
+    return any(c.isdigit() for c in rest) and any(c.islower() for c in rest)
+
+
 CHECKS = {
     "openai": openai_key_like, "discord": discord_token_like, "datadog": datadog_key_like,
     "html_field": html_secret_field, "ops_tokens": not_a_mask, "vendor_tokens": not_a_mask,
     "config_set": config_key_secret, "secret_store": secret_store_value,     "xml_element": xml_secret_element,
-    "credential_pair": credential_pair,
+    "credential_pair": credential_pair, "twitter_bearer": twitter_bearer_like,
 }
 
 
@@ -735,6 +741,69 @@ _CODE_AND_COMMAND_RULES: tuple[Rule, ...] = (
 )
 
 
+# Rules that open with a literal ordinary text is not full of: their lane's candidates are found by
+# Hyperscan in one SIMD pass (``redact_anchored``), so each literal costs the other lanes' DFAs
+# nothing.  ``scan`` is the anchor: it matches where the rule's match starts.
+_ANCHORED = "anchored"
+_ANCHORED_PREFIXED: tuple[tuple[str, str, str, str], ...] = (
+    # (name, kept prefix, secret body, anchor): tokens alone on a line, no key or flag naming them
+    ("buildkite", "bkua_", "[a-f0-9]{40}\\b", "bkua_"),
+    ("prefect", "pnu_", "[A-Za-z0-9]{36}\\b", "pnu_"),
+    ("posthog", "ph[cx]_", "[A-Za-z0-9]{40,}", "ph[cx]_"),
+    ("flyio", "fo1_|FlyV1 fm[12][a-z]?_", "[A-Za-z0-9_+/=,-]{20,}", "fo1_|FlyV1 fm"),
+    ("supabase_secret", "sb_secret_", "[A-Za-z0-9_-]{20,}", "sb_secret_"),
+    ("langsmith", "lsv2_(?:pt|sk)_", "[a-f0-9]{32}_[a-f0-9]{10}\\b", "lsv2_"),
+    ("resend", "re_", "[A-Za-z0-9]{8}_[A-Za-z0-9]{20,}", "re_[A-Za-z0-9]{8}_"),
+    ("render", "rnd_", "[A-Za-z0-9]{32}\\b", "rnd_"),
+    # a Twitter/X app bearer token: 21 or more "A"s, then the token (percent-encoded in places)
+    ("twitter_bearer", "", "A{21,}[A-Za-z0-9%]{40,}", "AAAAAAAAAAAAAAAAAAAAA"),
+)
+_SMB_CLIENTS = "smbclient|smbmap|rpcclient|smbcacls|smbget|smbcquotas"
+_RDP_CLIENTS = "xfreerdp3?|wlfreerdp3?|sdl3?-freerdp|freerdp3?"
+_ANCHORED_RULES: tuple[Rule, ...] = (
+    *(Rule(name, f"\\b({prefix}){body}", Kind.KEEP_PREFIX, name if name in CHECKS else "", scan=anchor, lane=_ANCHORED)
+      for name, prefix, body, anchor in _ANCHORED_PREFIXED),
+    # SMB: smbclient //srv/share -U 'DOM\\user%pass'
+    Rule("smb_password", f"\\b(?:{_SMB_CLIENTS})[ \t](?:{_SHELL_REST}[ \t])?(?:-U|--user(?:name)?)[ \t=]*[\"']?"
+         "[^ \t\r\n%\"']+%([^ \t\r\n'\"`|;&<>]+)", Kind.ARG, scan=f"(?:{_SMB_CLIENTS})[ \t]", lane=_ANCHORED),
+    # FreeRDP: xfreerdp /v:host /u:user /p:pass
+    Rule("rdp_password", f"\\b(?:{_RDP_CLIENTS})[ \t](?:{_SHELL_REST}[ \t])?/p:{_ARG_VALUE}", Kind.ARG,
+         scan=f"(?:{_RDP_CLIENTS})[ \t]", lane=_ANCHORED),
+    # unrar x -pPASS archive.rar (``-p-`` asks for none)
+    Rule("rar_password", f"\\b(?:unrar|rar)[ \t](?:{_SHELL_REST}[ \t])?-p([^- \t\r\n'\"`|;&<>][^ \t\r\n'\"`|;&<>]*"
+         "|'[^'\r\n]+'|\"[^\"\r\n]+\")", Kind.ARG, scan="(?:unrar|rar)[ \t]", lane=_ANCHORED),
+    # redis-cli's prompt: ``127.0.0.1:6379> AUTH pass``, ``redis> AUTH user pass``; the value ends its line
+    # (``<td>AUTH method</td>`` is markup).  The look-ahead is Python's: this lane's exact patterns run
+    # on ``re`` only, its scan (the anchor) is what RE2 or Hyperscan runs.
+    Rule("redis_auth", ">[ \t]?(?:AUTH|auth)[ \t]+(?:[^ \t\r\n<>]+[ \t]+)?([^ \t\r\n<>]+)(?=[ \t]*(?:\r?\n|$))",
+         Kind.ARG, scan=">[ \t]?(?:AUTH|auth)[ \t]", lane=_ANCHORED),
+    # codecov -t TOKEN, codecovcli upload-process -t TOKEN
+    Rule("codecov_token", f"\\bcodecov(?:cli)?[ \t](?:{_SHELL_REST}[ \t])?-t[ \t]+{_ARG_VALUE}", Kind.ARG,
+         scan="codecov(?:cli)?[ \t]", lane=_ANCHORED),
+    # MinIO's client: mc alias set NAME URL ACCESS_KEY SECRET_KEY (also the older config host add)
+    Rule("mc_alias", "\\bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)(?:[ \t]+[^ \t\r\n]+){3}"
+         f"[ \t]+{_ARG_VALUE}", Kind.ARG, scan="mc[ \t]+(?:alias|config)[ \t]", lane=_ANCHORED),
+    # Windows: net use Z: \\\\srv\\share PASS /user:DOM\\u, net use \\\\srv\\share /user:u PASS
+    Rule("net_use", "\\b(?i:net)[ \t]+(?i:use)[ \t]+(?:[A-Za-z*]:[ \t]+)?\\\\\\\\[^ \t\r\n]+"
+         "(?:[ \t]+/(?i:user|u):[^ \t\r\n]+)?[ \t]+([^/* \t\r\n'\"`|;&<>][^ \t\r\n'\"`|;&<>]*|\"[^\"\r\n]*\")",
+         Kind.ARG, scan="(?i:net)[ \t]+(?i:use)[ \t]", lane=_ANCHORED),
+    # curl with combined short flags: curl -fsSu user:pass URL
+    Rule("curl_combined_user", f"\\bcurl[ \t](?:{_SHELL_REST}[ \t])?-[A-Za-z]{{1,6}}u[ \t]*[\"']?"
+         "[^ \t\r\n:\"'\\\\]+:([^ \t\r\n\"'\\\\]+)", Kind.ARG, scan="curl[ \t]", lane=_ANCHORED),
+    # SQL: CREATE USER u IDENTIFIED BY 'p' / ALTER ROLE r WITH LOGIN PASSWORD 'p'
+    Rule("sql_identified_by", "\\b(?i:identified)[ \t]+(?i:by)[ \t]+('[^'\r\n]*'|\"[^\"\r\n]*\"|[^ \t\r\n'\";]+)",
+         Kind.ARG, scan="(?i:identified)[ \t]+(?i:by)[ \t]", lane=_ANCHORED),
+    Rule("sql_password", "\\b(?i:password)[ \t]+[eE]?('[^'\r\n]+'|\"[^\"\r\n]+\")", Kind.ARG,
+         scan="(?i:password)[ \t]+[eE]?['\"]", lane=_ANCHORED),
+    # kaggle.json: {"username":"u","key":"<32 hex>"}
+    Rule("kaggle_key", "\"username\"[ \t]*:[ \t]*\"[^\"\r\n]*\"[ \t]*,[ \t]*\"key\"[ \t]*:[ \t]*\"([0-9a-f]{32})\"",
+         Kind.ARG, scan="\"username\"[ \t]*:", lane=_ANCHORED),
+    # Twilio's SDKs: Client("AC<sid>", "<auth token>"), require('twilio')('AC…', '…'): the sid stays
+    Rule("twilio_client", "\\b(AC[0-9a-f]{32}[\"'][ \t]*,[ \t]*[\"'])[0-9a-f]{32}\\b", Kind.KEEP_PREFIX,
+         scan="AC[0-9a-f]{32}[\"']", lane=_ANCHORED),
+)
+
+
 def _prefixed_rule(name: str, prefix: str, body: str, lane: str = "") -> Rule:
     return Rule(name, f"{_B}({prefix}){body}", Kind.KEEP_PREFIX, name if name in CHECKS else "", lane=lane)
 
@@ -780,6 +849,7 @@ RULES: tuple[Rule, ...] = (
     # inside every word.
     Rule("azure_ad_secret", "()8Q~[A-Za-z0-9_~.-]{31,34}", Kind.KEEP_PREFIX),
     *_in_lane(_CODE_LANE, _CODE_AND_COMMAND_RULES),
+    *_ANCHORED_RULES,
     # A random-looking value after = or : whatever the key is called (config.env's ``mimi=…``).
     # Starting with [a-z0-9]*[A-Z+] keeps ses_/msg_ ids, sha512- integrity, hex SHAs, UUIDs and
     # paths out of the candidates before Python ever sees them.
