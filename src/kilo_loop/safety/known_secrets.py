@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kilo_loop.git import GitError, run_git
 from kilo_loop.safety import secret_patterns as sp
 from kilo_loop.safety.redact_known import MIN_LENGTH
 
@@ -184,11 +184,9 @@ def _tracked(project: Path, candidates: Sequence[str], globs: Sequence[str]) -> 
         return set()
     excluded = [f":(exclude,glob){pattern}" for pattern in globs] + [f":(exclude,glob)**/{pattern}" for pattern in globs]
     try:
-        done = subprocess.run(
-            ["git", "grep", "-I", "-h", "-o", "-F", "--no-color", "-f", "-", "--", ".", *excluded],
-            input="\n".join(candidates).encode(), cwd=project, capture_output=True, timeout=30, check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+        done = run_git(project, "grep", "-I", "-h", "-o", "-F", "--no-color", "-f", "-", "--", ".", *excluded,
+                       stdin="\n".join(candidates).encode(), env={"GIT_LITERAL_PATHSPECS": "0"}, timeout=30)
+    except GitError:
         return set()
     if done.returncode not in (0, 1):
         return set()
