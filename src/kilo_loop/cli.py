@@ -11,6 +11,7 @@ import click
 from click.core import ParameterSource
 
 from kilo_loop import __version__
+from kilo_loop.cli_help import did_you_mean, write_panels
 from kilo_loop.errors import KiloLoopError
 
 if TYPE_CHECKING:  # the settings stack (pydantic) is imported only when a run is set up
@@ -22,6 +23,8 @@ if TYPE_CHECKING:  # the settings stack (pydantic) is imported only when a run i
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("kilo_loop.commands.doctor:doctor_command",
                "Check the agent CLIs, their flags, provider injection, usage DB, git and the dashboard port."),
+    "init": ("kilo_loop.commands.init:init_command",
+             "Set up this project: pick the agent CLI, check its login, write config.json and a first plan."),
     "guard": ("kilo_loop.commands.guard:guard_group",
               "Check shell commands against the destructive-command guard."),
     "new-plan": ("kilo_loop.commands.new_plan:new_plan_command",
@@ -73,6 +76,9 @@ class LazyGroup(click.Group):
         if name not in SUBCOMMANDS and name not in self.commands and _looks_like_a_plan(name):
             raise click.UsageError(f"No such command '{name}'; to run a plan, name it with --goal: "
                                    f"kilo-loop --goal {name}", ctx)
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            flags = [flag for param in self.params for flag in (*param.opts, *param.secondary_opts)]
+            raise click.UsageError(did_you_mean(name, self.list_commands(ctx), flags), ctx)
         return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -81,10 +87,14 @@ class LazyGroup(click.Group):
         except KiloLoopError as exc:
             ctx.exit(report_error(exc))
 
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The subcommands first, then the run's options in panels (cli_help.PANELS)."""
+        self.format_commands(ctx, formatter)
+        write_panels(ctx, formatter, self.get_params(ctx))
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         names = self.list_commands(ctx)
-        limit = formatter.width - 6 - max(len(name) for name in names)
-        rows = [(name, self._short_help(ctx, name, limit)) for name in names]
+        rows = [(name, self._short_help(ctx, name, 10_000)) for name in names]  # the whole line, wrapped
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
@@ -150,7 +160,9 @@ def _options(func: Any) -> Any:
         click.option("--verify", help="loop-run check; a stage is not done until it exits 0"),
         click.option("--verify-timeout-minutes", type=float, help="verify timeout (default 10)"),
         click.option("--checkpoint/--no-checkpoint", default=None, help="git checkpoint before every iteration"),
-        click.option("--guard/--no-guard", default=None, help="deny destructive bash; a hit aborts the session"),
+        click.option("--guard/--no-guard", default=None,
+                     help="judge every shell command (serve: a denied one never runs and the agent goes on; "
+                          "run: a hit ends the session)"),
         click.option("--guard-stop", is_flag=True, default=None, help="stop the run on the first guard hit"),
         click.option("--max-guard-blocks", type=int, help="consecutive guard hits tolerated (default 3)"),
         click.option("--redact/--no-redact", default=None, help="redact secrets in everything written"),
@@ -305,7 +317,10 @@ def main(ctx: click.Context, /, **params: Any) -> None:
     for warning in ignored_flags(typed, settings):
         click.echo(warning, err=True)
     try:
-        code = run_main(settings, list_goals=bool(params.get("list_goals")))
+        if params.get("list_goals"):
+            code = run_main(settings, list_goals=True, named=tuple(params.get("goal") or ()))
+        else:
+            code = run_main(settings)
     except KeyboardInterrupt:  # a Ctrl+C outside the run's own handlers (set-up, final summary)
         click.echo("kilo-loop: interrupted", err=True)
         sys.exit(130)

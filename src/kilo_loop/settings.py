@@ -286,6 +286,19 @@ def _source_of(field: str, cli_values: dict[str, Any], path: Path | None) -> str
     return f"{path}: key {camel!r}" if path and path.is_file() and field else (field or "settings")
 
 
+_BOUNDS = {"greater_than_equal": ("ge", "must be at least"), "less_than_equal": ("le", "must be at most"),
+           "greater_than": ("gt", "must be more than"), "less_than": ("lt", "must be less than")}
+
+
+def plain_problem(kind: str, context: dict[str, Any]) -> str | None:
+    """A bound pydantic words as "Input should be greater than or equal to 1", said plainly."""
+    key, words = _BOUNDS.get(kind, ("", ""))
+    if key not in context:
+        return None
+    bound = context[key]
+    return f"{words} {int(bound) if isinstance(bound, float) and bound.is_integer() else bound}"
+
+
 def unknown_key_warning(path: Path, key: str) -> str:
     return f"kilo-loop: warning: {path}: unknown key {key!r} ignored (not a kilo-loop setting)"
 
@@ -308,7 +321,7 @@ def load_settings(
     except ValidationError as exc:
         first = exc.errors()[0]
         field = str(first["loc"][0]) if first["loc"] else ""
-        problem = str(first["msg"]).removeprefix("Value error, ")
+        problem = plain_problem(first["type"], first.get("ctx") or {}) or str(first["msg"]).removeprefix("Value error, ")
         raise ConfigError(f"{_source_of(field, cli_values, path)}: {problem}") from exc
     except SettingsError as exc:  # a KILO_LOOP_* variable of a list or object setting that is not JSON
         found = re.search(r'field "(\w+)"', str(exc))

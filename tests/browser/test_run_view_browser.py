@@ -89,6 +89,8 @@ def test_headline_clock_and_budget_chart(budget_server: tuple[ServerProcess, Pat
     expect(page.locator("#run-average")).to_have_text(re.compile(r"^\d+s$"))
     expect(page.locator("#now-stage")).to_have_text(re.compile(r"^Stage \d+ of 12: Stage number \d+$"))
     expect(page.locator("#stages-later")).to_be_attached()
+    ARTIFACTS.mkdir(exist_ok=True)  # the top of the page, as the README shows it (scripts/refresh-screenshot.sh)
+    page.screenshot(path=str(ARTIFACTS / f"run-top-{viewport}.png"), full_page=False)
 
     # the chart: cumulative cost, rising, under a dashed budget line it names
     expect(page.locator(".chart__budget")).to_have_count(1)

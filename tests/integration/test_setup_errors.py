@@ -153,11 +153,21 @@ def test_list_goals_with_several_goals_lists_and_starts_nothing(project: Path, e
     (plans / "b.md").write_text("# Plan B\n\n- [ ] first of b\n")
     result = cli(["--list-goals", "--goal", "plans/a.md", *extra, "--dry-run", "--no-dashboard"], project)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "plans/a.md — Plan A" in result.stdout and "plans/b.md — Plan B" in result.stdout
+    assert "plans/a.md — Plan A" in result.stdout
+    assert ("plans/b.md — Plan B" in result.stdout) == ("plans/b.md" in extra)  # the named goals, only them
     assert "started" not in result.stdout
     assert not (project / ".kilocode-loop" / "worktrees").exists()
     assert subprocess.run(["git", "branch", "--list", "kilo-loop/*"], cwd=project, capture_output=True,
                           text=True).stdout == ""
+
+
+def test_list_goals_lists_a_named_file_discovery_would_not_find(project: Path) -> None:
+    (project / "my plan.md").write_text("# Mine\n\n- [x] one\n- [ ] two\n")
+    result = cli(["--list-goals", "--goal", "my plan.md", "--goal", "gone.md"], project)
+    assert result.returncode == 0, result.stderr
+    assert "[ 1/2  50%] markdown  my plan.md — Mine" in result.stdout
+    assert "gone.md — gone — file not found" in result.stdout
+    assert "No plans found" not in result.stdout
 
 
 @pytest.mark.parametrize(("path", "as_dir", "needle"), [

@@ -16,20 +16,23 @@ from kilo_loop.errors import ConfigError
 from kilo_loop.git import project_root
 
 
-def project_environ(project: Path) -> tuple[dict[str, str], Check | None]:
+def project_environ(project: Path) -> tuple[dict[str, str], str, Check | None]:
     """The environment the CLIs are looked up in, as a run in `project` sees it: the project's
-    `kiloBin` (config.json or KILO_LOOP_KILO_BIN) names the binary as KILO_BIN does. A config the run
-    would refuse is a failed check of its own."""
+    `kiloBin` (config.json or KILO_LOOP_KILO_BIN) names the binary as KILO_BIN does; and the runtime
+    a run would use. A config the run would refuse is a failed check of its own."""
+    from kilo_loop.agent.registry import auto_runtime
     from kilo_loop.settings import load_settings
 
     environ = dict(os.environ)
     try:
         settings = load_settings({}, project_root(project), warn=lambda _line: None)
     except ConfigError as exc:
-        return environ, Check("config", "fail", str(exc), "correct that value, or delete the key for its default")
+        return (environ, auto_runtime(None, environ),
+                Check("config", "fail", str(exc), "correct that value, or delete the key for its default"))
     if settings.kilo_bin:
         environ["KILO_BIN"] = settings.kilo_bin
-    return environ, None
+    picked = settings.runtime if settings.runtime != "auto" else auto_runtime(None, environ)
+    return environ, picked, None
 
 
 def _redis_url(value: str | None) -> str | None:
@@ -56,9 +59,9 @@ def doctor_command(as_json: bool, strict: bool, runtimes: tuple[str, ...], port:
 
         checks += broker_checks(broker_facts(broker))
     if runtimes or not broker:
-        environ, config_problem = project_environ(project.resolve())
+        environ, picked, config_problem = project_environ(project.resolve())
         checks += [*([config_problem] if config_problem else []),
-                   *run_checks(runtimes or BACKENDS, port, project.resolve(), environ)]
+                   *run_checks(runtimes or BACKENDS, port, project.resolve(), environ, None if runtimes else picked)]
     if as_json:
         click.echo(orjson.dumps([check.as_dict() for check in checks], option=orjson.OPT_INDENT_2).decode())
     else:

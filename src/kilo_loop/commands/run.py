@@ -23,7 +23,7 @@ from kilo_loop.cli import report_error
 from kilo_loop.durations import format_duration
 from kilo_loop.errors import KiloLoopError
 from kilo_loop.goal.listing import format_plan_list
-from kilo_loop.goal.registry import discover_plans
+from kilo_loop.goal.registry import discover_plans, named_plans
 from kilo_loop.review.preflight import ask_large_budget, needs_large_question
 from kilo_loop.run.state import RunState
 from kilo_loop.run.status import exit_code_for
@@ -68,12 +68,14 @@ def _dashboard_line(dashboard: Dashboard) -> str:
     return f"Dashboard {dashboard.url} (Ctrl+Click to open)"
 
 
-def run_main(settings: Settings, list_goals: bool = False) -> int:
+def run_main(settings: Settings, list_goals: bool = False, named: tuple[Path, ...] = ()) -> int:
+    """`named`: with `list_goals`, the --goal files to list instead of the discovered plans."""
     dashboard: Dashboard | None = None
     try:
         project = resolve_project(settings)
         if list_goals:
-            click.echo(format_plan_list(discover_plans(project), project))
+            plans = named_plans(project, list(named)) if named else discover_plans(project)
+            click.echo(format_plan_list(plans, project))
             return 0
         if settings.goal is None and not settings.goal_text:
             if not settings.dashboard:
@@ -130,7 +132,7 @@ class _Output:
         from kilo_loop.web.controller import RunHooks
 
         def started(handle: RunHandle) -> None:
-            handle.bus.subscribe(ConsoleView(self.console, quiet=self.settings.quiet))
+            handle.bus.subscribe(ConsoleView(self.console, quiet=self.settings.quiet, keys_hint=False))
             self.say(f"run {handle.run_id} started from the dashboard: {handle.goal.title}")
 
         def finished(handle: RunHandle) -> None:

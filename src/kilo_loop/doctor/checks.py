@@ -56,13 +56,32 @@ def exit_code(checks: Iterable[Check], strict: bool) -> int:
 
 
 # ----------------------------------------------------------------------------- agent CLIs
-def binary(runtime: str, path: str | None, version: str | None, install: str, variable: str) -> Check:
+def binary(runtime: str, path: str | None, version: str | None, install: str, variable: str,
+           requested: str | None = None) -> Check:
+    """`requested`: what `variable` names, when it is set (then that path is the one not found)."""
     name = f"{runtime}: binary"
+    if path is None and requested:
+        return Check(name, "fail", f"not found: {variable} names {requested}",
+                     f"point {variable} at the installed binary, or unset it ({install})")
     if path is None:
         return Check(name, "fail", "not found", f"{install}, or point {variable} at it")
     if not version:
         return Check(name, "warn", f"{path} (its --version printed nothing)", f"check that {path} runs")
     return Check(name, "ok", f"{path} {version}")
+
+
+def agent_clis(installed: Iterable[str], missing: Iterable[str], picked: str, install: str) -> Check:
+    """The summary `doctor` shows when it checks every backend: one installed CLI is enough; which one a
+    run would use. Missing CLIs are not failures of their own then."""
+    installed, missing = list(installed), list(missing)
+    absent = f"; not installed: {', '.join(missing)}" if missing else ""
+    if not installed:
+        return Check("agent CLIs", "fail", f"none installed; one is enough, and a run would use {picked}",
+                     f"{install} (or another: kilo-loop init shows each one's install command)")
+    uses = f"a run would use {picked}" if picked in installed else f"a run would use {picked}, which is not installed"
+    status: Status = "ok" if picked in installed else "fail"
+    return Check("agent CLIs", status, f"{', '.join(installed)} installed (one is enough); {uses}{absent}",
+                 "" if status == "ok" else f"{install}, or pass --runtime / set runtime in config.json")
 
 
 def _mentions(help_text: str, flag: str) -> bool:

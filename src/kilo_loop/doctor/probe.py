@@ -105,7 +105,8 @@ def backend_checks(runtime: str, environ: Mapping[str, str], project: Path) -> l
     spec = RUNTIMES[runtime]
     binary = find(runtime, environ)
     version = _version(binary, environ) if binary else None
-    found = [checks.binary(runtime, binary, version, spec.install, spec.bin_envs[0])]
+    found = [checks.binary(runtime, binary, version, spec.install, spec.bin_envs[0],
+                           requested_binary(runtime, None, environ))]
     if binary is None:
         return found
     found.append(checks.flags(runtime, _run([binary, *checks.HELP_ARGS[runtime]], environ), version))
@@ -158,9 +159,17 @@ def machine_checks(environ: Mapping[str, str], port: int) -> list[Check]:
 
 
 def run_checks(runtimes: tuple[str, ...], port: int, project: Path,
-               environ: Mapping[str, str] | None = None) -> list[Check]:
+               environ: Mapping[str, str] | None = None, picked: str | None = None) -> list[Check]:
+    """`picked`: every backend is checked, not ones the user named, and a run would use `picked`: the
+    CLIs that are not installed go into one summary line instead of a failure each."""
     environ = dict(os.environ if environ is None else environ)
     found: list[Check] = []
+    if picked is not None:
+        installed = [runtime for runtime in runtimes if find(runtime, environ)]
+        missing = [runtime for runtime in runtimes if runtime not in installed]
+        found.append(checks.agent_clis(installed, missing, picked, RUNTIMES[picked].install))
+        picked_missing_by_path = picked in missing and requested_binary(picked, None, environ)
+        runtimes = tuple(installed) + ((picked,) if picked_missing_by_path else ())
     for runtime in runtimes:
         found += backend_checks(runtime, environ, project)
     return found + machine_checks(environ, port)

@@ -30,6 +30,7 @@ from kilo_loop.goal.parse import (
     iter_items,
     parse_json_goal,
     parse_markdown_goal,
+    read_goal_text,
     split_lines,
 )
 from kilo_loop.run.layout import LOOP_DIR, ProjectLayout
@@ -232,6 +233,28 @@ def discover_plans(project: Path) -> list[PlanInfo]:
         real = path.resolve()
         if real not in plans:
             plans[real] = plan_info("/".join(parts), path, text, kind)
+    _attach_last_runs(root, plans)
+    return list(plans.values())
+
+
+def named_plans(project: Path, files: list[Path]) -> list[PlanInfo]:
+    """`--list-goals --goal FILE…`: the named files wherever they are (not only where discovery looks),
+    each relative to the current directory, else to the project; one that cannot be read says why."""
+    root = project.resolve()
+    plans: dict[Path, PlanInfo] = {}
+    for given in files:
+        path = given.expanduser()
+        if not path.is_absolute() and not path.exists() and (root / path).exists():
+            path = root / path
+        real = path.resolve()
+        label = "/".join(real.relative_to(root).parts) if _inside(real, root) else str(given)
+        kind = _plan_type(path.name) or "markdown"
+        try:
+            text = read_goal_text(real)
+        except GoalError as exc:
+            plans[real] = PlanInfo(file=label, title=path.stem, type=kind, error=_error_text(exc))
+            continue
+        plans.setdefault(real, plan_info(label, path, text, kind))
     _attach_last_runs(root, plans)
     return list(plans.values())
 

@@ -129,8 +129,10 @@ def build_plan(
     epoch_ms: int | None = None,
     directory: str = DEFAULT_DIR,
     template: str | None = None,
+    stamp_name: bool = True,
 ) -> ScaffoldedPlan:
-    """Where the plan goes and what it says; reads the project template unless one is given."""
+    """Where the plan goes and what it says; reads the project template unless one is given.
+    `stamp_name=False` leaves the epoch out of the file name (`<slug>.md`)."""
     clean_title = " ".join(title.split())
     if not clean_title:
         raise ScaffoldArgumentError('the plan title is empty: kilo-loop new-plan "My plan title"')
@@ -139,7 +141,8 @@ def build_plan(
     if epoch_ms < 0:
         raise ScaffoldArgumentError(f"--epoch must not be negative: {epoch_ms}")
     final_slug = slugify(slug if slug is not None else clean_title)
-    parts = (*_directory_parts(directory), f"{epoch_ms}-{final_slug}.md")
+    name = f"{epoch_ms}-{final_slug}.md" if stamp_name else f"{final_slug}.md"
+    parts = (*_directory_parts(directory), name)
     text = load_template(project) if template is None else template
     content = render_plan(text, title=clean_title, date=_date_of(epoch_ms), slug=final_slug)
     return ScaffoldedPlan(path=project.joinpath(*parts), relative="/".join(parts), content=content,

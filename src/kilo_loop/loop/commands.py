@@ -205,7 +205,7 @@ class CommandHandler:
         return await self._revert_now(command)
 
     def _changed(self, action: str, value: object) -> None:
-        self._recorder.emit(ControlChanged(message=f"control: {action} = {value}", action=action, value=value))
+        self._recorder.emit(ControlChanged(message=control_message(action, value), action=action, value=value))
 
     def _answers(self, command: SubmitAnswers) -> None:
         if not self._control.waiting_for_answers and not self._recorder.state.pending_questions:
@@ -227,6 +227,21 @@ class CommandHandler:
             f"{restored} restored, {deleted} deleted",
             iteration_reverted=command.iteration, run=None if own else command.run))
         return result
+
+
+def control_message(action: str, value: object) -> str:
+    """The log line of a control change as the operator reads it (the event's data keeps action and value)."""
+    if action == "pause":
+        return "paused: the next iteration waits until you resume" if value else "resumed"
+    if action == "stop":
+        return "stopping now: the agent's session is ended"
+    if action == "abort-after-current":
+        return "stopping after this session"
+    if action == "set-shared-context":
+        return "from the next iteration: " + ("one shared session" if value else "a fresh session with a handoff")
+    if action == "set-prompt-extra":
+        return "extra instructions changed" if value else "extra instructions cleared"
+    return f"control: {action} = {value}"
 
 
 def _settle(envelope: _Envelope, outcome: Reply | CommandRefused) -> None:

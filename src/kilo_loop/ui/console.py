@@ -3,6 +3,8 @@ iteration report line and an end-of-run summary. Renders redacted RunEvents only
 
 from __future__ import annotations
 
+import sys
+from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -10,6 +12,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from kilo_loop.durations import format_duration
 from kilo_loop.run.events import RunEvent
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.report import format_cost, format_tokens
@@ -21,16 +24,43 @@ _TEXT_PREVIEW_LINES = 3
 
 
 def make_console(no_color: bool = False, stderr: bool = False) -> Console:
-    # Rich honours NO_COLOR itself; --no-color forces it off.
-    return Console(no_color=no_color or None, highlight=False, stderr=stderr, soft_wrap=False)
+    # Rich honours NO_COLOR itself; --no-color forces it off. Into a file or a pipe, lines are not
+    # hard-wrapped at Rich's 80 columns (a log keeps one line per line); rules and tables keep that width.
+    console = Console(no_color=no_color or None, highlight=False, stderr=stderr, soft_wrap=False)
+    console.soft_wrap = not console.is_terminal
+    return console
+
+
+def _moment(ts: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")) if ts else None
+    except ValueError:
+        return None
+
+
+def run_duration(state: RunState) -> str | None:
+    """The whole run's duration from its state (None while it has no start or end)."""
+    started, finished = _moment(state.started_at), _moment(state.finished_at or "")
+    return format_duration((finished - started).total_seconds()) if started and finished else None
 
 
 class ConsoleView:
-    def __init__(self, console: Console, quiet: bool = False) -> None:
+    """`keys_hint`: the first iteration says "press ? for keys" (default: when stdin is a terminal)."""
+
+    def __init__(self, console: Console, quiet: bool = False, keys_hint: bool | None = None) -> None:
         self.console = console
         self.quiet = quiet
+        self.keys_hint = sys.stdin.isatty() if keys_hint is None else keys_hint
+        self._started: datetime | None = None  # the first event this view saw: the run's elapsed time
+        self._iteration_started: datetime | None = None
+
+    def _elapsed(self, event: RunEvent) -> str:
+        now = _moment(event.ts)
+        return f"elapsed {format_duration((now - self._started).total_seconds())}" if now and self._started else ""
 
     def __call__(self, event: RunEvent) -> None:
+        if self._started is None:
+            self._started = _moment(event.ts)
         if event.RECORD_ONLY:
             return
         if self.quiet and event.type not in _QUIET_TYPES and event.level != "error":
@@ -45,7 +75,13 @@ class ConsoleView:
         self.console.print(Text(message, style=style))
 
     def _on_iteration_started(self, event: RunEvent) -> None:
-        self.console.print(Rule(Text(event.message, style="bold"), align="left"))
+        first = self._iteration_started is None
+        self._iteration_started = _moment(event.ts)
+        elapsed = self._elapsed(event)
+        title = f"{event.message} · {elapsed}" if elapsed else event.message
+        self.console.print(Rule(Text(title, style="bold"), align="left"))
+        if first and self.keys_hint:
+            self._line("  press ? for keys (P pause, X stop after this session, Q stop now)", "dim")
 
     def _on_tool(self, event: RunEvent) -> None:
         self._line("  " + event.message, "red" if event.data.get("status") == "error" else "cyan")
@@ -62,7 +98,11 @@ class ConsoleView:
         self._line("  " + event.message, "dim")
 
     def _on_iteration_finished(self, event: RunEvent) -> None:
-        self._line("  report: " + event.message, "bold green" if event.data.get("outcome") == "ok" else "bold yellow")
+        now, began = _moment(event.ts), self._iteration_started
+        took = format_duration((now - began).total_seconds()) if now and began else ""
+        times = " · ".join(part for part in (took, self._elapsed(event)) if part)
+        line = f"  report: {event.message}" + (f" · {times}" if times else "")
+        self._line(line, "bold green" if event.data.get("outcome") == "ok" else "bold yellow")
 
     def _on_question(self, event: RunEvent) -> None:
         self._line(event.message, "bold magenta")
@@ -90,7 +130,8 @@ class ConsoleView:
         self.console.print(table)
         done = sum(1 for s in state.stages if s.status == "done")
         report = ProjectLayout(Path(state.project)).run(state.run_id).report if state.project else None
+        took = run_duration(state)
         self._line(f"status {state.status} · stages {done}/{len(state.stages)} · {format_tokens(state.totals.tokens)}"
-                   f" tokens · {format_cost(state.totals.cost)}", "bold")
+                   f" tokens · {format_cost(state.totals.cost)}" + (f" · {took}" if took else ""), "bold")
         if report is not None:  # a path to open or copy: one line at any width
             self.console.print(Text(f"report {report}", style="bold"), soft_wrap=True)

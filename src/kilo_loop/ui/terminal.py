@@ -136,8 +136,8 @@ class TerminalInput:
                 self._typed = self._typed[:-1]
                 self._echo("\b \b")
             return
-        if not self._typed and not self._pending() and self.handle_key(char):
-            return
+        if not self._typed and (char == "?" or not self._pending()) and self.handle_key(char):
+            return  # `?` shows the keys even at a question (no answer is a lone "?")
         if char.isprintable():
             self._typed += char
             self._echo(char)
@@ -147,7 +147,7 @@ class TerminalInput:
         text = line.strip()
         if not text:
             return
-        if not self._pending() and self.handle_key(text):
+        if (text == "?" or not self._pending()) and self.handle_key(text):
             return
         self.answer(text)
 

@@ -144,7 +144,7 @@ def test_a_guard_pattern_re2_refuses_is_a_config_error_naming_the_key(tmp_path: 
 def test_a_refused_value_names_the_flag_or_the_variable_it_came_from(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with pytest.raises(ConfigError, match=r"^--iterations: Input should be greater than or equal to 1$"):
+    with pytest.raises(ConfigError, match=r"^--iterations: must be at least 1$"):
         load_settings({"iterations": 0}, tmp_path)
     with pytest.raises(ConfigError, match=r"^--answer-timeout: not a duration"):
         load_settings({"answer_timeout": "soon"}, tmp_path)
@@ -182,7 +182,7 @@ def test_a_bad_guard_pattern_stops_the_command_line_before_a_run_directory_exist
 @pytest.mark.parametrize("key, value", [("port", 70000), ("iterations", 0), ("maxGuardBlocks", 0)])
 def test_an_out_of_range_config_value_names_file_and_key(tmp_path: Path, key: str, value: int) -> None:
     config = write_config(tmp_path, {key: value})
-    with pytest.raises(ConfigError, match=rf"^{re.escape(str(config))}: key '{key}': Input should be"):
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(config))}: key '{key}': must be at"):
         load_settings({}, tmp_path)
 
 
@@ -190,3 +190,12 @@ def test_a_config_json_that_is_a_directory_is_an_error_not_ignored(tmp_path: Pat
     (tmp_path / ".kilocode-loop" / "config.json").mkdir(parents=True)
     with pytest.raises(ConfigError, match=r"config\.json is not a file: move it out of the way"):
         load_settings({}, tmp_path)
+
+
+@pytest.mark.parametrize(("values", "said"), [
+    ({"iterations": 0}, "--iterations: must be at least 1"), ({"port": 70000}, "--port: must be at most 65535"),
+    ({"max_iteration_minutes": 0}, "--max-iteration-minutes: must be more than 0"),
+])
+def test_a_bound_is_said_plainly(tmp_path: Path, values: dict[str, object], said: str) -> None:
+    with pytest.raises(ConfigError, match=f"^{re.escape(said)}$"):
+        load_settings(values, tmp_path)

@@ -81,7 +81,7 @@ def test_submit_refuses_a_plan_no_worker_could_run_before_queueing_it(
 @pytest.mark.parametrize(("flags", "needle"), [
     (["-n", "abc"], "'abc' is not a valid integer"),
     (["--bogus-flag"], "No such option '--bogus-flag'"),
-    (["-n", "0"], "--iterations: Input should be greater than or equal to 1"),
+    (["-n", "0"], "--iterations: must be at least 1"),
     (["stray"], "unexpected extra argument (stray)"),
 ])
 def test_submit_refuses_run_flags_the_run_would_refuse_before_queueing(

@@ -106,7 +106,7 @@ def test_bad_review_config_in_config_json_names_the_key(tmp_path: Path) -> None:
     config.write_text('{"review": {"roles": ["design"]}}')
     with pytest.raises(ConfigError, match="use one of code, test, security"):
         load_settings({}, tmp_path)
-    with pytest.raises(ConfigError, match="--review-retries: Input should be less than or equal to 3"):
+    with pytest.raises(ConfigError, match="--review-retries: must be at most 3"):
         load_settings({"review_retries": 4}, None)
 
 
