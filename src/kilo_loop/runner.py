@@ -9,7 +9,7 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +19,6 @@ from kilo_loop.agent.router import RuntimeRouter, runtimes_without_cost
 from kilo_loop.agent.serve import ServeBackend
 from kilo_loop.agent.simulator import DryRunBackend
 from kilo_loop.errors import UsageError
-from kilo_loop.fleet.child import INBOX_ENV
 from kilo_loop.git import NotAGitRepo, git_root
 from kilo_loop.gitstatus import TreeStatus
 from kilo_loop.goal.model import Goal, GoalError, Stage
@@ -34,19 +33,21 @@ from kilo_loop.loop.commands import (
     StopNow,
     stop_serving,
 )
-from kilo_loop.loop.control import RunControl
 from kilo_loop.loop.hitl import AnswerBook, effective_answer_timeout, hitl_refusal
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
 from kilo_loop.notify import Notifier, parse_targets, to_apprise_url
 from kilo_loop.review.options import review_options, review_runtimes
 from kilo_loop.review.readonly import ReadOnlyGuard
+from kilo_loop.review.wiring import reviewer_factory
 from kilo_loop.run.bus import EventBus
+from kilo_loop.run.control import RunControl
+from kilo_loop.run.controls import INBOX_ENV
 from kilo_loop.run.events import AgentServerStarted, RunEvent, RunStarted, StatusChanged, now_iso
 from kilo_loop.run.layout import ProjectLayout, RunLayout
 from kilo_loop.run.notices import notice_subscriber
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.state import RetryState, RunState, StageState, VerifyResult
-from kilo_loop.run.status import StageStatus
+from kilo_loop.run.status import Phase, StageStatus
 from kilo_loop.run.store import RunNotFound, last_seq, load_for_resume, resolve_run
 from kilo_loop.safety.checkpoint import (
     CheckpointError,
@@ -195,7 +196,7 @@ def goal_source(goal: Goal, project: Path) -> str | None:
 
 def initial_state(settings: Settings, goal: Goal, project: Path, run_id: str, runtime: str) -> RunState:
     return RunState(
-        run_id=run_id, status="starting", project=str(project), goal_title=goal.title,
+        run_id=run_id, status=Phase.STARTING, project=str(project), goal_title=goal.title,
         goal_source=goal_source(goal, project),
         goal_kind=goal.kind,
         stages=[StageState(id=s.id, title=s.title, status="done" if s.done else "pending", verify=s.verify,
@@ -222,7 +223,7 @@ def resumed_state(previous: RunState, goal: Goal, settings: Settings) -> RunStat
               for s in goal.stages]
     return previous.model_copy(update={
         "stages": stages, "completed_stages": [s.id for s in goal.stages if s.done or s.id in done],
-        "blocked_stages": blocked, "status": "starting", "finished_at": None, "stop_reason": "",
+        "blocked_stages": blocked, "status": Phase.STARTING, "finished_at": None, "stop_reason": "",
         "resume_command": "", "pending_questions": [], "paused": False, "abort_requested": False,
         # A resume is a fresh start for the stop conditions; the guard note itself is kept and re-injected.
         "stale_iterations": 0, "consecutive_guard_blocks": 0, "retry": RetryState(), "current_stage_id": None,
@@ -468,7 +469,7 @@ class RunHandle:
         # Redacted once here (goal title, stages…); from now on the state is built from redacted events.
         shown = RunState.model_validate(self.redactor.redact_value(prepared.state.snapshot()))
         self.recorder = RunRecorder(self.layout, shown, self.bus, self.redactor.redact_value)
-        self.control = RunControl(shared_context=prepared.state.shared_context)
+        self.control = RunControl()
         self.commands = CommandQueue()
         self._over = False
         self.answers = AnswerBook(ProjectLayout(project).answers, self.state.run_id, self.redactor.redact_value)
@@ -553,9 +554,10 @@ class RunHandle:
             recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
             answer_channel_open=self.answer_channel_open,
             answer_timeout=effective_answer_timeout(settings.answer_timeout, settings.dry_run, _stdin_is_tty()),
-            review=review,
         )
-        self.control.prompt_extra = self.prompt_extra
+        if review is not None:
+            ctx.review = reviewer_factory(review, settings, self.goal, self.project, self._backend, recorder,
+                                          self.control, guard, ctx.agent_env, self.answer_channel_open)
         handler = CommandHandler(self.control, recorder, self._revert, self._checkpoints_of)
         for early in self.commands.pending():  # sent before the start (e.g. the launcher's instructions)
             await handler.handle(early)
@@ -614,21 +616,18 @@ def attach_terminal(handle: RunHandle, say: Callable[[str], None]) -> Callable[[
     return detach
 
 
-async def execute_run(plan: RunPlan, view: Callable[[RunEvent], None], say: Callable[[str], None]) -> RunState:
-    """A direct run from the command line: console view and terminal controls attached."""
+Attach = Callable[[RunHandle], Callable[[], None]]
+
+
+async def execute_run(plan: RunPlan, view: Callable[[RunEvent], None], say: Callable[[str], None],
+                      attach: Sequence[Attach] = ()) -> RunState:
+    """A direct run from the command line: console view and terminal controls attached, and whatever
+    else steers it (`attach`: each returns its detach function)."""
     handle = plan.handle()
     handle.bus.subscribe(view)
-    detach = attach_terminal(handle, say)
-    detach_inbox = _attach_inbox_if_steered(handle)
+    detachers = [attach_terminal(handle, say), *(hook(handle) for hook in attach)]
     try:
         return await handle.run()
     finally:
-        detach_inbox()
-        detach()
-
-
-def _attach_inbox_if_steered(handle: RunHandle) -> Callable[[], None]:
-    """A plan run by `--parallel` or a fleet worker takes commands and answers from its inbox file."""
-    from kilo_loop.fleet.attach import attach_inbox, inbox_requested
-
-    return attach_inbox(handle) if inbox_requested() else (lambda: None)
+        for detach in reversed(detachers):
+            detach()

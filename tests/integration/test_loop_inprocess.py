@@ -20,7 +20,7 @@ from kilo_loop.loop.commands import (
     StopNow,
     SubmitAnswers,
 )
-from kilo_loop.loop.control import AnswerItem
+from kilo_loop.run.control import AnswerItem
 from kilo_loop.run.events import Reverted
 from tests.integration.inprocess import done_turn, fail, gate, progress, start_loop, step, text, tool, write
 

@@ -1,12 +1,12 @@
 """Commands in: what the terminal keys, Ctrl+C and the dashboard may ask of a run, as data
-on ONE queue. The run's command handler drains it, one command at a time, and is the only
-place that changes the loop's control flags (`RunControl`) — so "may I revert now?" and
-"is a question waiting?" are decided here and nowhere else. Every accepted command becomes
-an event; every command gets a reply (accepted, or refused with the reason and an HTTP-like
-status).
+on ONE queue. The run's command handler drains it, one command at a time: "may I revert now?"
+and "is a question waiting?" are decided here and nowhere else. Every accepted command becomes
+a `control` event (the reducer turns it into the state's flags, which the loop decides on) and
+pulls the wake-up it needs (`RunControl`); every command gets a reply (accepted, or refused
+with the reason and an HTTP-like status).
 
 To add a command: a frozen dataclass here, a case in `CommandHandler._apply`, and (if the
-dashboard sends it) a name in `command_for`.
+dashboard sends it) a name in `run/controls.py` and `command_for`.
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kilo_loop.loop.control import AnswerItem, ControlError, RunControl
+from kilo_loop.run.control import AnswerItem, ControlError, RunControl
+from kilo_loop.run.controls import ControlAction
 from kilo_loop.run.events import ControlChanged, Reverted
 from kilo_loop.run.recorder import RunRecorder
+from kilo_loop.run.status import Phase
 
 # While the agent may be writing files (or verify is running), a revert would race it.
-REVERT_SAFE_STATUSES = frozenset({"paused", "waiting-answer"})
-CONTROL_ACTIONS = ("pause", "resume", "abort-after-current", "stop", "set-shared-context", "set-prompt-extra")
+REVERT_SAFE_STATUSES = frozenset({Phase.PAUSED, Phase.WAITING_ANSWER})
 
 
 @dataclass(frozen=True)
@@ -101,21 +102,30 @@ class _Envelope:
     reply: asyncio.Future[Reply] | None = field(default=None)
 
 
-def command_for(action: str, value: object = None) -> Command:
-    """The command a dashboard action names (`POST /api/control`)."""
-    simple: dict[str, Command] = {"pause": Pause(), "resume": Resume(), "abort-after-current": AbortAfterSession(),
-                                  "stop": StopNow()}
-    if action in simple:
-        return simple[action]
-    if action == "set-shared-context":
+_SIMPLE: dict[ControlAction, Command] = {
+    ControlAction.PAUSE: Pause(), ControlAction.RESUME: Resume(), ControlAction.ABORT_AFTER_CURRENT: AbortAfterSession(),
+    ControlAction.STOP: StopNow(),
+}
+
+
+def command_for(name: str, value: object = None) -> Command:
+    """The command an action names (the dashboard's `POST /api/control`, an inbox line, the fleet)."""
+    try:
+        action = ControlAction.named(name)
+    except ValueError as exc:
+        raise ControlError(str(exc)) from None
+    simple = _SIMPLE.get(action)
+    if simple is not None:
+        return simple
+    if action is ControlAction.SET_SHARED_CONTEXT:
         if not isinstance(value, bool):
-            raise ControlError("set-shared-context needs a boolean 'value'")
+            raise ControlError(f"{name} needs a boolean 'value'")
         return SetSharedContext(value)
-    if action == "set-prompt-extra":
+    if action is ControlAction.SET_PROMPT_EXTRA:
         if value is not None and not isinstance(value, str):
             raise ControlError("set-prompt-extra needs a string 'value' (or null to clear it)")
         return SetPromptExtra(value)
-    raise ControlError(f"unknown action {action!r}; expected one of {', '.join(CONTROL_ACTIONS)}")
+    raise ControlError(f"{name} is not a control: answers go to their own endpoint")
 
 
 RevertFn = Callable[[Path, int, bool], Awaitable[Any]]
@@ -181,30 +191,29 @@ class CommandHandler:
     async def _apply(self, command: Command) -> Any:
         control = self._control
         if isinstance(command, TogglePause):
-            command = Resume() if control.paused else Pause()
+            command = Resume() if self._recorder.state.paused else Pause()
         if isinstance(command, Pause):
             control.pause()
-            return self._changed("pause", True)
+            return self._changed(ControlAction.PAUSE, True)
         if isinstance(command, Resume):
             control.resume()
-            return self._changed("pause", False)
+            return self._changed(ControlAction.PAUSE, False)  # recorded as "pause = False", as it always was
         if isinstance(command, StopNow):
             control.stop()
-            return self._changed("stop", True)
+            return self._changed(ControlAction.STOP, True)
         if isinstance(command, AbortAfterSession):
-            control.request_abort_after_current()
-            return self._changed("abort-after-current", True)
+            control.resume()  # a paused loop wakes up to end the run instead of running one more session
+            return self._changed(ControlAction.ABORT_AFTER_CURRENT, True)
         if isinstance(command, SetSharedContext):
-            control.shared_context = command.value
-            return self._changed("set-shared-context", command.value)
+            return self._changed(ControlAction.SET_SHARED_CONTEXT, command.value)
         if isinstance(command, SetPromptExtra):
-            control.prompt_extra = command.text.strip() if command.text and command.text.strip() else None
-            return self._changed("set-prompt-extra", control.prompt_extra)
+            text = command.text.strip() if command.text and command.text.strip() else None
+            return self._changed(ControlAction.SET_PROMPT_EXTRA, text)
         if isinstance(command, SubmitAnswers):
             return self._answers(command)
         return await self._revert_now(command)
 
-    def _changed(self, action: str, value: object) -> None:
+    def _changed(self, action: ControlAction, value: object) -> None:
         self._recorder.emit(ControlChanged(message=f"control: {action} = {value}", action=action, value=value))
 
     def _answers(self, command: SubmitAnswers) -> None:

@@ -14,16 +14,16 @@ from pathlib import Path
 
 from kilo_loop.agent.protocol import AgentBackend, AgentRequest, StepFinished
 from kilo_loop.agent.registry import RUNTIMES
-from kilo_loop.loop.control import RunControl
-from kilo_loop.loop.session import GuardLike, SessionRunner
 from kilo_loop.review.count import SEED_ROLE
 from kilo_loop.review.findings import ReviewReport, malformed_report, parse_review
 from kilo_loop.review.log import ReviewLog
 from kilo_loop.review.prompt import review_file
 from kilo_loop.review.readonly import ReadOnlyGuard
+from kilo_loop.run.control import RunControl
 from kilo_loop.run.events import now_iso
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.state import ReviewRoleRun
+from kilo_loop.session.runner import GuardLike, SessionRunner
 
 MAX_REVIEW_FILE = 2 * 1024 * 1024
 

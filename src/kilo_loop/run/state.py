@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from kilo_loop.run.status import RunStatus, StageStatus
+from kilo_loop.run.status import Phase, RunStatus, StageStatus
 
 LOG_TAIL_LINES = 200
 # state.json keeps the newest iterations only (each one's whole report is iterations/NN-report.json),
@@ -151,7 +151,7 @@ class RunState(WireModel):
     """Written only by `run.reducer.reduce`; state.json is a snapshot of it."""
 
     run_id: str
-    status: RunStatus = "starting"
+    status: RunStatus = Phase.STARTING
     project: str
     goal_title: str
     goal_source: str | None = None
@@ -189,6 +189,9 @@ class RunState(WireModel):
     stale_iterations: int = 0
     paused: bool = False
     abort_requested: bool = False
+    # A Stop ends this process's run: the reducer sets it from the `control` event, it is not written
+    # to state.json (a resumed run starts unstopped), and a replay of events.jsonl sets it again.
+    stop_requested: bool = Field(default=False, exclude=True)
     stop_reason: str = ""
     last_error: str = ""
     resume_command: str = ""

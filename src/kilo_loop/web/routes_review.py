@@ -10,8 +10,8 @@ from pydantic import Field
 from starlette.responses import Response
 
 from kilo_loop.loop.commands import CommandRefused, SubmitAnswers
-from kilo_loop.loop.control import AnswerItem
 from kilo_loop.review.gate import GateReplyError, reply_from_marks
+from kilo_loop.run.control import AnswerItem
 from kilo_loop.web.context import ApiError, DashboardContext, json_response
 from kilo_loop.web.schemas import Body
 

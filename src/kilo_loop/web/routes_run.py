@@ -10,7 +10,7 @@ from fastapi import APIRouter, Header, Query
 from starlette.responses import Response, StreamingResponse
 
 from kilo_loop.loop.commands import CommandRefused, Revert, SubmitAnswers, command_for
-from kilo_loop.loop.control import AnswerItem, ControlError
+from kilo_loop.run.control import AnswerItem, ControlError
 from kilo_loop.safety.checkpoint import CheckpointError, RevertResult, revert_to_checkpoint
 from kilo_loop.web.context import ApiError, DashboardContext, json_response
 from kilo_loop.web.schemas import AnswerRequest, ControlRequest, RevertRequest

@@ -25,8 +25,7 @@ from kilo_loop.agent.protocol import (
     Text,
     ToolUse,
 )
-from kilo_loop.loop.control import RunControl
-from kilo_loop.loop.prompt import guard_note, rejections_note
+from kilo_loop.run.control import RunControl
 from kilo_loop.run.events import (
     AgentErrored,
     GuardBlocked,
@@ -38,6 +37,7 @@ from kilo_loop.run.events import (
 )
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.safety.guard import GuardDecision
+from kilo_loop.session.notes import guard_note, rejections_note
 
 
 class GuardLike(Protocol):
