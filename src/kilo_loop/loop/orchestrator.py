@@ -53,13 +53,14 @@ from kilo_loop.run.events import (
     Warned,
     now_iso,
 )
+from kilo_loop.run.guard_decision import GuardDecision, GuardLike
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.report import iteration_line
 from kilo_loop.run.state import Answer, IterationSummary, Question, ReviewRoundSummary, RunState, VerifyResult
 from kilo_loop.run.status import Phase, StopReason
 from kilo_loop.session.reviewer import ReviewerFactory, ReviewHooks
-from kilo_loop.session.runner import GuardLike, SessionOutcome, SessionRunner
+from kilo_loop.session.runner import SessionOutcome, SessionRunner
 from kilo_loop.session.workspace import Snapshot, WorkTree, changed_between, protected_between
 from kilo_loop.settings import Settings
 
@@ -244,13 +245,13 @@ class Orchestrator:
         attempt = 0
         while True:
             outcome = await runner.run(request)
-            quota = quota_limit(outcome.result, datetime.now(UTC)) if not outcome.guard_rule else None
+            quota = quota_limit(outcome.result, datetime.now(UTC)) if outcome.guard is None else None
             if quota is not None and not self.state.stop_requested:
                 if not await self._wait_for_quota(quota):
                     break
                 request = replace(request, session_id=outcome.result.session_id or request.session_id)
                 continue
-            reason = transient_reason(outcome.result) if s.retry and not outcome.guard_rule else None
+            reason = transient_reason(outcome.result) if s.retry and outcome.guard is None else None
             if reason is None or attempt >= s.max_retries or self.state.stop_requested or self._budget_stop:
                 break
             attempt += 1
@@ -347,8 +348,8 @@ class Orchestrator:
         for line in result.warnings:
             rec.warn(f"agent CLI: {line}")
         session_id = self._next_session_id(outcome)
-        if outcome.guard_rule:
-            return self._guard_hit(stage, summary, outcome)
+        if outcome.guard is not None:
+            return self._guard_hit(stage, summary, outcome.guard)
         if outcome.rejections:  # refused before they ran (serve): the session went on
             summary.guard_hits, summary.guard_reason = len(outcome.rejections), outcome.rejections[-1].reason
         progress = read_progress(self.layout.progress, result.text)
@@ -396,7 +397,7 @@ class Orchestrator:
         if self._context_too_big(outcome.result.context_tokens, shared):
             self._start_fresh_session("the shared session grew past the context threshold")
             return ""
-        if shared and not outcome.guard_rule and outcome.result.session_id:
+        if shared and outcome.guard is None and outcome.result.session_id:
             return outcome.result.session_id
         return None
 
@@ -529,16 +530,16 @@ class Orchestrator:
             f"- Last summary: {prev.get('summary', '—')}\n- Next: {prev.get('nextStage', '—')}\n"
         )
 
-    def _guard_hit(self, stage: Stage, summary: IterationSummary, outcome: SessionOutcome) -> Stop | None:
+    def _guard_hit(self, stage: Stage, summary: IterationSummary, decision: GuardDecision) -> Stop | None:
         self._tree.forget()  # the aborted session's changes were never read
-        summary.outcome, summary.guard_hits, summary.guard_reason = "guard", 1, outcome.guard_reason
+        summary.outcome, summary.guard_hits, summary.guard_reason = "guard", 1, decision.reason
         summary.duration_ms = _elapsed_ms(summary.started_at)
         session_id: str | None = None
         if self.state.shared_context:
             self._start_fresh_session("the previous session was aborted by the guard")
             session_id = ""
         self.ctx.recorder.record_iteration(summary, session_id)
-        why = stop_policy.guard_reason(self.limits, self.state.consecutive_guard_blocks, outcome.guard_reason)
+        why = stop_policy.guard_reason(self.limits, self.state.consecutive_guard_blocks, decision.reason)
         return (StopReason.STOPPED_GUARD, why) if why else None
 
     async def _after_report(self, summary: IterationSummary) -> Stop | None:

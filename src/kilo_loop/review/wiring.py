@@ -14,10 +14,10 @@ from kilo_loop.review.log import ReviewLog
 from kilo_loop.review.wave import RoleSpec, WaveContext
 from kilo_loop.run.control import RunControl
 from kilo_loop.run.events import ReviewBlocked
+from kilo_loop.run.guard_decision import GuardLike
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.state import VerifyResult
 from kilo_loop.session.reviewer import Reviewer, ReviewerFactory, ReviewHooks, ReviewVerdict
-from kilo_loop.session.runner import GuardLike
 from kilo_loop.settings import Settings
 
 

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from kilo_loop.run.controls import ControlAction
+from kilo_loop.run.guard_decision import GuardDecision
 from kilo_loop.run.status import Phase, RunStatus, StopReason
 
 _ENVELOPE = ("message", "level", "iteration", "seq", "ts", "extra")
@@ -274,6 +275,13 @@ class GuardBlocked(RunEvent):
     # True: the loop refused the call before it ran (serve transport) and the session went on;
     # such hits count once per iteration toward --max-guard-blocks (at the iteration's report).
     before_execution: bool | None = None
+
+    @classmethod
+    def of(cls, decision: GuardDecision, message: str, *, note: str | None = None,
+           before_execution: bool | None = None, extra: Mapping[str, Any] | None = None) -> GuardBlocked:
+        """The event of a guard's deny: its rule and reason as the decision names them."""
+        return cls(message=message, rule=decision.rule_name, reason=decision.reason, note=note,
+                   before_execution=before_execution, extra=dict(extra or {}))
 
 
 @dataclass(frozen=True, kw_only=True)
