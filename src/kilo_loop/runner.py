@@ -29,6 +29,7 @@ from kilo_loop.loop.commands import (
     CommandHandler,
     CommandQueue,
     CommandRefused,
+    Refusal,
     Reply,
     StopNow,
     stop_serving,
@@ -499,14 +500,14 @@ class RunHandle:
     async def ask(self, command: Command) -> Reply:
         """Send and wait for the run's reply; CommandRefused when it refuses (or is over)."""
         if self._over:
-            raise CommandRefused(409, f"run {self.run_id} has ended")
+            raise CommandRefused(Refusal.CONFLICT, f"run {self.run_id} has ended")
         return await self.commands.ask(command)
 
     async def _revert(self, checkpoints: Path, iteration: int, force: bool) -> RevertResult:
         try:
             return await asyncio.to_thread(revert_to_checkpoint, self.project, checkpoints, iteration, force)
         except CheckpointError as exc:
-            raise CommandRefused(409, str(exc)) from exc
+            raise CommandRefused(Refusal.CONFLICT, str(exc)) from exc
 
     def _checkpoints_of(self, run_id: str | None) -> Path:
         if run_id in (None, self.run_id):
@@ -514,7 +515,7 @@ class RunHandle:
         try:
             return resolve_run(ProjectLayout(self.project), run_id or "").checkpoints
         except RunNotFound as exc:
-            raise CommandRefused(404, str(exc)) from exc
+            raise CommandRefused(Refusal.NOT_FOUND, str(exc)) from exc
 
     def answer_channel_open(self) -> bool:
         return any(probe() for probe in self.answer_channels)

@@ -3,7 +3,7 @@ on ONE queue. The run's command handler drains it, one command at a time: "may I
 and "is a question waiting?" are decided here and nowhere else. Every accepted command becomes
 a `control` event (the reducer turns it into the state's flags, which the loop decides on) and
 pulls the wake-up it needs (`RunControl`); every command gets a reply (accepted, or refused
-with the reason and an HTTP-like status).
+with the reason and its kind).
 
 To add a command: a frozen dataclass here, a case in `CommandHandler._apply`, and (if the
 dashboard sends it) a name in `run/controls.py` and `command_for`.
@@ -15,9 +15,11 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from kilo_loop.errors import KiloLoopError
 from kilo_loop.run.control import AnswerItem, ControlError, RunControl
 from kilo_loop.run.controls import ControlAction
 from kilo_loop.run.events import ControlChanged, Reverted
@@ -81,12 +83,21 @@ Command = Pause | Resume | TogglePause | StopNow | AbortAfterSession | SetShared
     SubmitAnswers | Revert
 
 
-class CommandRefused(Exception):
-    """A command the run will not carry out now; `status` is what the dashboard answers."""
+class Refusal(StrEnum):
+    """Why a command is refused: the run's state forbids it now, what it names is not there, or it
+    is malformed. (The dashboard turns each into its HTTP status, in one place: web/errors.py.)"""
 
-    def __init__(self, status: int, message: str) -> None:
+    CONFLICT = "conflict"
+    NOT_FOUND = "not-found"
+    INVALID = "invalid"
+
+
+class CommandRefused(KiloLoopError):
+    """A command the run will not carry out now, and why."""
+
+    def __init__(self, refusal: Refusal, message: str) -> None:
         super().__init__(message)
-        self.status = status
+        self.refusal = refusal
         self.message = message
 
 
@@ -176,7 +187,7 @@ class CommandHandler:
     def refuse_pending(self, queue: CommandQueue, why: str) -> None:
         """The run ended: commands still queued get a refusal instead of waiting forever."""
         for envelope in queue.pending():
-            _settle(envelope, CommandRefused(409, why))
+            _settle(envelope, CommandRefused(Refusal.CONFLICT, why))
 
     async def handle(self, envelope: _Envelope) -> None:
         try:
@@ -184,7 +195,7 @@ class CommandHandler:
         except CommandRefused as refused:
             _settle(envelope, refused)
         except ControlError as exc:
-            _settle(envelope, CommandRefused(400, str(exc)))
+            _settle(envelope, CommandRefused(Refusal.INVALID, str(exc)))
         else:
             _settle(envelope, Reply(True, result))
 
@@ -218,14 +229,14 @@ class CommandHandler:
 
     def _answers(self, command: SubmitAnswers) -> None:
         if not self._control.waiting_for_answers and not self._recorder.state.pending_questions:
-            raise CommandRefused(409, "no question is waiting for an answer")
+            raise CommandRefused(Refusal.CONFLICT, "no question is waiting for an answer")
         self._control.submit_answers(list(command.items))
 
     async def _revert_now(self, command: Revert) -> Any:
         status = self._recorder.state.status
         if status not in REVERT_SAFE_STATUSES:
             raise CommandRefused(
-                409, f"the run is {status}: the agent may be writing files — pause the run "
+                Refusal.CONFLICT, f"the run is {status}: the agent may be writing files — pause the run "
                 "(and wait for 'paused') before reverting any checkpoint")
         result = await self._revert(self._checkpoints_of(command.run), command.iteration, command.force)
         own = command.run in (None, self._recorder.state.run_id)

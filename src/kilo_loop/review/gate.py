@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from kilo_loop.errors import KiloLoopError
 from kilo_loop.review.budget import Exit
 from kilo_loop.review.count import SEED_ROLE, waiting_findings, with_verdicts
 from kilo_loop.review.findings import Finding, ReviewReport
@@ -58,7 +59,7 @@ def deferred_rows(rows: Sequence[Finding], answer: GateAnswer) -> list[Finding]:
     return [row for row in rows if row.row_id not in wanted]
 
 
-class GateReplyError(ValueError):
+class GateReplyError(KiloLoopError, ValueError):
     """A typed gate reply that names no row or a row that does not exist."""
 
 

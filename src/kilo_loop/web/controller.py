@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kilo_loop.errors import KiloLoopError
 from kilo_loop.goal.model import GoalError
 from kilo_loop.goal.registry import resolve_plan_file
 from kilo_loop.loop.commands import Command, Reply, SetPromptExtra, StopNow
@@ -26,11 +27,11 @@ from kilo_loop.web.sse import EventHub
 log = logging.getLogger(__name__)
 
 
-class RunBusy(RuntimeError):
+class RunBusy(KiloLoopError, RuntimeError):
     """A run is active; a second one is refused."""
 
 
-class StartRefused(ValueError):
+class StartRefused(KiloLoopError, ValueError):
     """The start request cannot be honoured (bad plan, every stage done, agent CLI missing)."""
 
 
