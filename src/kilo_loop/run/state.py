@@ -199,11 +199,16 @@ class RunState(WireModel):
     seq: int = 0  # the last event folded into this state: resume replays events.jsonl past it
     log_tail: list[dict[str, Any]] = Field(default_factory=list)
 
-    def snapshot(self) -> dict[str, Any]:
-        """state.json's content: the header, then the history (iterations, log tail) last."""
+    def snapshot(self, newest: int | None = None) -> dict[str, Any]:
+        """state.json's content: the header, then the history (iterations, log tail) last. With
+        `newest`, only that many iterations (the dashboard's view of a long run; a copy of the tail)."""
         wire = self.model_dump(mode="json", by_alias=True, exclude={"iterations", "log_tail"})
-        wire["iterations"] = _ITERATION_WIRES.of(self.iterations)
-        wire["logTail"] = self.log_tail
+        if newest is None:
+            wire["iterations"] = _ITERATION_WIRES.of(self.iterations)
+            wire["logTail"] = self.log_tail
+        else:
+            wire["iterations"] = [item.wire() for item in self.iterations[-newest:]]
+            wire["logTail"] = list(self.log_tail)
         return wire
 
     def stage_state(self, stage_id: str) -> StageState | None:

@@ -3,6 +3,7 @@ iteration report line and an end-of-run summary. Renders redacted RunEvents only
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -10,13 +11,24 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from kilo_loop.run.events import RunEvent
+from kilo_loop.run.events import (
+    IterationFinished,
+    IterationStarted,
+    QuestionAsked,
+    ReasoningOut,
+    RunEvent,
+    RunFinished,
+    SessionOpened,
+    StatusChanged,
+    TextOut,
+    ToolUsed,
+)
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.report import format_cost, format_tokens
 from kilo_loop.run.state import RunState
 
 _STYLES = {"warn": "yellow", "error": "bold red", "tool": "cyan", "info": ""}
-_QUIET_TYPES = {"run-finished", "question", "status"}
+_QUIET_TYPES: frozenset[type[RunEvent]] = frozenset({RunFinished, QuestionAsked, StatusChanged})
 _TEXT_PREVIEW_LINES = 3
 
 
@@ -29,16 +41,22 @@ class ConsoleView:
     def __init__(self, console: Console, quiet: bool = False) -> None:
         self.console = console
         self.quiet = quiet
+        self._handlers: dict[type[RunEvent], Callable[[RunEvent], None]] = {
+            IterationStarted: self._on_iteration_started, ToolUsed: self._on_tool, TextOut: self._on_text,
+            ReasoningOut: self._on_reasoning, SessionOpened: self._on_session,
+            IterationFinished: self._on_iteration_finished, QuestionAsked: self._on_question,
+            StatusChanged: self._on_status, RunFinished: self._on_run_finished,
+        }
 
     def __call__(self, event: RunEvent) -> None:
         if event.RECORD_ONLY:
             return
-        if self.quiet and event.type not in _QUIET_TYPES and event.level != "error":
+        if self.quiet and type(event) not in _QUIET_TYPES and event.level != "error":
             return
-        handler = getattr(self, "_on_" + event.type.replace("-", "_"), None)
+        handler = self._handlers.get(type(event))
         if handler is not None:
             handler(event)
-        elif event.type != "status" or event.level != "info":
+        else:
             self._line(event.message, _STYLES.get(event.level, ""))
 
     def _line(self, message: str, style: str = "") -> None:

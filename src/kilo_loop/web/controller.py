@@ -94,11 +94,7 @@ class LiveRun:
     def _wire(self, newest: int) -> dict[str, Any]:
         """The state on the wire with only its `newest` iterations: a long run is never dumped whole.
         It needs no redaction: the state is built from events the bus redacted."""
-        state = self.handle.state
-        wire = state.model_dump(mode="json", by_alias=True, exclude={"iterations", "log_tail"})
-        wire["iterations"] = [item.wire() for item in state.iterations[-newest:]]
-        wire["logTail"] = list(state.log_tail)
-        return wire
+        return self.handle.state.snapshot(newest)
 
     def _extras(self) -> dict[str, Any]:
         return {"idle": False, "seq": self.seq, "running": not self.finished}
