@@ -9,10 +9,14 @@ redis-server on a free loopback port with real worker processes:
     enqueue to its stored result; the median of the differences (pairs cancel the load's drift);
   * JOBS jobs through 1 worker and through 4 workers: jobs per minute;
   * event latency worker → fleet dashboard: each event's timestamp (written by the run when it
-    happened) against when an SSE client of `kilo-loop fleet`'s API received it, p50 / p95.
+    happened) against when an SSE client of `kilo-loop fleet`'s API received it, p50 / p95;
+  * the outage buffer's cost per event in normal operation: EVENTS events appended to a run's
+    events.jsonl in batches and taken to Redis by a worker's tick (follow, hold, publish, with the
+    outage and lease bookkeeping) against the floor — the same batches published straight to the
+    stream — per event (`--buffer-only` measures just this).
 
 Targets (issue "Many plans at once"): 4 workers ≥ 3x the throughput of 1; the fleet's own cost ≤
-150 ms per job; event latency p95 ≤ 250 ms. Run by hand:
+150 ms per job; event latency p95 ≤ 250 ms; (issue 26) the outage buffer ≤ 1 ms per event. Run by hand:
 
     PYTHONPATH=src:. .venv/bin/python benchmarks/bench_fleet.py [--jobs 40] [--pairs 10]
 """
@@ -177,11 +181,54 @@ class _LatencyWatcher:
         self._thread.join(30)
 
 
+def buffer_cost(tmp: Path, events: int = 20_000, batch: int = 20) -> tuple[float, float]:
+    """(floor, through a worker's tick) microseconds per event, the same batches to the same Redis."""
+    from kilo_loop.fleet.jobrun import JobRun, WorkerConfig
+
+    server = RedisServer(tmp / "redis-buffer").start()
+    try:
+        store = FleetStore.from_url(server.url)
+        lines = [json.dumps({"seq": n, "type": "tool", "ts": "2026-01-01T00:00:00+00:00",
+                             "data": {"tool": "bash", "output": "x" * 200}}).encode() + b"\n"
+                 for n in range(1, events + 1)]
+        start = time.perf_counter()
+        for k in range(0, events, batch):
+            store.publish_events("floor", [json.loads(line) for line in lines[k:k + batch]])
+        floor = time.perf_counter() - start
+        run = JobRun(store, WorkerConfig(workspace=tmp / "buffer-ws", worker_id="bench"),
+                     Job("ticked", str(tmp), "g.md", "# g"))
+        store.acquire("ticked", "bench", 60_000)
+        run._publish_state = lambda: None  # type: ignore[method-assign]  # no state.json here
+        file = run.run_dir / "events.jsonl"
+        file.parent.mkdir(parents=True)
+        ticked = 0.0
+        with file.open("ab") as handle:
+            for k in range(0, events, batch):
+                handle.write(b"".join(lines[k:k + batch]))
+                handle.flush()
+                start = time.perf_counter()
+                run._tick()
+                ticked += time.perf_counter() - start
+        run._saver.shutdown()
+        if store.last_seq("ticked") != events:
+            raise SystemExit("the ticked run did not publish every event")
+        return floor / events * 1e6, ticked / events * 1e6
+    finally:
+        server.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=40)
     parser.add_argument("--pairs", type=int, default=10, help="direct/fleet pairs for the fleet's own cost")
+    parser.add_argument("--buffer-only", action="store_true", help="only the outage buffer's cost per event")
     args = parser.parse_args()
+    if args.buffer_only:
+        with tempfile.TemporaryDirectory(prefix="bench-fleet-") as name:
+            floor_us, ticked_us = buffer_cost(Path(name))
+        print(f"outage buffer: {ticked_us:.1f} µs per event through a worker's tick, floor {floor_us:.1f} µs "
+              f"(published straight): +{(ticked_us - floor_us) / 1000:.3f} ms per event (target ≤ 1 ms)")
+        return
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as name:
         tmp = Path(name)
         repo = make_repo(tmp / "repo")

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # the settings stack (pydantic) is imported only when a run i
 
 # Subcommands: name -> (module:attribute, the help line `kilo-loop --help` shows). Each is imported
 # only when it runs, so `--help` and a Claude Code hook (`guard hook`) import none of the others —
-# no settings, dashboard or notification stack. tests/unit/test_cli_startup.py keeps the lines true.
+# no settings, dashboard or notification stack. tests/unit/cli/test_cli_startup.py keeps the lines true.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("kilo_loop.commands.doctor:doctor_command",
                "Check the agent CLIs, their flags, provider injection, usage DB, git and the dashboard port."),

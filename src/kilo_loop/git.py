@@ -45,14 +45,18 @@ def git_env(extra: Mapping[str, str] | None = None, base: Mapping[str, str] | No
     return env
 
 
-def run_git(cwd: Path, *args: str, stdin: bytes | None = None,
-            env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
-    """Run `git <args>` in `cwd`; the exit status is the caller's to judge. GitError if git cannot start."""
+def run_git(cwd: Path, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None,
+            timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run `git <args>` in `cwd`; the exit status is the caller's to judge. GitError if git cannot start
+    (or does not finish within `timeout` seconds)."""
     try:
         return subprocess.run(["git", *args], cwd=cwd, input=stdin, env=git_env(env), capture_output=True,
-                              stdin=None if stdin is not None else subprocess.DEVNULL, check=False)
+                              stdin=None if stdin is not None else subprocess.DEVNULL, check=False,
+                              timeout=timeout)
     except OSError as exc:
         raise GitError(f"cannot run git: {exc}") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise GitError(f"git {args[0]} did not finish within {timeout} s") from exc
 
 
 def git_output(cwd: Path, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None,

@@ -5,7 +5,7 @@ call) need two keys of the configuration, not pydantic: this reads them with the
 and spelling rules as `kilo_loop.settings` — a `KILO_LOOP_GUARD_DENY` / `KILO_LOOP_GUARD_ALLOW`
 variable (any case; a JSON list, or a JSON string split on spaces and commas) over the key in
 `<project>/.kilocode-loop/config.json` (camelCase or snake_case; a list of strings, or one string
-split the same way); and guardPacks, an object of pack name -> true/false. tests/unit/test_guard_patterns.py checks it agrees with `load_settings`.
+split the same way); and guardPacks, an object of pack name -> true/false. tests/unit/guard/test_guard_patterns.py checks it agrees with `load_settings`.
 """
 
 from __future__ import annotations

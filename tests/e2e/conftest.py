@@ -24,6 +24,8 @@ from typing import Any, Protocol
 
 import pytest
 
+from tests.support.git import git
+
 from .fake_provider import Calls, FakeProvider, RecordedRequest, Runtime, call, provider_env
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -33,14 +35,6 @@ EXTRA_TOOLS_BIN = REPO_ROOT / ".tools-extra" / "node_modules" / ".bin"
 INSTALL_HINT = "run scripts/install-agent-clis.sh"
 AUTO_FLAGS: dict[Runtime, str] = {"kilo": "--auto", "opencode": "--auto"}
 RUN_TIMEOUT_S = 180.0
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test under tests/e2e is an e2e test, whether or not its module says so."""
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.path)).parents:
-            item.add_marker(pytest.mark.e2e)
 
 
 # --------------------------------------------------------------------------- binaries
@@ -94,22 +88,18 @@ def commit_count(project: Path) -> int:
     return int(out.stdout)
 
 
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
-
-
 @pytest.fixture
 def git_project(tmp_path: Path) -> Path:
     """A git repository (branch main) with user.name/email set locally and one commit."""
     project = tmp_path / "project"
     project.mkdir()
-    _git(project, "init", "-q", "-b", "main")
-    _git(project, "config", "user.name", "E2E Tester")
-    _git(project, "config", "user.email", "e2e@example.invalid")
-    _git(project, "config", "commit.gpgsign", "false")
+    git(project, "init", "-q", "-b", "main")
+    git(project, "config", "user.name", "E2E Tester")
+    git(project, "config", "user.email", "e2e@example.invalid")
+    git(project, "config", "commit.gpgsign", "false")
     (project / "README.md").write_text("# e2e project\n", encoding="utf-8")
-    _git(project, "add", "README.md")
-    _git(project, "commit", "-q", "-m", "initial commit")
+    git(project, "add", "README.md")
+    git(project, "commit", "-q", "-m", "initial commit")
     return project
 
 

@@ -11,7 +11,9 @@ The current stage's details may hold one line `agent: {json}` with any of:
   "error_once": "message"          the same, only the first time this stage runs in this tree
   "done": false                    do not claim the stage done this time
 Each session prints step_start, a tool_use per file, a text and a step_finish with tokens,
-and marks the current stage done in .kilocode-loop/progress.json.
+and marks the current stage done in .kilocode-loop/progress.json. With GOAL_AGENT_LOG set, each
+session that ends appends {"run", "stage", "start", "end"} to that file (a test counts sessions per
+job and checks that no two of a job's sessions overlapped).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ def main() -> int:
     stage_id = stage["id"] if stage else "stage-1"
     match = SCRIPT.search(current_section(prompt))
     script = json.loads(match["json"]) if match else {}
+    started = time.time()
     emit("step_start", session)
     time.sleep(float(script.get("sleep", 0)))
     marker = root / ".kilocode-loop" / f"errored-{stage_id}"
@@ -77,6 +80,11 @@ def main() -> int:
     (root / ".kilocode-loop" / "progress.json").write_text(json.dumps(progress))
     emit("step_finish", session, reason="stop", cost=0.001,
          tokens={"total": 1200, "input": 1000, "output": 200, "reasoning": 0, "cache": {"read": 0, "write": 0}})
+    log = os.environ.get("GOAL_AGENT_LOG")
+    if log:
+        line = json.dumps({"run": root.name, "stage": stage_id, "start": started, "end": time.time()})
+        with open(log, "a") as handle:
+            handle.write(line + "\n")  # one short write: lines of parallel sessions do not interleave
     return 0
 
 

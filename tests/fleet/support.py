@@ -11,12 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.support.git import git
+
 REPO = Path(__file__).resolve().parents[2]
 GOAL_AGENT = Path(__file__).resolve().parent / "goal_agent.py"
-
-
-def git(path: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True).stdout
 
 
 def init_repo(path: Path, files: dict[str, str] | None = None) -> Path:

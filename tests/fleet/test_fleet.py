@@ -13,7 +13,8 @@ import orjson
 import pytest
 
 from kilo_loop.fleet.local import LocalWorker, RedisServer
-from kilo_loop.fleet.store import FleetStore
+from kilo_loop.fleet.queue import enqueue, make_broker
+from kilo_loop.fleet.store import FleetStore, Job
 from tests.fleet.support import agent_binary, goal, init_repo, loop_env, stage, write_goal
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
@@ -163,26 +164,33 @@ def test_push_branch_sends_the_result_to_the_job_s_remote(tmp_path: Path, redis_
 
 
 def test_a_spent_quota_pauses_that_backend_s_jobs_until_the_reset(tmp_path: Path, redis_server: RedisServer) -> None:
+    # Deterministic under load: the pause is read from the run's own record (not caught by polling a key
+    # that expires), the held job is queued in-process the moment the pause is known (no `submit`
+    # process start-up eating the pause), and that it was held is read from its record afterwards
+    # (not from a status a poll could miss). The reset is 12 s away, far beyond those few milliseconds.
     repo = init_repo(tmp_path / "repo")
     env = loop_env(agent_binary(tmp_path))
     store = FleetStore.from_url(redis_server.url)
     limited = write_goal(tmp_path / "limited.json", goal("limited", stage("s1", {
-        "error_once": "429 Too Many Requests: rate limit reached, try again in 6 seconds", "write": {"a.txt": "a\n"}})))
+        "error_once": "429 Too Many Requests: rate limit reached, try again in 12 seconds", "write": {"a.txt": "a\n"}})))
     other = write_goal(tmp_path / "other.json", goal("other", stage("s1", {"write": {"b.txt": "b\n"}})))
     workers = [LocalWorker(redis_server.url, tmp_path / f"w{n}", env).start() for n in range(2)]
     try:
         first = submit(redis_server.url, repo, limited, env, "--backend", "claude", "-n", "2", "--no-retry")
-        wait_for(lambda: store.backend_paused_until("claude") is not None, 90, "the backend's quota pause")
-        until = store.backend_paused_until("claude")
-        assert until is not None
-        second = submit(redis_server.url, repo, other, env, "--backend", "claude", "-n", "2")
-        wait_for(lambda: store.meta(second).get("status") == "waiting-quota", 30, "the queued job to wait")
-        wait_for(lambda: bool(store.result(first)) and bool(store.result(second)), 120, "both jobs to finish")
+        wait_for(lambda: bool(store.meta(first).get("quotaUntil")), 120, "the backend's quota pause")
+        until = float(store.meta(first)["quotaUntil"])
+        second = Job("held", str(repo), "other.json", other.read_text(), flags=("-n", "2"), backend="claude")
+        store.register(second)
+        enqueue(make_broker(redis_server.url), second)
+        queued_at = time.time()
+        assert queued_at < until - 1, "the pause had nearly run out before the second job was queued"
+        wait_for(lambda: bool(store.result(first)) and bool(store.result(second.run_id)), 180, "both jobs to finish")
     finally:
         for worker in workers:
             worker.stop()
-    assert store.result(first)["status"] == b"done" and store.result(second)["status"] == b"done"
-    started = [e for e in events_of(store, second) if e["type"] == "run-started"]
+    assert store.result(first)["status"] == b"done" and store.result(second.run_id)["status"] == b"done"
+    assert float(store.meta(second.run_id).get("quotaUntil", 0)) == pytest.approx(until), "the second job was held"
+    started = [e for e in events_of(store, second.run_id) if e["type"] == "run-started"]
     assert started and _epoch(str(started[0]["ts"])) >= until - 0.5, "the held job started after the reset"
     waits = [e for e in events_of(store, first) if e["type"] == "quota-wait"]
     assert waits, "the limited run waited for the reset itself instead of spending retries"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from kilo_loop.safety.checkpoint import (
     read_checkpoint_patch,
     revert_to_checkpoint,
 )
+from tests.support.git import git
 
 
 @pytest.fixture(autouse=True)
@@ -49,10 +49,6 @@ def fmt(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "patches":
         monkeypatch.setattr(sys.modules[__name__], "capture_checkpoint", capture_patch_checkpoint)
     return str(request.param)
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
 def make_repo(path: Path, files: dict[str, str | bytes] | None = None) -> Path:
@@ -202,7 +198,7 @@ def test_revert_restores_tracked_and_deletes_new_files(repo: Path, cps: Path) ->
     assert {"README.md", "src/app.py"} <= set(result.restored)
 
 
-def test_pre_existing_untracked_and_ignored_files_are_kept(repo: Path, cps: Path) -> None:
+def test_pre_existing_untracked_and_ignored_files_are_kept(repo: Path, cps: Path, fmt: str) -> None:
     write(repo / ".env", "SECRET=1\n")
     write(repo / "debug.log", "old log\n")
     write(repo / "build/out.bin", b"\x00\x01")
@@ -218,13 +214,14 @@ def test_pre_existing_untracked_and_ignored_files_are_kept(repo: Path, cps: Path
     assert plan_revert(repo, cps, 1).delete == ("agent.log", "created.txt")
     result = revert_to_checkpoint(repo, cps, 1)
 
-    assert (repo / ".env").read_text() == "SECRET=changed by agent\n"
+    # a tree checkpoint keeps untracked files' content, so the revert brings .env back as it was
+    assert (repo / ".env").read_text() == ("SECRET=1\n" if fmt == "trees" else "SECRET=changed by agent\n")
     assert (repo / "debug.log").exists() and (repo / "build/out.bin").exists()
     assert (repo / "build/later.bin").exists() and (repo / "agent.log").exists()
     assert (repo / ".gitignore").read_text() == "*.log\nbuild/\n"
     assert not (repo / "created.txt").exists()
     assert result.deleted == ("created.txt",)
-    assert ".env" in result.kept
+    assert ".env" in (result.restored if fmt == "trees" else result.kept)
 
 
 def test_file_ignored_by_an_unrestorable_rule_is_kept(repo: Path, cps: Path) -> None:
@@ -344,7 +341,7 @@ def test_plan_lists_only_paths_that_are_not_as_at_the_checkpoint(repo: Path, cps
     assert git(repo, "diff", "--cached", "--name-only") == ""
 
 
-def test_revert_before_2_after_iterations_2_and_3(repo: Path, cps: Path) -> None:
+def test_revert_before_2_after_iterations_2_and_3(repo: Path, cps: Path, fmt: str) -> None:
     capture_checkpoint(repo, cps, 1)
     write(repo / "README.md", "iteration 1\n")
     write(repo / "one.txt", "1\n")
@@ -361,8 +358,8 @@ def test_revert_before_2_after_iterations_2_and_3(repo: Path, cps: Path) -> None
 
     assert (repo / "README.md").read_text() == "iteration 1\n"
     assert (repo / "src/app.py").read_text() == "print('v1')\n"
-    # one.txt was untracked before iteration 2: kept as it is now (its content was never recorded)
-    assert (repo / "one.txt").read_text() == "changed in 2\n"
+    # one.txt was untracked before iteration 2: a tree checkpoint kept its content, a patch one did not
+    assert (repo / "one.txt").read_text() == ("1\n" if fmt == "trees" else "changed in 2\n")
     assert not (repo / "two.txt").exists() and not (repo / "three.txt").exists()
     assert set(result.deleted) == {"two.txt", "three.txt"}
 

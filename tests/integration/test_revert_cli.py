@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from kilo_loop.cli import main
 from kilo_loop.commands import revert as revert_module
 from kilo_loop.commands.revert import show_path
 from kilo_loop.safety.checkpoint import capture_checkpoint, capture_patch_checkpoint
+from tests.support.git import git
 
 
 @pytest.fixture(autouse=True)
@@ -21,10 +21,6 @@ def isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     config.write_text("[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-
-
-def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
 
 @pytest.fixture(params=[capture_checkpoint, capture_patch_checkpoint], ids=["trees", "patches"])

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,13 +17,9 @@ from kilo_loop import gitstatus
 from kilo_loop.session.workspace import WorkTree
 from kilo_loop.treewatch import TreeWatch
 from tests.integration.test_worktree_reads import StatusCalls
+from tests.support.git import git
 
 pytestmark = pytest.mark.skipif(not Path("/proc/sys/fs/inotify").is_dir(), reason="inotify is Linux's")
-
-
-def git(project: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=project,
-                   check=True, capture_output=True)
 
 
 def seed_tree(project: Path) -> None:

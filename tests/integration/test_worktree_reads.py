@@ -17,6 +17,7 @@ from kilo_loop import gitstatus
 from kilo_loop.safety.checkpoint import capture_checkpoint, revert_to_checkpoint
 from kilo_loop.session.workspace import WorkTree
 from tests.integration.inprocess import done_turn, start_loop
+from tests.support.git import git
 
 THREE = "# Three\n\n- [ ] First stage\n- [ ] Second stage\n- [ ] Third stage\n"
 
@@ -127,10 +128,6 @@ def test_refresh_sees_the_file_as_git_does(project: Path) -> None:
     (project / "notes.md").unlink()
     tree.refresh([project / "notes.md"])
     assert "notes.md" not in tree.current().entries
-
-
-def git(project: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
 
 
 WRITES = {

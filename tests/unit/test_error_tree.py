@@ -13,7 +13,6 @@ ROOT = "KiloLoopError"
 INTERNAL = {
     "Unwatchable": "treewatch: the tree cannot be watched; the loop falls back to full reads",
     "TooDeep": "safety/shell/parse: nesting past the parser's limit; the guard denies the command",
-    "Interrupted": "fleet/jobrun: a worker's job was interrupted; the job is requeued",
     "LeaseBusy": "fleet/jobrun: another worker holds the job's lease; the job is skipped",
 }
 _BUILTIN_ROOTS = {"Exception", "BaseException", "ValueError", "RuntimeError", "LookupError", "OSError",

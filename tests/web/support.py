@@ -14,6 +14,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.git import git
+
 DEMO_PLAN = (
     "# Demo plan\n\n- [ ] First stage\n- [ ] Second stage :: verify: true\n- [ ] Third stage\n"
     "- [ ] Fourth stage\n"
@@ -31,10 +33,6 @@ project = Path(sys.argv[1])
 sys.exit(run_main(load_settings({"project": project, "port": 0}, project)))
 """
 _URL = re.compile(r"Dashboard (http://[^/\s]+)/\?token=([\w-]+)")
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
 def git_env(home: Path) -> dict[str, str]:

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 BLOCK_EXIT = 2
 RULES_FILE = "guard-rules.json"
+_LOOP_DIR = ".kilocode-loop"
+"""`run.layout.LOOP_DIR`, spelled here: importing the layout would import pathlib on every tool call."""
 
 
 def hook_command(rules: Path, python: str | None = None) -> str:
@@ -63,10 +65,26 @@ def load_guard(rules: str | os.PathLike[str] | None) -> Guard:
     try:
         with open(rules, encoding="utf-8") as file:
             data = json.load(file)
-        return Guard(list(data.get("deny", [])), list(data.get("allow", [])), packs=dict(data.get("packs", {})))
+        return Guard(list(data.get("deny", [])), list(data.get("allow", [])), packs=dict(data.get("packs", {})),
+                     work_tree=checkpointed_work_tree(os.fspath(rules)))
     except (OSError, ValueError, AttributeError, TypeError) as exc:
         print(f"kilo-loop hook: ignoring the guard patterns in {rules}: {exc}", file=sys.stderr)
         return Guard()
+
+
+def checkpointed_work_tree(rules: str) -> str | None:
+    """The project of the run whose folder holds `rules` (`<project>/.kilocode-loop/runs/<id>/…`), when that
+    run keeps per-iteration checkpoints (its `checkpoints/` exists): the guard then lets deletes a revert can
+    undo through (`safety.undoable`). None otherwise."""
+    path = os.path.abspath(rules)
+    while True:
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        runs = os.path.dirname(parent)
+        if os.path.basename(parent) == "runs" and os.path.basename(runs) == _LOOP_DIR:
+            return os.path.dirname(runs) if os.path.isdir(os.path.join(path, "checkpoints")) else None
+        path = parent
 
 
 def denial(raw: str, guard: Guard) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import click
 import orjson
@@ -31,6 +32,12 @@ def project_environ(project: Path) -> tuple[dict[str, str], Check | None]:
     return environ, None
 
 
+def _redis_url(value: str | None) -> str | None:
+    if value is not None and urlsplit(value).scheme not in ("redis", "rediss", "unix"):
+        raise click.BadParameter("not a Redis URL: use redis://host:port/db (rediss:// for TLS, unix:// for a socket)")
+    return value
+
+
 @click.command(help="Check the agent CLIs, their flags, provider injection, usage DB, git and the dashboard port.")
 @click.option("--json", "as_json", is_flag=True, help="a JSON list of {check, status, detail, fix}")
 @click.option("--strict", is_flag=True, help="exit 2 when there are warnings")
@@ -39,10 +46,19 @@ def project_environ(project: Path) -> tuple[dict[str, str], Check | None]:
 @click.option("--port", type=click.IntRange(0, 65535), default=7999, show_default=True, help="the dashboard port to check")
 @click.option("-C", "--project", type=click.Path(path_type=Path, exists=True, file_okay=False), default=Path("."),
               help="directory the CLIs' config is read in (default: cwd)")
-def doctor_command(as_json: bool, strict: bool, runtimes: tuple[str, ...], port: int, project: Path) -> None:
-    environ, config_problem = project_environ(project.resolve())
-    checks = [*([config_problem] if config_problem else []),
-              *run_checks(runtimes or BACKENDS, port, project.resolve(), environ)]
+@click.option("--broker", metavar="URL", callback=lambda _ctx, _param, value: _redis_url(value), help="check this fleet Redis (redis://host:port/db): answers, append-only "
+              "file, appendfsync, maxmemory-policy (docs/fleet.md) — instead of the agent CLIs; add --runtime for both")
+def doctor_command(as_json: bool, strict: bool, runtimes: tuple[str, ...], port: int, project: Path,
+                   broker: str | None) -> None:
+    checks: list[Check] = []
+    if broker:
+        from kilo_loop.fleet.broker_checks import broker_checks, broker_facts
+
+        checks += broker_checks(broker_facts(broker))
+    if runtimes or not broker:
+        environ, config_problem = project_environ(project.resolve())
+        checks += [*([config_problem] if config_problem else []),
+                   *run_checks(runtimes or BACKENDS, port, project.resolve(), environ)]
     if as_json:
         click.echo(orjson.dumps([check.as_dict() for check in checks], option=orjson.OPT_INDENT_2).decode())
     else:

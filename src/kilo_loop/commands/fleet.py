@@ -4,18 +4,22 @@ anywhere that reach the same Redis, watched and answered from one dashboard."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 import tempfile
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import click
 from click.core import ParameterSource
 
+from kilo_loop.fleet.connection import masked
+
 if TYPE_CHECKING:
+    from kilo_loop.fleet.keeper import FleetKeeper
     from kilo_loop.fleet.serve import FleetDashboard
 
 BROKER_HELP = "Redis URL of the queue (redis://host:port/db); also KILO_LOOP_BROKER"
@@ -29,25 +33,33 @@ def broker_url(ctx: click.Context, param: click.Parameter, value: str | None) ->
     return value
 
 
-def masked(url: str) -> str:
-    """The broker URL without its password, for anything printed."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username or ''}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+def broker_wait(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    """--broker-wait as seconds; None (wait until Redis answers) for `forever` or when not given."""
+    from kilo_loop.durations import parse_duration
 
-
-def reach_queue(client: Any, broker: str, outcome: str) -> None:
-    """One ping before anything waits on the queue: a Redis nobody serves is one line and exit 1
-    (a worker used to log a connection error every few seconds, forever)."""
-    import redis.exceptions
-
+    if value is None or value.strip().lower() in {"forever", "inf"}:
+        return None
     try:
-        client.ping()
-    except redis.exceptions.RedisError as exc:
-        raise click.ClickException(f"cannot reach the queue at {masked(broker)} ({exc}): start redis-server "
-                                   f"there or check --broker; {outcome}") from None
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(f"{exc}; or forever") from None
+
+
+BROKER_WAIT_HELP = ("how long to wait for Redis at start-up, with backoff (90s, 5m, forever); 0 = fail at once "
+                    "[default: forever]")
+
+
+def reach_queue(client: Any, broker: str, outcome: str, wait: float | None = 0) -> None:
+    """Wait for the queue before anything runs on it, saying so ("waiting for the queue at …"): a
+    worker under a supervisor or a boot script may well start before its Redis. A Redis that does
+    not answer within `wait` is one line and exit 1 (0: at once)."""
+    from kilo_loop.fleet.connection import wait_for_broker
+
+    reason = wait_for_broker(client, broker, wait, lambda text: click.echo(f"kilo-loop: {text}", err=True))
+    if reason is not None:
+        within = f" within {wait:g} s" if wait else ""
+        raise click.ClickException(f"cannot reach the queue at {masked(broker)}{within} ({reason}): start "
+                                   f"redis-server there or check --broker; {outcome}")
 
 
 @click.command("worker")
@@ -56,7 +68,8 @@ def reach_queue(client: Any, broker: str, outcome: str) -> None:
               show_default=True,
               help="where this worker clones repositories (one folder per run)")
 @click.option("--concurrency", type=click.IntRange(1, 32), default=1, show_default=True, help="runs at once")
-def worker_command(broker: str, workspace: Path, concurrency: int) -> None:
+@click.option("--broker-wait", "wait", callback=broker_wait, metavar="DURATION", help=BROKER_WAIT_HELP)
+def worker_command(broker: str, workspace: Path, concurrency: int, wait: float | None) -> None:
     """Run plans from the queue (a Dramatiq worker on Redis) until Ctrl+C.
 
     A run's job is acknowledged only when the run ends; if this worker dies, another one resumes
@@ -68,7 +81,7 @@ def worker_command(broker: str, workspace: Path, concurrency: int) -> None:
     from kilo_loop.fleet.queue import QUEUE, declare_actor, make_broker
 
     redis_broker = make_broker(broker)
-    reach_queue(redis_broker.client, broker, "no worker was started")
+    reach_queue(redis_broker.client, broker, "no worker was started", wait)
     config = WorkerConfig(workspace=workspace.expanduser().resolve())
     declare_actor(redis_broker, config)
     # worker_timeout caps how long an idle consumer sleeps between polls: with the default (1 s) the
@@ -182,10 +195,13 @@ def _runtime_flag(flags: list[str]) -> str | None:
               help="dashboard port (0: any free port)")
 @click.option("--host", help="dashboard host (default 127.0.0.1)")
 @click.option("--lan", is_flag=True, help="bind every interface (a token is always required)")
+@click.option("--broker-wait", "wait", callback=broker_wait, metavar="DURATION", help=BROKER_WAIT_HELP)
 def fleet_command(broker: str | None, local_workers: int | None, workspace: Path | None, port: int,
-                  host: str | None, lan: bool) -> None:
+                  host: str | None, lan: bool, wait: float | None) -> None:
     """Watch and steer every run of every worker: one list, one inbox, controls per run."""
+    from kilo_loop.fleet.keeper import FleetKeeper
     from kilo_loop.fleet.local import LocalFleetError, LocalWorker, RedisServer
+    from kilo_loop.fleet.queue import enqueue, make_broker
     from kilo_loop.fleet.serve import fleet_dashboard
     from kilo_loop.fleet.sources import RedisRuns
     from kilo_loop.fleet.store import FleetStore
@@ -210,9 +226,12 @@ def fleet_command(broker: str | None, local_workers: int | None, workspace: Path
             click.echo(f"queue a plan:  kilo-loop submit --broker {broker} --repo <path or URL> --goal plan.md")
         assert broker is not None
         store = FleetStore.from_url(broker)
-        reach_queue(store.client, broker, "the dashboard was not started")
+        reach_queue(store.client, broker, "the dashboard was not started", wait)
         dashboard = fleet_dashboard(RedisRuns(store), host, port, lan)
-        asyncio.run(_serve(dashboard))
+        redis_broker = make_broker(broker)
+        keeper = FleetKeeper(store, lambda job: enqueue(redis_broker, job),
+                             lambda text: click.echo(f"kilo-loop: {text}", err=True))
+        asyncio.run(_serve(dashboard, keeper))
     except (LocalFleetError, PortInUse, BindError) as exc:
         click.echo(f"kilo-loop: {exc}", err=True)
         sys.exit(2)
@@ -223,12 +242,38 @@ def fleet_command(broker: str | None, local_workers: int | None, workspace: Path
             server.stop()
 
 
-async def _serve(dashboard: FleetDashboard) -> None:
+KEEPER_SECONDS = 2.0
+
+
+async def _serve(dashboard: FleetDashboard, keeper: FleetKeeper) -> None:
     await dashboard.start()
     click.echo(f"Fleet dashboard {dashboard.url} (Ctrl+C to quit)")
     stopped = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stopped.set)
+    keeping = asyncio.create_task(_keep(keeper, stopped), name="kilo-loop fleet keeper")
     await stopped.wait()
+    await keeping
     await dashboard.stop()
+
+
+async def _keep(keeper: FleetKeeper, stopped: asyncio.Event) -> None:
+    """Look at Redis every few seconds: a Redis that came back empty gets its unfinished jobs back."""
+    from kilo_loop.fleet.connection import OUTAGE_ERRORS
+
+    away = False
+    while not stopped.is_set():
+        try:
+            await asyncio.to_thread(keeper.check)
+        except OUTAGE_ERRORS as exc:
+            if not away:
+                click.echo(f"kilo-loop: lost the queue ({exc}); the dashboard shows the last it knew until it "
+                           "answers again", err=True)
+            away = True
+        else:
+            if away:
+                click.echo("kilo-loop: the queue answers again", err=True)
+            away = False
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopped.wait(), KEEPER_SECONDS)

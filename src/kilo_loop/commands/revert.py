@@ -69,12 +69,13 @@ def describe_plan(plan: RevertPlan, run_id: str) -> str:
     lines += _list("Files created after the checkpoint to delete", plan.delete, "-")
     if plan.keep:
         lines.append(f"Left alone: {len(plan.keep)} untracked file(s) that existed before or are protected.")
+    lines += _list("Untracked files gone since, which the checkpoint kept: written back", plan.bring_back, "+")
     lines += _list("Untracked at the checkpoint but gone now (cannot be brought back)", plan.missing, "!")
     return "\n".join(lines)
 
 
 def describe_result(result: RevertResult) -> str:
-    summary = (f"Reverted to before iteration {result.iteration}: restored {len(result.restored)} tracked "
+    summary = (f"Reverted to before iteration {result.iteration}: restored {len(result.restored)} "
                f"file(s), deleted {len(result.deleted)} file(s), kept {len(result.kept)}.")
     lines = [summary]
     lines += _list("Deleted", result.deleted, "-")

@@ -1,5 +1,6 @@
 """A fleet on this machine for a try-out, a test or a benchmark: `redis-server` on a free loopback
-port (no persistence) and N `kilo-loop worker` processes, each with its own workspace."""
+port (no persistence unless asked: an append-only file fsynced at every write, as docs/fleet.md
+advises for a real fleet) and N `kilo-loop worker` processes, each with its own workspace."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ class RedisServer:
     directory: Path
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    persistent: bool = False
 
     @property
     def url(self) -> str:
@@ -45,9 +47,10 @@ class RedisServer:
             raise LocalFleetError("redis-server not found: install it (Debian: apt-get install redis-server) "
                                   "or pass --broker redis://host:port/0")
         self.directory.mkdir(parents=True, exist_ok=True)
+        durability = ["--appendonly", "yes", "--appendfsync", "always"] if self.persistent else ["--appendonly", "no"]
         self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.directory), "--protected-mode", "yes"],
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", *durability,
+             "--maxmemory-policy", "noeviction", "--dir", str(self.directory), "--protected-mode", "yes"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True,
         )
         client = redis.Redis.from_url(self.url)
@@ -63,6 +66,13 @@ class RedisServer:
 
     def stop(self) -> None:
         _end(self.process)
+
+    def kill(self) -> None:
+        """The machine lost power: redis-server gone at once (a restart reads its append-only file)."""
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
 
 
 @dataclass

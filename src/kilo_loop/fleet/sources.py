@@ -102,7 +102,14 @@ class RedisRuns:
         self.store = store
 
     def runs(self) -> list[dict[str, Any]]:
-        return [summary(run_id, self.store.state(run_id), self.store.meta(run_id)) for run_id in self.store.run_ids()]
+        return [summary(run_id, self.store.state(run_id), self._meta(run_id)) for run_id in self.store.run_ids()]
+
+    def _meta(self, run_id: str) -> dict[str, Any]:
+        """The run's record; a stored result decides its status (it is the run's last word, stored
+        after its last event, even when the events or the status in between were lost)."""
+        meta: dict[str, Any] = self.store.meta(run_id)
+        final = self.store.result_status(run_id)
+        return {**meta, "status": final} if final else meta
 
     def state(self, run_id: str) -> dict[str, Any] | None:
         return self.store.state(run_id)

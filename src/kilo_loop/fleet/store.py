@@ -9,6 +9,7 @@ events.jsonl / state.json, and credentials stay in each worker's own environment
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -19,8 +20,12 @@ import redis.asyncio
 
 PREFIX = "kilo-loop"
 EVENTS_MAXLEN = 100_000
+# Renewing also takes back a lease that expired while Redis was away (or came back empty), as long
+# as nobody else took it meanwhile: the holder that reconnects first keeps running its job.
 _RENEW = """
-if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
+local owner = redis.call('get', KEYS[1])
+if owner == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
+if not owner then redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end
 return 0
 """
 _RELEASE = """
@@ -68,15 +73,38 @@ class FleetStore:
 
     @classmethod
     def from_url(cls, url: str) -> FleetStore:
-        return cls(redis.Redis.from_url(url), url)
+        from kilo_loop.fleet.connection import redis_client
+
+        return cls(redis_client(url), url)
+
+    # ------------------------------------------------------------ epoch
+    def epoch(self) -> str | None:
+        """This Redis's fleet epoch: set once by the first fleet process that reaches it, gone when
+        Redis comes back empty (no persistence, a flush) — so a changed epoch means lost jobs."""
+        raw = self.client.get(_key("epoch"))
+        return raw.decode() if raw else None
+
+    def ensure_epoch(self) -> str:
+        self.client.set(_key("epoch"), uuid.uuid4().hex, nx=True)
+        return self.epoch() or ""
 
     # ------------------------------------------------------------ jobs and runs
     def register(self, job: Job) -> None:
         pipe = self.client.pipeline()
+        pipe.set(_key("epoch"), uuid.uuid4().hex, nx=True)
         pipe.hset(_key("job", job.run_id), mapping={"job": orjson.dumps(job.to_wire())})
         pipe.zadd(_key("runs"), {job.run_id: time.time()})
         pipe.hset(_key("run", job.run_id, "meta"), mapping={"status": "queued", "backend": job.backend,
                                                           "title": job.goal_name, "updatedAt": time.time()})
+        pipe.execute()
+
+    def restore(self, job: Job) -> None:
+        """Put back a job's record after Redis lost it, without overwriting what is still there."""
+        pipe = self.client.pipeline()
+        pipe.hsetnx(_key("job", job.run_id), "job", orjson.dumps(job.to_wire()))
+        pipe.zadd(_key("runs"), {job.run_id: time.time()}, nx=True)
+        for name, value in (("status", "queued"), ("backend", job.backend), ("title", job.goal_name)):
+            pipe.hsetnx(_key("run", job.run_id, "meta"), name, value)
         pipe.execute()
 
     def job(self, run_id: str) -> Job | None:
@@ -110,6 +138,9 @@ class FleetStore:
                      count: int = 500) -> list[tuple[str, dict[str, Any]]]:
         reply = self.client.xread({_key("run", run_id, "events"): stream_id}, count=count, block=block_ms)
         return _stream_entries(reply)
+
+    def drop_events(self, run_id: str) -> None:
+        self.client.delete(_key("run", run_id, "events"))
 
     def last_seq(self, run_id: str) -> int:
         last = self.client.xrevrange(_key("run", run_id, "events"), count=1)
@@ -158,8 +189,28 @@ class FleetStore:
         return raw.decode() if raw else None
 
     # ------------------------------------------------------------ results
-    def put_result(self, run_id: str, **fields: bytes | str | int) -> None:
-        self.client.hset(_key("result", run_id), mapping=fields)
+    def put_result(self, run_id: str, meta: dict[str, Any], **fields: bytes | str | int) -> None:
+        """The result and the run's final status in one transaction: the fleet view never shows a
+        stored result with a live status, nor a final status without its result. `stored` counts the
+        results stored for the run: 1 for a job that ran exactly once in effect."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(_key("result", run_id), mapping=fields)
+        pipe.hincrby(_key("result", run_id), "stored", 1)
+        pipe.hset(_key("run", run_id, "meta"), mapping={**meta, "updatedAt": time.time()})
+        pipe.execute()
+
+    def finished(self, run_id: str) -> bool:
+        return bool(self.client.hexists(_key("result", run_id), "status"))
+
+    def finished_many(self, run_ids: list[str]) -> list[bool]:
+        pipe = self.client.pipeline(transaction=False)
+        for run_id in run_ids:
+            pipe.hexists(_key("result", run_id), "status")
+        return [bool(done) for done in pipe.execute()] if run_ids else []
+
+    def result_status(self, run_id: str) -> str | None:
+        raw = self.client.hget(_key("result", run_id), "status")
+        return raw.decode() if raw else None
 
     def result(self, run_id: str) -> dict[str, bytes]:
         return {k.decode(): v for k, v in self.client.hgetall(_key("result", run_id)).items()}

@@ -77,9 +77,36 @@ class ReadOnlyGuard:
                     return _deny(f"output redirected to {target}")
             elif isinstance(item, SimpleCommand) and item.argv and item.remote is None:
                 why = _changing(item.argv)
-                if why:
+                cwd = next(iter(item.cwds), cwd)
+                if why and not self._writes_review_files_only(item.argv, cwd):
                     return _deny(why)
         return None
+
+    def _writes_review_files_only(self, argv: tuple[str, ...], cwd: str | None) -> bool:
+        """`tee .kilocode-loop/review.json`, `cp /tmp/r.json .kilocode-loop/review-x.json`, `mkdir -p
+        .kilocode-loop`: a command whose only targets are review files (or the loop's folder itself) writes
+        the reviewer's verdict, which is no change to the tree."""
+        targets = _write_targets(command_name(argv[0]), argv[1:])
+        return bool(targets) and all(self._review_target(t, cwd) for t in targets)
+
+    def _review_target(self, path: str, cwd: str | None) -> bool:
+        absolute = posixpath.normpath(path if path.startswith("/") else posixpath.join(cwd or self._project, path))
+        if absolute == self._loop_dir:
+            return True
+        name = posixpath.basename(absolute)
+        return self._inside_loop_dir(absolute, cwd) and name.startswith("review") and name.endswith(".json")
+
+
+def _write_targets(name: str, args: tuple[str, ...]) -> list[str]:
+    """The files a writing command writes ([] when it is not one of these or its targets are unclear)."""
+    operands = [a for a in args if not a.startswith("-")]
+    if name in ("tee", "touch", "mkdir"):
+        return operands
+    if name in ("cp", "mv", "install") and len(operands) >= 2 and "-t" not in args:
+        return operands[-1:]
+    if name == "dd":
+        return [a[3:] for a in args if a.startswith("of=")]
+    return []
 
 
 def _changing(argv: tuple[str, ...]) -> str | None:

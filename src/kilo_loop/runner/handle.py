@@ -158,7 +158,9 @@ class RunHandle:
 
     def _guard(self) -> Guard | None:
         settings = self.settings
-        return Guard(settings.guard_deny, settings.guard_allow, packs=settings.guard_packs) if settings.guard else None
+        # with checkpoints, deletes inside the project that a revert can undo are not refused
+        return Guard(settings.guard_deny, settings.guard_allow, packs=settings.guard_packs,
+                     work_tree=str(self.project) if settings.checkpoint else None) if settings.guard else None
 
     def _prepare_agents(self) -> dict[str, str]:
         """The backend turns the loop's policy into its CLIs' flags, env and config; the env it needs."""

@@ -23,7 +23,11 @@ class SafetyHooks:
     async def checkpoint(self, project: Path, checkpoints_dir: Path, iteration: int,
                          status: TreeStatus | None = None) -> str:
         cp = await asyncio.to_thread(capture_checkpoint, project, checkpoints_dir, iteration, status)
-        return f"HEAD {str(cp.head or 'none')[:10]}, {len(cp.untracked)} untracked, patch {cp.patch_bytes} bytes"
+        note = f"HEAD {str(cp.head or 'none')[:10]}, {len(cp.untracked)} untracked, patch {cp.patch_bytes} bytes"
+        if cp.untracked_left_out:  # a revert cannot bring these back: say which
+            shown = ", ".join(cp.untracked_left_out[:5]) + (" …" if len(cp.untracked_left_out) > 5 else "")
+            note += f"; {len(cp.untracked_left_out)} untracked file(s) too large to keep: {shown}"
+        return note
 
     async def verify(self, command: str, cwd: Path, timeout_s: float) -> VerifyResult:
         return await run_verify(command, cwd, timeout_s, self._redact)

@@ -8,7 +8,11 @@ store, which stores a file once however many checkpoints hold it:
   when they differ from HEAD; the index as a tree too, only when it differs from
   HEAD. Both are kept reachable (so `git gc` keeps them) by refs
   `refs/kilo-loop/<runId>/iter-NN` and `…/iter-NN-index`;
-- `runs/<runId>/checkpoints/iter-NN.json` (format 2): HEAD, the two trees, the
+- the content of the untracked, non-ignored files as a third tree (`…/iter-NN-untracked`),
+  each file up to `undoable.UNTRACKED_FILE_CAP` and all of them up to
+  `UNTRACKED_TOTAL_CAP`; what is left out is named in the JSON (`untrackedLeftOut`),
+  so a revert brings back every other file of the work tree;
+- `runs/<runId>/checkpoints/iter-NN.json` (format 2): HEAD, the three trees, the
   untracked files, the ignored entries present and the tracked paths that
   differed from HEAD.
 
@@ -56,6 +60,7 @@ from kilo_loop.git import GitError, git_output, run_git
 from kilo_loop.gitstatus import TreeStatus
 from kilo_loop.run.files import write_bytes_atomic
 from kilo_loop.run.layout import LOOP_DIR
+from kilo_loop.safety.undoable import UNTRACKED_FILE_CAP, UNTRACKED_TOTAL_CAP
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +71,8 @@ _REF_SAFE_RE = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*")
 _NAME_RE = re.compile(r"iter-(\d{2,})\.json")
 _OID_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _GITLINK_MODE = "160000"
+_UNTRACKED_CACHE = "untracked-tree.json"
+"""Beside the checkpoints: the last untracked tree and what it was written from (names, sizes, times)."""
 _PATHS_PER_CALL = 500  # pathspecs per git command line, well under ARG_MAX
 _DIFF_ARGS = ("diff", "--binary", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color",
               "--ignore-submodules=all", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/")
@@ -94,9 +101,11 @@ class Checkpoint:
     version: int = PATCH_FORMAT
     tree: str | None = None  # format 2: the tracked files of the work tree; None = as HEAD
     index_tree: str | None = None  # format 2: the index; None = as HEAD
+    untracked_tree: str | None = None  # format 2: the untracked files' content; None = none kept
+    untracked_left_out: tuple[str, ...] = ()  # untracked files over the caps, not kept
 
     def to_json(self) -> dict[str, Any]:
-        common = {
+        common: dict[str, Any] = {
             "version": self.version, "iteration": self.iteration, "head": self.head,
             "createdAt": self.created_at, "dirty": self.dirty, "prefix": self.prefix,
             "patchBytes": self.patch_bytes,
@@ -104,7 +113,8 @@ class Checkpoint:
         if self.version == PATCH_FORMAT:
             common |= {"patchFile": self.patch_file, "stagedPatchFile": self.staged_patch_file}
         else:
-            common |= {"tree": self.tree, "indexTree": self.index_tree}
+            common |= {"tree": self.tree, "indexTree": self.index_tree, "untrackedTree": self.untracked_tree,
+                       "untrackedLeftOut": list(self.untracked_left_out)}
         return common | {"changed": list(self.changed), "untracked": list(self.untracked),
                          "ignored": list(self.ignored)}
 
@@ -129,6 +139,7 @@ class RevertPlan:
     checkout: tuple[str, ...] = ()
     unstage: tuple[str, ...] = ()
     clear: tuple[str, ...] = ()
+    bring_back: tuple[str, ...] = ()  # untracked files gone since the checkpoint that it kept: written back
 
     @property
     def head_moved(self) -> bool:
@@ -192,8 +203,24 @@ def ref_component(run_id: str) -> str:
     return "x-" + run_id.encode("utf-8", "surrogateescape").hex()
 
 
-def checkpoint_ref(run_id: str, iteration: int, index: bool = False) -> str:
-    return f"{REF_ROOT}/{ref_component(run_id)}/{checkpoint_stem(iteration)}{'-index' if index else ''}"
+def checkpoint_ref(run_id: str, iteration: int, index: bool = False, suffix: str = "") -> str:
+    suffix = suffix or ("-index" if index else "")
+    return f"{REF_ROOT}/{ref_component(run_id)}/{checkpoint_stem(iteration)}{suffix}"
+
+
+def untracked_kept(sizes: Iterable[tuple[str, int | None]]) -> tuple[list[str], list[str]]:
+    """(kept, left out): the untracked files whose content a checkpoint keeps, smallest first within the
+    caps; a directory entry (a nested repository), a file that vanished or one over a cap is left out."""
+    kept: list[str] = []
+    left_out: list[str] = []
+    total = 0
+    for path, size in sorted(sizes, key=lambda item: (item[1] is None, item[1] or 0, item[0])):
+        if size is None or path.endswith("/") or size > UNTRACKED_FILE_CAP or total + size > UNTRACKED_TOTAL_CAP:
+            left_out.append(path)
+            continue
+        kept.append(path)
+        total += size
+    return sorted(kept), sorted(left_out)
 
 
 def parse_entries(data: bytes) -> list[tuple[str, str]]:
@@ -326,7 +353,7 @@ def build_plan(checkpoint: Checkpoint, survey: Survey) -> RevertPlan:
     return RevertPlan(
         iteration=checkpoint.iteration, checkpoint_head=checkpoint.head, current_head=survey.current_head,
         restore=tuple(restored), delete=tuple(sorted(set(delete) | set(tracked.delete))),
-        keep=tuple(sorted(set(keep) | set(tracked.keep))), missing=survey.missing,
+        keep=tuple(sorted(set(keep) | set(tracked.keep))), missing=survey.missing, bring_back=survey.bring_back,
         checkout=tracked.checkout, unstage=tracked.unstage, clear=tracked.clear,
     )
 
@@ -356,6 +383,8 @@ def checkpoint_from_json(data: object, path: Path, iteration: int) -> Checkpoint
         prefix=_str_field(data, "prefix", path, default=""), version=version,
         tree=None if patches else _oid_field(data, "tree", path),
         index_tree=None if patches else _oid_field(data, "indexTree", path),
+        untracked_tree=None if patches else _oid_field(data, "untrackedTree", path),
+        untracked_left_out=_paths_field(data, "untrackedLeftOut", path),
     )
 
 
@@ -474,14 +503,16 @@ def capture_checkpoint(project: Path, checkpoints_dir: Path, iteration: int,
     if lists.unmerged:  # a conflicted index cannot be written as a tree; patches can hold it
         return capture_patch_checkpoint(project, checkpoints_dir, iteration)
     tree, index_tree = _write_trees(repo, head, lists)
-    _keep_reachable(repo, checkpoints_dir.parent.name, iteration, tree, index_tree)
+    untracked_tree, left_out = _write_untracked_tree(repo, lists.untracked, checkpoints_dir / _UNTRACKED_CACHE)
+    _keep_reachable(repo, checkpoints_dir.parent.name, iteration, tree, index_tree, untracked_tree)
     stem = checkpoint_stem(iteration)
     checkpoint = Checkpoint(
         iteration=iteration, head=head, created_at=_now(), untracked=tuple(sorted(lists.untracked)),
         patch_file="", patch_bytes=_changed_bytes(repo, lists.changed),
         dirty=bool(lists.changed or lists.untracked), path=checkpoints_dir / f"{stem}.json",
         changed=tuple(sorted(lists.changed)), ignored=tuple(sorted(lists.ignored)), prefix=repo.prefix,
-        version=FORMAT_VERSION, tree=tree, index_tree=index_tree,
+        version=FORMAT_VERSION, tree=tree, index_tree=index_tree, untracked_tree=untracked_tree,
+        untracked_left_out=tuple(left_out),
     )
     for stale in (f"{stem}.patch", f"{stem}.staged.patch"):  # from an older capture of this iteration
         (checkpoints_dir / stale).unlink(missing_ok=True)
@@ -518,10 +549,54 @@ def _write_trees(repo: _Repo, head: str | None, status: StatusLists) -> tuple[st
         return _oid(repo.git("write-tree", env=env)), index_tree
 
 
-def _keep_reachable(repo: _Repo, run_id: str, iteration: int, tree: str | None, index_tree: str | None) -> None:
-    """Point refs/kilo-loop/<runId>/iter-NN(-index) at the trees so `git gc` keeps them."""
-    updates = [f"update {checkpoint_ref(run_id, iteration, index)} {oid}\n"
-               for index, oid in ((False, tree), (True, index_tree)) if oid]
+def _write_untracked_tree(repo: _Repo, untracked: Iterable[str],
+                          cache: Path | None = None) -> tuple[str | None, list[str]]:
+    """The untracked files' content as a tree (None when none is kept), and the files left out. With
+    `cache`, a tree written for the same files with the same sizes and times is reused (no git run)."""
+    stats: list[tuple[str, int | None, int]] = []
+    loop_dir = f"{repo.prefix}{LOOP_DIR}/"
+    for path in untracked:
+        if path.startswith(loop_dir):  # the loop's own files: the run keeps those itself
+            continue
+        try:
+            info = (repo.root / path).lstat()
+            stats.append((path, info.st_size, info.st_mtime_ns))
+        except OSError:
+            stats.append((path, None, 0))
+    kept, left_out = untracked_kept([(path, size) for path, size, _ in stats])
+    if not kept:
+        return None, left_out
+    key = json.dumps(sorted(stats))
+    cached = _cached_tree(cache, key)
+    if cached is not None:
+        return cached, left_out
+    with tempfile.TemporaryDirectory(prefix="kilo-loop-checkpoint-") as scratch:
+        env = {"GIT_INDEX_FILE": str(Path(scratch) / "untracked")}
+        repo.git("update-index", "--add", "-z", "--stdin", env=env, stdin=_pathspec_stdin(kept))
+        tree = _oid(repo.git("write-tree", env=env))
+    if cache is not None:
+        with contextlib.suppress(OSError):
+            write_bytes_atomic(cache, json.dumps({"key": key, "tree": tree}).encode(), False)
+    return tree, left_out
+
+
+def _cached_tree(cache: Path | None, key: str) -> str | None:
+    """The tree recorded in `cache` for `key` (the untracked files' names, sizes and times), if any."""
+    if cache is None:
+        return None
+    try:
+        data = json.loads(cache.read_bytes())
+    except (OSError, ValueError):
+        return None
+    tree = data.get("tree") if isinstance(data, dict) and data.get("key") == key else None
+    return tree if isinstance(tree, str) and _OID_RE.fullmatch(tree) else None
+
+
+def _keep_reachable(repo: _Repo, run_id: str, iteration: int, tree: str | None, index_tree: str | None,
+                    untracked_tree: str | None = None) -> None:
+    """Point refs/kilo-loop/<runId>/iter-NN(-index|-untracked) at the trees so `git gc` keeps them."""
+    updates = [f"update {checkpoint_ref(run_id, iteration, suffix=suffix)} {oid}\n"
+               for suffix, oid in (("", tree), ("-index", index_tree), ("-untracked", untracked_tree)) if oid]
     if updates:
         repo.git("update-ref", "--stdin", stdin="".join(updates).encode())
 
@@ -669,7 +744,8 @@ class Survey:
     candidates: frozenset[str]  # tracked paths to reset: see restore_candidates
     off_checkpoint: frozenset[str]  # candidates whose file or index entry is not as at the checkpoint
     untracked_now: tuple[str, ...]
-    missing: tuple[str, ...]  # untracked at the checkpoint, gone now
+    missing: tuple[str, ...]  # untracked at the checkpoint, gone now, and not kept by it
+    bring_back: tuple[str, ...] = ()  # untracked at the checkpoint, gone now, kept by it: written back
 
 
 def _source(repo: _Repo, checkpoint: Checkpoint) -> str:
@@ -696,6 +772,9 @@ def _survey(repo: _Repo, checkpoint: Checkpoint, source: str, checkpoints_dir: P
     gitlinks = {path for mode, path in [*source_entries, *index_entries, *head_entries] if mode == _GITLINK_MODE}
     changed = set(repo.names(*_NAMES_ARGS, source)) | set(repo.names(*_NAMES_ARGS, "--cached", source))
     candidates = restore_candidates(checkpoint, changed, gitlinks)
+    gone = [path for path in checkpoint.untracked if not path.endswith("/") and not os.path.lexists(repo.root / path)]
+    kept = frozenset(split_nul(repo.git("ls-tree", "-r", "-z", "--name-only", "--full-tree",
+                                        checkpoint.untracked_tree))) if checkpoint.untracked_tree and gone else frozenset()
     staged, patch = patches
     return Survey(
         current_head=current_head,
@@ -704,8 +783,8 @@ def _survey(repo: _Repo, checkpoint: Checkpoint, source: str, checkpoints_dir: P
         gitlinks=frozenset(gitlinks), protected=_protected(repo, gitlinks, checkpoints_dir),
         candidates=candidates, off_checkpoint=_off_checkpoint(repo, source, staged, patch, candidates),
         untracked_now=tuple(repo.names("ls-files", "--others", "--exclude-standard")),
-        missing=tuple(path for path in checkpoint.untracked
-                      if not path.endswith("/") and not os.path.lexists(repo.root / path)),
+        missing=tuple(path for path in gone if path not in kept),
+        bring_back=tuple(path for path in gone if path in kept),
     )
 
 
@@ -800,9 +879,12 @@ def revert_to_checkpoint(project: Path, checkpoints_dir: Path, iteration: int, f
     deleted = _delete_new_untracked(repo, checkpoint, plan, checkpoints_dir)
     stop = repo.root / repo.prefix if repo.prefix else repo.root
     _prune_empty_dirs(repo.root, stop, deleted)
+    brought_back = _restore_untracked(repo, checkpoint)
     kept = sorted(set(plan.keep) | (set(plan.delete) - set(deleted)))
-    return RevertResult(iteration=iteration, restored=plan.restore, deleted=tuple(deleted), kept=tuple(kept),
-                        missing=plan.missing, head=plan.current_head, forced=force and plan.head_moved)
+    return RevertResult(iteration=iteration, restored=tuple(sorted(set(plan.restore) | set(brought_back))),
+                        deleted=tuple(deleted), kept=tuple(kept),
+                        missing=tuple(p for p in plan.missing if p not in brought_back), head=plan.current_head,
+                        forced=force and plan.head_moved)
 
 
 def _short(head: str | None) -> str:
@@ -837,6 +919,25 @@ def _apply_patches(repo: _Repo, staged: Path | None, patch: Path | None) -> None
                  what="re-applying the checkpoint's staged changes failed")
     if patch:
         repo.git("apply", "--whitespace=nowarn", str(patch), what="re-applying the checkpoint's patch failed")
+
+
+def _restore_untracked(repo: _Repo, checkpoint: Checkpoint) -> list[str]:
+    """Write back the untracked files the checkpoint kept that are gone or changed since; their paths."""
+    if not checkpoint.untracked_tree:
+        return []
+    with tempfile.TemporaryDirectory(prefix="kilo-loop-revert-") as scratch:
+        env = {"GIT_INDEX_FILE": str(Path(scratch) / "untracked")}
+        repo.git("read-tree", checkpoint.untracked_tree, env=env,
+                 what=f"the untracked files kept by checkpoint {checkpoint.iteration} are gone from git")
+        run_git_env = {**env, "GIT_OPTIONAL_LOCKS": "0"}
+        with contextlib.suppress(CheckpointError):  # exits 1 when some need updating: that is the point
+            repo.git("update-index", "-q", "--refresh", env=run_git_env)
+        changed = [path for path in split_nul(repo.git("diff-files", "--name-only", "-z", env=env))
+                   if is_safe_relpath(path) and in_scope(path, checkpoint.prefix)]
+        if changed:
+            repo.git("checkout-index", "-f", "-z", "--stdin", env=env, stdin=_pathspec_stdin(changed),
+                     what="writing back the untracked files the checkpoint kept failed")
+    return changed
 
 
 def _delete_new_untracked(repo: _Repo, checkpoint: Checkpoint, plan: RevertPlan, checkpoints_dir: Path) -> list[str]:

@@ -47,12 +47,14 @@ from kilo_loop.safety.packs.paths import (
     sensitive_file,
     system_file,
 )
-from kilo_loop.safety.packs.rules import Rule, match
+from kilo_loop.safety.packs.rules import Rule, match, words_acted_on
+from kilo_loop.safety.packs.runtime_words import built_at_run_time
 from kilo_loop.safety.shell import (
     InlineCode,
     OutputRedirect,
     SimpleCommand,
     Unanalysable,
+    Unread,
     analyze,
     brace_alternatives,
     display,
@@ -140,16 +142,22 @@ class Guard:
         extra_allow: Sequence[str] = (),
         temp_dirs: Sequence[str] | None = None,
         packs: Mapping[str, bool] | None = None,
+        work_tree: str | None = None,
     ) -> None:
-        self._paths = PathPolicy(temp_dirs)
+        """`work_tree`: the project the per-iteration checkpoint keeps whole (tracked and untracked files);
+        deletes inside it that a revert can undo are allowed (`safety.undoable`). None: no such checkpoint."""
+        self._paths = PathPolicy(temp_dirs, work_tree)
         self._deny = compile_patterns(extra_deny, "guardDeny")
         self._allow = compile_patterns(extra_allow, "guardAllow")
         self._packs = enabled_packs(packs)
         self._enabled = frozenset(pack.name for pack in self._packs)
         self._index: dict[str, list[tuple[Pack, Rule]]] = {}
+        self._acted_on: dict[str, dict[str, None]] = {}
         for pack in self._packs:
             for name, rules in pack.rules_by_name().items():
                 self._index.setdefault(name, []).extend((pack, rule) for rule in rules)
+            for name, words in words_acted_on(pack).items():
+                self._acted_on.setdefault(name, {}).update(words)
 
     @property
     def temp_roots(self) -> tuple[str, ...]:
@@ -175,6 +183,10 @@ class Guard:
             decision = self._judge(item)
             if decision is not None:
                 return decision
+        unread = list(dict.fromkeys(item.what for item in analysis.executed if isinstance(item, Unread)))
+        if unread:
+            return _allow(f"no destructive command found; not read: {'; '.join(unread)} — what that code does "
+                          "is not seen here (the sandbox, when on, still holds it)")
         return _allow("no destructive command found")
 
     def check_tool_use(self, tool: str, tool_input: Mapping[str, Any], cwd: str | None = None) -> GuardDecision:
@@ -202,7 +214,7 @@ class Guard:
         home = os.path.expanduser("~")
         if "filesystem" in self._enabled and sensitive_file(path) and (
                 path.startswith((home + "/", "~", "/etc/", "/root/"))):
-            return _deny("sensitive-file-write", f"{tool} writes {path!r}, a login, shell start-up or ssh file",
+            return _deny("sensitive-file-write", f"{tool} writes {path!r}, a login, start-up, history or ssh file",
                          "filesystem")
         return None
 
@@ -228,11 +240,28 @@ class Guard:
                     return _deny("custom-deny", f"`{text}` matches the guardDeny pattern {pattern!r}")
             if any(regex.search(text) for _, regex in self._allow):
                 return None
+        found = self._rule_for(cmd)
+        where = (f" (on {cmd.remote})" if cmd.remote else "") + _in_script(cmd.script)
+        if found is not None:
+            pack, rule, detail = found
+            return _deny(rule.id, f"`{cmd.text}`{where}: {detail or rule.reason}", pack.name)
+        if cmd.name not in self._acted_on:
+            return None
+        for word, meant in built_at_run_time(cmd, self._acted_on[cmd.name]):
+            found = self._rule_for(meant)
+            if found is not None:
+                pack, rule, detail = found
+                return _deny(rule.id, f"`{cmd.text}`{where}: {display(word)!r} is built when the command runs and "
+                             f"may be `{meant.text}`, which is denied ({detail or rule.reason}); "
+                             "write the subcommand and its options out literally", pack.name)
+        return None
+
+    def _rule_for(self, cmd: SimpleCommand) -> tuple[Pack, Rule, str] | None:
+        """The first rule in force that denies `cmd`, with its detail."""
         for pack, rule in self._index.get(cmd.name, ()):
             detail = match(rule, cmd, self._paths, pack.value_options.get(cmd.name, ()))
             if detail is not None:
-                where = (f" (on {cmd.remote})" if cmd.remote else "") + _in_script(cmd.script)
-                return _deny(rule.id, f"`{cmd.text}`{where}: {detail or rule.reason}", pack.name)
+                return pack, rule, detail
         return None
 
     def _redirect(self, item: OutputRedirect) -> GuardDecision | None:
@@ -250,8 +279,8 @@ class Guard:
                 return _deny("git-dir-write", f"redirects output into {display(target)!r} inside a .git directory "
                              "(hooks there run on the next git command)", "filesystem")
             if sensitive_file(target):
-                return _deny("sensitive-file-write", f"redirects output into {display(target)!r}, a login, shell "
-                             "start-up or ssh file", "filesystem")
+                return _deny("sensitive-file-write", f"redirects output into {display(target)!r}, a login, start-up, "
+                             "history or ssh file", "filesystem")
         return None
 
     def _inline_code(self, item: InlineCode) -> GuardDecision | None:

@@ -19,6 +19,9 @@ from kilo_loop.errors import KiloLoopError
 
 _REQUEST_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 _STREAM_TIMEOUT = httpx.Timeout(None, connect=5.0)
+# A server can accept a connection before it is ready and then never answer that first request
+# (opencode 1.18.33 and kilo 7.7.7 do): a health probe gives up soon and asks again.
+_HEALTH_TIMEOUT = httpx.Timeout(2.0, connect=2.0)
 
 
 class ServerError(KiloLoopError, RuntimeError):
@@ -60,7 +63,7 @@ class ServerClient:
 
     async def healthy(self) -> bool:
         try:
-            body = await self._call("GET", "/global/health", "health")
+            body = await self._call("GET", "/global/health", "health", timeout=_HEALTH_TIMEOUT)
         except (ServerGone, ServerError):
             return False
         return isinstance(body, dict) and body.get("healthy") is True

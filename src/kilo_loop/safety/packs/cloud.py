@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kilo_loop.safety.packs.rules import Pack, Rule, operands
-from kilo_loop.safety.shell.model import SimpleCommand
+from kilo_loop.safety.shell.model import SimpleCommand, has_option
 
 _AWS_VALUE = ("--profile", "--region", "--output", "--endpoint-url", "--query")
 _TF = ("terraform", "tofu", "terragrunt")
@@ -72,7 +72,8 @@ PACK = Pack(
              flags=("-r", "--recursive")),
         Rule("cloud-storage-delete", "deletes a bucket", ("mc",), words=("rb",)),
         Rule("terraform-destroy", "writes a plan that destroys everything, to be applied", _TF, words=("plan",),
-             flags=("-destroy",), check=lambda c, p: None if "-destroy=false" in c.args else ""),
+             flags=("-destroy",), check=lambda c, p: None if "-destroy=false" in c.args or not has_option(
+                 c.args, "-out", "--out") else ""),
         Rule("terraform-destroy", "destroys and recreates a resource (its data with it)", _TF, words=("apply",),
              flags=("-replace",)),
         Rule("terraform-destroy", _DESTROYS, ("terragrunt",), words=("destroy-all",)),

@@ -74,10 +74,10 @@ def _sql(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     files = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-f", "--file", "-i", "--init")]
     if any(UNKNOWN in f for f in files):
         return "the SQL file is only known when the command runs; write the statements out literally"
-    for index, text in enumerate(texts):
+    for text in texts:
         if _CLIENT_SHELL.search(text):
             return "the client or server runs a shell command (\\!, system, .shell, a pipe, COPY … PROGRAM)"
-        if index and UNKNOWN in text:
+        if UNKNOWN in text:  # (stdin from a pipe of unknown data is not text here: `pg_dump | psql` restores)
             return "the SQL is only known when the command runs; write the statement out literally"
         written = _sql_writes(text)
         if written:
@@ -108,12 +108,47 @@ def _django_reset(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     return "" if found[:1] and found[0] in ("flush", "reset_db", "sqlflush") else None
 
 
+def _http_delete(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    """An HTTP DELETE (`curl -X DELETE URL`, `wget --method=DELETE`, `http DELETE URL`), or a query that
+    deletes what it matches (Elasticsearch/OpenSearch `_delete_by_query`)."""
+    args = cmd.args
+    if any("_delete_by_query" in a for a in args):
+        return "it deletes every document the query matches"
+    if cmd.name in ("http", "https", "xh", "xhs"):
+        methods = [a for a in args if not a.startswith("-")][:1]
+    elif cmd.name == "wget":
+        methods = _values(args, "", ("--method",))
+    else:
+        methods = _values(args, "X", ("--request",))
+    method = next((m for m in methods if m.upper() == "DELETE" or UNKNOWN in m), None)
+    if method is None:
+        return None
+    if UNKNOWN in method:
+        return "its HTTP method is only known when it runs and may be DELETE; write the method out literally"
+    return "it sends an HTTP DELETE, which deletes what the URL names in the service or data store"
+
+
+def _values(args: tuple[str, ...], letter: str, long: tuple[str, ...]) -> list[str]:
+    """The values of `-X VALUE` / `-XVALUE` and `--long VALUE` / `--long=VALUE`."""
+    found: list[str] = []
+    for index, arg in enumerate(args):
+        following = args[index + 1] if index + 1 < len(args) else ""
+        name, eq, value = arg.partition("=")
+        if name in long:
+            found.append(value if eq else following)
+        elif letter and arg.startswith("-" + letter):
+            found.append(arg[2:] or following)
+    return found
+
+
 PACK = Pack(
     name="databases",
-    title="databases: DROP/TRUNCATE/unfiltered DELETE via psql/mysql/sqlite3/mongo, dropdb, FLUSHALL",
+    title="databases: DROP/TRUNCATE/unfiltered DELETE via psql/mysql/sqlite3/mongo, dropdb, FLUSHALL, HTTP DELETE",
     rules=(
         Rule("database-drop", "drops or empties database data", tuple(_SQL_CLIENTS), check=_sql),
         Rule("database-drop", "drops a database", ("dropdb", "dropuser")),
+        Rule("http-delete", "an HTTP DELETE to a data store or API", ("curl", "wget", "http", "https", "xh", "xhs"),
+             check=_http_delete),
         Rule("database-drop", "drops a database", ("mysqladmin",), words=("drop",)),
         Rule("database-drop", "flushes every key", ("redis-cli", "valkey-cli", "keydb-cli"),
              check=lambda c, p: "" if any(w in a.lower() for a in (*c.args, c.stdin or "") for w in (
@@ -152,4 +187,7 @@ PACK = Pack(
         Rule("database-drop", "drops the schema", ("typeorm", "sequelize", "sequelize-cli", "knex"), check=lambda c, p: "" if set(
             operands(c.args)[:1]) & {"schema:drop", "db:drop", "migrate:rollback"} else None),
     ),
+    # what a redis command built at run time (`redis-cli "$CMD"`) is tried as
+    vocabulary={name: ("flushall", "flushdb", "shutdown", "config") for name in ("redis-cli", "valkey-cli",
+                                                                            "keydb-cli")},
 )

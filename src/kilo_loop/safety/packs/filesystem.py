@@ -46,15 +46,29 @@ def _rm_operands(args: Sequence[str]) -> tuple[set[str], list[str]]:
     return flags, targets
 
 
-def _recursive_targets(targets: Sequence[str], cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+def _recursive_targets(targets: Sequence[str], cmd: SimpleCommand, paths: PathPolicy,
+                       link_itself: bool = False) -> str | None:
     if not targets:
         return "a recursive delete without an explicit target"
     for target in targets:
-        why = paths.outside_temp(target, cmd.cwds)
+        why = paths.outside_temp(target, cmd.cwds, link_itself)
         if why:
+            undo = _not_undoable(target, cmd, paths, link_itself)
+            if undo is None:
+                continue
             return (f"it deletes {shown(target)!r} recursively but {why}; recursive deletes are allowed only "
-                    f"strictly inside {', '.join(paths.roots)}")
+                    f"strictly inside {', '.join(paths.roots)}{undo}")
     return None
+
+
+def _not_undoable(target: str, cmd: SimpleCommand, paths: PathPolicy, link_itself: bool) -> str | None:
+    """None when the iteration's checkpoint can bring `target` back (a path inside the work tree that is
+    ignored or restorable); else the end of the deny reason, saying why it cannot."""
+    if paths.work_tree is None or cmd.remote is not None:
+        return ""
+    why = paths.not_undoable(target, cmd.cwds, link_itself)
+    return None if why is None else (f", or inside the work tree where the checkpoint can restore what goes "
+                                     f"(not here: {why})")
 
 
 def _rm_recursive(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
@@ -62,7 +76,7 @@ def _rm_recursive(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     if flags & {"--help", "--version"}:
         return None
     recursive = cmd.name in ("rimraf", "del", "trash", "del-cli", "trash-put") or has_option(cmd.args, "-r", "-R", "--recursive")
-    return _recursive_targets(targets, cmd, paths) if recursive else None
+    return _recursive_targets(targets, cmd, paths, link_itself=True) if recursive else None
 
 
 def _rm_protected(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
@@ -73,7 +87,7 @@ def _rm_protected(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
         if READ in target:
             return ("it deletes paths read from stdin or printed by a command, which the guard cannot see (like "
                     "`xargs rm`); list them literally")
-        why = paths.protected(target, cmd.cwds)
+        why = paths.protected(target, cmd.cwds, link_itself=cmd.name != "shred")
         if why:
             return f"it deletes {shown(target)!r}: {why}"
         last = target.rstrip("/").rsplit("/", 1)[-1]
@@ -83,7 +97,7 @@ def _rm_protected(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
                 return (f"it deletes every file {shown(target)!r} matches, but {outside}; name the files, or a "
                         "pattern for just them (`*.pyc`)")
         if sensitive_file(target) and not paths.in_temp(normalize_path(target)):
-            return f"it deletes {shown(target)!r}, a login, shell start-up or ssh file"
+            return f"it deletes {shown(target)!r}, a login, start-up, history or ssh file"
     return None
 
 
@@ -171,12 +185,16 @@ def _destroys_content(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
             continue  # a device: the system pack's raw-disk rules judge it
         why = paths.outside_temp(target, cmd.cwds)
         if why:
+            undo = _not_undoable(target, cmd, paths, False) if cmd.name != "shred" else ""
+            if undo is None:
+                continue
             return (f"it destroys the content of {shown(target)!r} for good but {why}; only temp files may be "
-                    "shredded, truncated or zeroed")
+                    f"shredded, truncated or zeroed{undo}")
     return None
 
 
 _EMPTY_SOURCES = frozenset({"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"})
+
 
 
 def _permission_broad(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
@@ -288,7 +306,7 @@ def _unlisted_into_home(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
 def _sensitive_write(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     for target in _written_targets(cmd):
         if sensitive_file(target) and not paths.in_temp(normalize_path(target)):
-            return f"it writes {shown(target)!r}, a login, shell start-up or ssh file"
+            return f"it writes {shown(target)!r}, a login, start-up, history or ssh file"
     return None
 
 
@@ -338,7 +356,7 @@ PACK = Pack(
         Rule("rm-recursive", "a recursive delete outside a temp directory", ("srm",),
              check=lambda c, p: _recursive_targets(_rm_operands(c.args)[1], c, p) if has_option(
                  c.args, "-r", "-R", "--recursive") else None),
-        Rule("sensitive-file-write", "writes a login, shell start-up or ssh file", _WRITERS,
+        Rule("sensitive-file-write", "writes a login, start-up, history or ssh file", _WRITERS,
              check=_sensitive_write),
         Rule("git-dir-write", "writes inside .git", _WRITERS, check=_git_dir_write),
         Rule("sensitive-file-write", "unpacks unlisted files into the home directory", ("tar", "unzip", "bsdtar",

@@ -13,11 +13,16 @@ from collections.abc import Sequence
 
 from kilo_loop.safety.packs.paths import PathPolicy, absolute, in_git_dir
 from kilo_loop.safety.packs.rules import Check, Pack, Rule, operands
+from kilo_loop.safety.packs.vcs import VCS_WORDS, branch_exists, vcs_rules
 from kilo_loop.safety.shell.git import GitCall, exec_config_key, parse_git_argv
 from kilo_loop.safety.shell.model import UNKNOWN, SimpleCommand, has_option
 
 _ABORT = ("--abort", "--quit", "--skip", "--show-current-patch")
-
+_ACTED_ON: dict[str, None] = dict.fromkeys(("-f", "-d", "-D", "-B", "-C", "--force", "--mirror", "--delete",
+                                             "--prune", "--soft", "--force-with-lease", "--force-if-includes",
+                                             "submodule deinit", "reflog expire", "reflog delete", "--exec-path",
+                                             "--template"))
+"""The subcommands and options the checks below act on, in rule order (each `_git` adds its own)."""
 
 
 def _git(sub: str | tuple[str, ...], flags: Sequence[str] = (), unless: Sequence[str] = (),
@@ -25,6 +30,7 @@ def _git(sub: str | tuple[str, ...], flags: Sequence[str] = (), unless: Sequence
     """A check for `git <sub> …`: one of `flags` present (if any), none of `unless`, the first
     operand in `first` (if given), and `when` (if given)."""
     subs = (sub,) if isinstance(sub, str) else sub
+    _ACTED_ON.update(dict.fromkeys((*subs, *flags, *unless, *(f"{s} {f}" for s in subs for f in first))))
 
     def check(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
         call = parse_git_argv(cmd.args)
@@ -41,6 +47,26 @@ def _git(sub: str | tuple[str, ...], flags: Sequence[str] = (), unless: Sequence
             return when(SimpleCommand(("git", *args), cmd.cwds), paths)
         return ""
     return check
+
+
+def _not_dry_run(short_n: bool) -> Check:
+    """A `when` check: "" unless the last word git reads on it asks for a dry run (`--dry-run` or a prefix,
+    push's `-n`; a later `--no-dry-run` undoes it)."""
+    def check(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+        dry = False
+        for arg in cmd.args:
+            if arg == "--":
+                break
+            if len(arg) > 5 and "--no-dry-run".startswith(arg):
+                dry = False
+            elif (len(arg) > 3 and "--dry-run".startswith(arg)) or (
+                    short_n and arg.startswith("-") and not arg.startswith("--") and "n" in arg[1:]):
+                dry = True
+        return None if dry else ""
+    return check
+
+
+_PUSHES = _not_dry_run(short_n=True)
 
 
 def _push_forced(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
@@ -160,17 +186,30 @@ def _moves_git_dir(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
     return "it moves the repository's .git directory" if any(in_git_dir(s) for s in sources) else None
 
 
+def _overwrites_branch(cmd: SimpleCommand, paths: PathPolicy) -> str | None:
+    """`git branch -M [OLD] NEW` / `-C`: only a NEW that exists is overwritten."""
+    found = operands(cmd.args)
+    if not found:
+        return None
+    exists = branch_exists(found[-1], cmd.cwds)
+    if exists is False:
+        return None
+    return f"the branch {found[-1]!r} exists and would be overwritten" if exists else \
+        f"whether the branch {found[-1]!r} exists is not known here; use -m, which refuses to overwrite"
+
+
 _HISTORY = "rewrites or discards git history"
 PACK = Pack(
     name="git",
     title="git: commits, pushes, history rewrites, discarding work, git running shell commands",
     rules=(
         Rule("git-commit", "the agent never commits; the loop checkpoints and the operator commits", ("git",),
-             check=_git("commit")),
+             check=_git("commit", when=_not_dry_run(short_n=False))),
         Rule("git-push-force", "a force push (or remote ref deletion) rewrites published history", ("git",),
-             check=_git(("push", "send-pack"), when=_push_forced)),
+             check=_git(("push", "send-pack"), when=lambda c, p: _push_forced(c, p) if _PUSHES(c, p) is not None
+                        else None)),
         Rule("git-push", "the agent never pushes; the operator publishes the work", ("git",),
-             check=_git(("push", "send-pack"))),
+             check=_git(("push", "send-pack"), when=_PUSHES)),
         Rule("git-reset-hard", "git reset --hard/--merge/--keep discards uncommitted changes", ("git",),
              check=_git("reset", flags=("--hard", "--merge", "--keep"))),
         Rule("git-history-rewrite", "git reset to an earlier commit takes commits off the branch", ("git",),
@@ -233,5 +272,13 @@ PACK = Pack(
         Rule("git-exec-transport", "git would run a command of the agent's choosing", ("git",),
              check=_global_settings),
         Rule("git-dir-move", "moving .git away loses the repository", ("mv",), check=_moves_git_dir),
+        Rule("git-apply-reverse", "git apply -R takes changes out of the working tree (of the working diff: "
+             "all uncommitted work)", ("git",), check=_git("apply", flags=("-R", "--reverse"),
+                                                           unless=("--check", "--stat", "--numstat", "--summary",
+                                                                   "--cached"))),
+        Rule("git-branch-force-move", "git branch -M/-C overwrites an existing branch, dropping its commits",
+             ("git",), check=_git("branch", flags=("-M", "-C"), when=_overwrites_branch)),
+        *vcs_rules(),
     ),
+    vocabulary={"git": tuple(_ACTED_ON), **{name: tuple(words) for name, words in VCS_WORDS.items()}},
 )

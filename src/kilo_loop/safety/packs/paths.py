@@ -39,6 +39,17 @@ _RC_FILES = frozenset({".bashrc", ".bash_profile", ".bash_login", ".bash_logout"
                        ".netrc", ".gitconfig", "sudoers", "crontab", ".bash_aliases", ".xprofile", ".xinitrc",
                        ".xsessionrc", "bash.bashrc", "ld.so.preload", ".mkshrc", "sitecustomize.py",
                        "usercustomize.py"})
+_HOME_RC_FILES = frozenset({
+    # start-up files of tools that run what they say (npm's script-shell, pip's index, gdb commands)
+    ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", ".curlrc", ".wgetrc", "pip.conf", ".condarc", ".gemrc",
+    ".irbrc", ".pryrc", ".psqlrc", ".my.cnf", ".vimrc", ".exrc", ".gvimrc", ".gdbinit", ".lldbinit", ".tmux.conf",
+    ".screenrc", ".pythonrc", ".pythonstartup", ".Rprofile", ".perldb", ".editrc", ".mailcap", ".hgrc",
+    ".emacs", "init.el", "init.vim", "init.lua",
+    # shell and REPL history: truncating one destroys the record of what was run
+    ".bash_history", ".zsh_history", ".history", ".sh_history", ".ksh_history", "fish_history", ".python_history",
+    ".psql_history", ".mysql_history", ".sqlite_history", ".node_repl_history", ".irb_history", ".lesshst",
+    ".zhistory", ".histfile"})
+"""Files that matter in the home directory only: a project may have its own `.npmrc`."""
 # Directories whose files a login, a shell or the user's session runs (below the home directory).
 _RC_DIRS = ("/.config/fish/", "/.config/systemd/user/", "/.config/autostart/", "/.config/git/", "/.ssh/",
             "/.gnupg/", "/.config/environment.d/", "/Library/LaunchAgents/", "/var/spool/cron/")
@@ -89,7 +100,9 @@ def sensitive_file(path: str) -> bool:
     """Login, shell start-up and credential files: writing one changes what runs or who gets in."""
     clean = path.replace(HOME, "~")
     parts = [p for p in clean.split("/") if p]
-    if parts and _GLOB.search(parts[-1]) and _names_a_start_up_file(parts[-1]):
+    if parts and _GLOB.search(parts[-1]) and _names_a_start_up_file(parts[-1], clean):
+        return True
+    if parts and parts[-1] in _HOME_RC_FILES and _in_home(clean):
         return True
     return bool(parts) and (parts[-1] in _RC_FILES or any(d in clean + "/" for d in _RC_DIRS)
                             or parts[-1].endswith(".pth")  # Python runs `import` lines of .pth files at start-up
@@ -100,11 +113,24 @@ def sensitive_file(path: str) -> bool:
 _LITERAL_RUN = LazyRegex(r"[^*?\[\]]{3}")
 
 
-def _names_a_start_up_file(pattern: str) -> bool:
+def _in_home(path: str) -> bool:
+    """`path` (with `~` for the home marker) is somewhere under the home directory."""
+    home = os.path.expanduser("~")
+    return path.startswith("~") or path == home or path.startswith(home.rstrip("/") + "/")
+
+
+_PYTHON_START_UP = frozenset({"sitecustomize.py", "usercustomize.py"})
+
+
+def _names_a_start_up_file(pattern: str, path: str) -> bool:
     """A wildcard spelling a start-up file's name (`.bashr?`, `authorized_key[s]`): it has a literal part of its
-    own (`*` alone is not a name) and matches the name the way bash does (a leading dot only literally)."""
+    own (`*` alone is not a name) and matches the name the way bash does (a leading dot only literally). Python's
+    start-up modules count only in a packages directory (`src/*.py` is source, not `sitecustomize.py`)."""
+    names = _RC_FILES if "packages/" in path else _RC_FILES - _PYTHON_START_UP
+    if _in_home(path):
+        names = names | _HOME_RC_FILES
     return bool(_LITERAL_RUN.search(pattern)) and any(
-        fnmatchcase(name, pattern) and (pattern[0] == "." or not name.startswith(".")) for name in _RC_FILES)
+        fnmatchcase(name, pattern) and (pattern[0] == "." or not name.startswith(".")) for name in names)
 
 
 def system_file(path: str) -> bool:
@@ -136,8 +162,33 @@ class PathPolicy:
 
     The temp directories are looked up when a decision first needs them (most never do)."""
 
-    def __init__(self, temp_dirs: Sequence[str] | None = None) -> None:
+    def __init__(self, temp_dirs: Sequence[str] | None = None, work_tree: str | None = None) -> None:
         self._temp_dirs = None if temp_dirs is None else tuple(temp_dirs)
+        self.work_tree = work_tree
+        """The project whose every file the per-iteration checkpoint keeps (None: no such checkpoint)."""
+
+    def not_undoable(self, target: str, cwds: frozenset[str | None], link_itself: bool = False) -> str | None:
+        """None when deleting `target` (every path it may name) can be undone by reverting to the iteration's
+        checkpoint (`safety.undoable`); else why not."""
+        if self.work_tree is None:
+            return "no checkpoint keeps the work tree"
+        if UNKNOWN in target.replace(SHELL_PID, ""):
+            return "its value is only known when the command runs"
+        from kilo_loop.safety.undoable import why_not_undoable  # only deletes in the work tree need it
+
+        for candidate in brace_alternatives(target) or [UNKNOWN]:
+            raw_paths = absolute(candidate, cwds)
+            if raw_paths is None or UNKNOWN in candidate:
+                return "it is a relative path from a directory only known when it runs"
+            for raw in raw_paths:
+                matched = _expanded(raw)
+                if matched is None:
+                    return f"its wildcard matches more than {_UNDOABLE_GLOB_LIMIT} paths, too many to check"
+                for path in matched:
+                    why = why_not_undoable(path, self.work_tree, link_itself and not raw.endswith("/"))
+                    if why:
+                        return why
+        return None
 
     @cached_property
     def roots(self) -> tuple[str, ...]:
@@ -150,8 +201,10 @@ class PathPolicy:
     def in_temp(self, path: str) -> bool:
         return any(path.startswith(root + "/") for root in self.roots)
 
-    def outside_temp(self, target: str, cwds: frozenset[str | None]) -> str | None:
-        """Why `target` is not strictly inside a temp directory, or None when it is."""
+    def outside_temp(self, target: str, cwds: frozenset[str | None], link_itself: bool = False) -> str | None:
+        """Why `target` is not strictly inside a temp directory, or None when it is. With `link_itself`, a
+        symlink named without a trailing slash is judged where it is, not where it points (`rm -r LINK`
+        removes the link)."""
         target = target.replace(SHELL_PID, "0")  # `/tmp/run-$$`: a pid is digits, it moves nothing
         if target.startswith(HOME):
             return "it is in the home directory"
@@ -163,12 +216,12 @@ class PathPolicy:
         if alternatives is None:
             return "its brace expansion is too large to check"
         for candidate in alternatives:
-            why = self._candidate_outside(candidate, cwds)
+            why = self._candidate_outside(candidate, cwds, link_itself)
             if why:
                 return why
         return None
 
-    def _candidate_outside(self, candidate: str, cwds: frozenset[str | None]) -> str | None:
+    def _candidate_outside(self, candidate: str, cwds: frozenset[str | None], link_itself: bool) -> str | None:
         raw_paths = absolute(candidate, cwds)
         if raw_paths is None:
             return "it is a relative path with no known temp working directory"
@@ -181,6 +234,8 @@ class PathPolicy:
             if not self.in_temp(path):
                 return f"{path} is outside the temp directories"
             real = resolved(raw)
+            if link_itself and not raw.endswith("/") and not _GLOB.search(raw) and os.path.islink(path):
+                real = posixpath.join(resolved(posixpath.dirname(path)), posixpath.basename(path))
             if real != path and (real in self.roots or not self.in_temp(real)):
                 return f"it resolves through a symlink to {real}"
             if _GLOB.search(raw):
@@ -209,14 +264,17 @@ class PathPolicy:
                 return f"its wildcard matches {found}, which resolves to {real}"
         return None
 
-    def protected(self, target: str, cwds: frozenset[str | None]) -> str | None:
-        """Why deleting or re-permissioning `target` (non-recursively) is fatal, or None."""
+    def protected(self, target: str, cwds: frozenset[str | None], link_itself: bool = False) -> str | None:
+        """Why deleting or re-permissioning `target` (non-recursively) is fatal, or None. With `link_itself`,
+        a symlink named without a trailing slash is what goes (`rm LINK`), not where it points."""
         if in_git_dir(target):
             return "it is inside a .git directory"
         if UNKNOWN in target.replace(HOME, ""):
             return None
         for raw in absolute(target, cwds) or []:
-            for path in {normalize_path(raw), resolved(raw)}:
+            lone_link = link_itself and not raw.endswith("/") and os.path.islink(raw)
+            for path in {normalize_path(raw), resolved(posixpath.dirname(raw)) + "/" + posixpath.basename(raw)
+                         if lone_link else resolved(raw)}:
                 if path == _real_home():
                     return f"{path} is the home directory"
                 if system_path(path) or is_block_device(path) or glob_reaches_system(path):
@@ -230,6 +288,20 @@ class PathPolicy:
         if UNKNOWN in target.replace(HOME, "") and not target.startswith(HOME):
             return "its value is only known when the command runs"
         return self.protected(target, cwds)
+
+
+_UNDOABLE_GLOB_LIMIT = 64
+
+
+def _expanded(raw: str) -> list[str] | None:
+    """The paths a wildcard matches on disk now (the pattern itself when it matches nothing); None for too many."""
+    if not _GLOB.search(raw):
+        return [raw]
+    import glob
+    from itertools import islice
+
+    found = list(islice(glob.iglob(raw), _UNDOABLE_GLOB_LIMIT + 1))
+    return None if len(found) > _UNDOABLE_GLOB_LIMIT else found or [raw]
 
 
 def _real_home() -> str:

@@ -47,6 +47,9 @@ class Pack(NamedTuple):
     value_options: Mapping[str, tuple[str, ...]] = MappingProxyType({})
     """Per command, the options whose value is the next word (so it is not taken for an operand)."""
     text_rules: tuple[TextRule, ...] = ()
+    vocabulary: Mapping[str, tuple[str, ...]] = MappingProxyType({})
+    """Per command, the subcommands and options its `check` functions act on beyond the rules' own
+    `words` / `flags` / `unless`: what a word built at run time is tried as (`git pu$x` may be `push`)."""
 
     def rules_by_name(self) -> dict[str, list[Rule]]:
         by_name: dict[str, list[Rule]] = {}
@@ -54,6 +57,19 @@ class Pack(NamedTuple):
             for name in rule.names:
                 by_name.setdefault(name, []).append(rule)
         return by_name
+
+
+def words_acted_on(pack: Pack) -> dict[str, dict[str, None]]:
+    """Per command, every subcommand and option some rule of `pack` acts on, in rule order; a
+    subcommand of a subcommand as both words (`system prune`)."""
+    found: dict[str, dict[str, None]] = {}
+    for name, words in pack.vocabulary.items():
+        found.setdefault(name, {}).update(dict.fromkeys(words))
+    for rule in pack.rules:
+        for name in rule.names:
+            words = (rule.words[0], " ".join(rule.words[:2])) if len(rule.words) > 1 else rule.words
+            found.setdefault(name, {}).update(dict.fromkeys((*words, *rule.flags, *rule.unless)))
+    return found
 
 
 def operands(args: Sequence[str], value_options: Sequence[str] = ()) -> list[str]:

@@ -21,6 +21,7 @@ from kilo_loop.safety.shell.model import (
     OutputRedirect,
     SimpleCommand,
     Unanalysable,
+    Unread,
     display,
     normalize_path,
 )
@@ -28,5 +29,5 @@ from kilo_loop.safety.shell.words import brace_alternatives
 
 __all__ = [
     "HOME", "UNKNOWN", "Analysis", "Executed", "GitCall", "InlineCode", "OutputRedirect", "SimpleCommand",
-    "Unanalysable", "analyze", "brace_alternatives", "display", "find_roots", "normalize_path", "parse_git_argv",
+    "Unanalysable", "Unread", "analyze", "brace_alternatives", "display", "find_roots", "normalize_path", "parse_git_argv",
 ]

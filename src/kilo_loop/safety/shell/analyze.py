@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.shell import git as git_argv
+from kilo_loop.safety.shell import project_runners
 from kilo_loop.safety.shell.file_changes import edited_in_place, rewrites_tree
 from kilo_loop.safety.shell.flow import State, chdir
 from kilo_loop.safety.shell.interpreters import (
@@ -46,6 +47,7 @@ from kilo_loop.safety.shell.model import (
     OutputRedirect,
     SimpleCommand,
     Unanalysable,
+    Unread,
     command_name,
     display,
     normalize_path,
@@ -619,6 +621,8 @@ class Analyzer:
             for arg in argv[1:]:  # an array subscript in a name these evaluate runs its substitutions
                 if _SUBSCRIPT_CODE.search(arg):
                     self.script(": " + arg, here, depth + 1)
+        if name in ("read", "mapfile", "readarray") and known_stdin and _SUBSCRIPT_CODE.search(known_stdin):
+            self.script(": " + known_stdin, here, depth + 1)  # a value read here, evaluated as arithmetic later
         special = self._builtin(name, argv[1:], here, stdin, depth)
         if special is not None:
             return special
@@ -732,6 +736,10 @@ class Analyzer:
                         "$" + "{__kilo_loop_unknown__}", state, depth + 1)
         elif name in _PROMPT_VARIABLES and value and ("$(" in value or "`" in value):
             self.script(": " + value, state, depth + 1)  # a prompt string runs its command substitutions
+        elif value and _SUBSCRIPT_CODE.search(value):
+            # every arithmetic context (`[[ x -eq 1 ]]`, `(( x ))`, `${a[x]}`, `${s:x}`, `[ "$x" -eq 1 ]`,
+            # `printf %d "$x"`) evaluates the value, running the substitutions in its array subscripts
+            self.script(": " + value, state, depth + 1)
 
     def declaration(self, keyword: str, declared: Sequence[tuple[str, str | None]], state: State) -> State:
         """`export`/`declare`/`local`/`readonly`/`typeset` (a name alone keeps its value) and `unset`."""
@@ -910,9 +918,6 @@ class Analyzer:
                     self.script(value, child, depth + 1)
         if name in ("make", "gmake"):
             files = _option_values(args, "f", ("--file", "--makefile")) or sorted(_MAKEFILES)
-            if any(a in ("-f", "--file", "--makefile") and args[i + 1:i + 2] in (["-"], ["/dev/stdin"])
-                   for i, a in enumerate(args)):
-                self._stdin_code(stdin if stdin is not None else PIPE, name, state, depth, "make")
             if any(a.startswith(("--eval", "-E")) for a in args) or any(
                     self._written_here(f, state.cwds) for f in files):
                 self.out.append(_unknown_code("make runs recipes from text this same command writes or passes"))
@@ -938,6 +943,8 @@ class Analyzer:
                 self.wrote(fifo, None, state.cwds)  # reading it gives whatever another command writes
         if name in _PACKAGE_RUNNERS and self._written_here("package.json", state.cwds):
             self.out.append(_unknown_code(f"{name} runs scripts from a package.json this same command writes"))
+        if self.remote is None:
+            self._project_files(name, args, state, depth, stdin)
         if name == "less":
             for variable in ("LESSOPEN", "LESSCLOSE"):
                 preprocessor = env[variable] if variable in env else state.vars.get(variable, "")
@@ -950,6 +957,129 @@ class Analyzer:
                 "m4" if name == "m4" else "ed"
             if not (language == "lua" and [a for a in args if not a.startswith("-")]):
                 self._stdin_code(stdin, name, child, depth, language)
+
+    def _project_files(self, name: str, args: list[str], state: State, depth: int, stdin: str | None) -> None:
+        """A runner executing commands written in project files (`make`, `npm run X`, `deno task X`, `tox`,
+        `task X`, `pre-commit`, `go generate`, `awk -f`, `sed -f`, `vim -S`): the files are read and what
+        they run is followed; what the guard does not read is reported as `Unread`."""
+        for shown, lines, language in self._runner_lines(name, args, state, stdin):
+            start, files_start = len(self.out), len(self.files_read)
+            try:
+                for line in lines:
+                    if language is None:
+                        self.script(line, state.child_shell({}), depth + 1)
+                    else:
+                        self.out.append(InlineCode(language, line, state.cwds, self.remote))
+            finally:
+                self._mark_script(start, shown)
+                self._trust_committed_scripts(start, files_start)
+        what = project_runners.unread(name, args)
+        if what is not None:
+            self.out.append(Unread(f"`{name}` runs {what}", self.remote))
+
+    def _runner_lines(self, name: str, args: list[str], state: State,
+                      stdin: str | None) -> list[tuple[str, list[str], str | None]]:
+        """(file shown, command lines, language or None for shell) for each project file `name args` runs
+        (a file that is stdin — `-f -`, `-f /dev/stdin` — is what this command reads there)."""
+        cwds = state.cwds
+        if name in ("make", "gmake"):
+            targets, files, variables = project_runners.make_targets(args)
+            directory = _option_values(args, "C", ("--directory",))
+            if directory:
+                cwds = frozenset(posixpath.join(c, directory[-1]) if c else None for c in cwds) \
+                    if not directory[-1].startswith("/") else frozenset({directory[-1]})
+            makefiles = files or ["GNUmakefile", "makefile", "Makefile"]
+            return self._read_first(stdin, makefiles, cwds, lambda t: project_runners.makefile_commands(t, targets, variables),
+                                    all_of=bool(files))
+        if name in _PACKAGE_RUNNERS:
+            return self._read_first(stdin, ["package.json"], cwds, lambda t: project_runners.package_scripts(t, name, args))
+        if name == "deno" and args[:1] == ["task"]:
+            return self._read_first(stdin, ["deno.json", "deno.jsonc"], cwds,
+                                    lambda t: project_runners.deno_tasks(t, args[1:]))
+        if name == "tox":
+            tox = self._read_first(stdin, ["tox.ini"], cwds, project_runners.tox_commands)
+            if not tox:
+                self.out.append(Unread("`tox` runs the commands of its configuration in pyproject.toml or setup.cfg"))
+            return tox
+        if name in ("task", "go-task"):
+            return self._read_first(stdin, ["Taskfile.yml", "Taskfile.yaml", "taskfile.yml", "taskfile.yaml",
+                                     "Taskfile.dist.yml"], cwds, lambda t: project_runners.taskfile_commands(t, args))
+        if name in ("pre-commit", "prek") and (not args or args[0] in ("run", "try-repo", "hook-impl")):
+            hooks = self._read_first(stdin, [".pre-commit-config.yaml", ".pre-commit-config.yml"], cwds,
+                                     project_runners.precommit_commands)
+            self.out.append(Unread("`pre-commit` runs the hooks of every repository in its configuration other than `local` (their code is not read)"))
+            return hooks
+        if name == "go" and args[:1] == ["generate"]:
+            return self._go_generate(args[1:], cwds)
+        if name in AWKS or name in SEDS:
+            language = "awk" if name in AWKS else "sed"
+            files = _file_options(args, "-f", ("--file",))
+            return self._read_first(stdin, files, cwds, lambda t: [t], language, all_of=True)
+        if name in ("vim", "vi", "nvim", "view", "ex"):
+            return self._read_first(stdin, _file_options(args, "-S", ()), cwds, _vim_commands, all_of=True)
+        if name == "gdb":
+            files = _file_options(args, "-x", ("-command", "--command", "-ix", "-init-command", "--init-command"))
+            return self._read_first(stdin, files, cwds, _gdb_commands, all_of=True)
+        return []
+
+    def _read_first(self, stdin: str | None, names: Sequence[str], cwds: frozenset[str | None],
+                    extract: Callable[[str], list[str]], language: str | None = None,
+                    all_of: bool = False) -> list[tuple[str, list[str], str | None]]:
+        """Read the first of `names` that exists (every one, with `all_of`) in each working directory; a name
+        that is stdin (`-`, `/dev/stdin`) reads `stdin`."""
+        read: list[tuple[str, list[str], str | None]] = []
+        for file_name in names:
+            if file_name in _STDIN_FILES:
+                text = self._stdin_text(stdin)
+                if text is not None:
+                    read.append(("stdin", extract(text), language))
+                continue
+            if UNKNOWN in file_name.replace(HOME, ""):
+                self.out.append(_unknown_code(f"it runs the file {display(file_name)!r}, named only at run time"))
+                continue
+            if self._written_here(file_name, cwds):
+                self.out.append(_unknown_code(f"it runs commands from {file_name}, which this same command writes"))
+                continue
+            for place in self._places(file_name, cwds) or ():
+                text = self._readable(display(file_name), read_script(place))
+                if text is not None:
+                    read.append((file_name, extract(text), language))
+            if read and not all_of:
+                break
+        return read
+
+    def _stdin_text(self, stdin: str | None) -> str | None:
+        """What a command reads as a file on stdin: known text, a file on disk (`< f`), or a deny for a pipe."""
+        if stdin is not None and stdin.startswith(_ON_DISK):
+            return self._disk_input_text(stdin)
+        if stdin == PIPE:
+            self.out.append(_unknown_code("it reads its code from a pipe or file whose content the guard cannot see"))
+            return None
+        return stdin
+
+    def _go_generate(self, packages: list[str], cwds: frozenset[str | None]) -> list[tuple[str, list[str], str | None]]:
+        """`go generate [packages]`: the `//go:generate` lines of the packages' Go files (`./...` walks down)."""
+        import os
+
+        found: list[tuple[str, list[str], str | None]] = []
+        for cwd in cwds:
+            if cwd is None:
+                continue
+            for package in [p for p in packages if not p.startswith("-")] or ["."]:
+                recursive = package.endswith("/...")
+                root = posixpath.normpath(posixpath.join(cwd, package.removesuffix("/...") or "."))
+                walk = os.walk(root) if recursive else [(root, [], os.listdir(root) if os.path.isdir(root) else [])]
+                for directory, _dirs, files in walk:
+                    for file_name in sorted(f for f in files if f.endswith(".go")):
+                        if len(found) >= MAX_SCRIPTS_READ:
+                            self.out.append(_unknown_code(f"go generate reads more than {MAX_SCRIPTS_READ} Go files"))
+                            return found
+                        path = posixpath.join(directory, file_name)
+                        text = self._readable(path, read_script(path))
+                        lines = project_runners.go_generate_commands(text or "")
+                        if lines:
+                            found.append((path, lines, None))
+        return found
 
     def _inline(self, interp: Interpreter, args: list[str], state: State, stdin: str | None,
                 env: Mapping[str, str | None], depth: int) -> None:
@@ -1018,13 +1148,66 @@ class Analyzer:
                     words = expression[i + 1:end]
                     runs_code = bool(words) and (command_name(words[0]) in SHELLS or
                                                  interpreter(command_name(words[0])) is not None)
-                    argv = [UNKNOWN if w == "{}" and runs_code else root if w == "{}" else
+                    found = _found_below(root, expression)
+                    argv = [UNKNOWN if w == "{}" and runs_code else found if w == "{}" else
                             w.replace("{}", UNKNOWN) for w in words]
                     if argv and command_name(argv[0]) in _TREE_CHANGERS:
                         argv.insert(1, "-R")  # applied to every file under the root: a recursive change
                     self.run_simple(argv, state, None, {}, depth)
                 i = end
             i += 1
+
+
+_FIND_NAME_TESTS = ("-name", "-iname")
+_FIND_NEGATIONS = frozenset({"!", "-not", "-o", "-or", ","})
+
+
+def _found_below(root: str, expression: Sequence[str]) -> str:
+    """What `{}` stands for in `find ROOT … -exec CMD {}`: with a `-name PATTERN` test the root's own name
+    does not pass (and no `!`/`-o`), a path below the root named like PATTERN; else the root itself."""
+    if UNKNOWN in root or set(expression) & _FIND_NEGATIONS:
+        return root
+    from fnmatch import fnmatchcase
+
+    base = posixpath.basename(normalize_path(root)) if root not in (".", "./") else "."
+    for index, word in enumerate(expression[:-1]):
+        pattern = expression[index + 1]
+        if word in _FIND_NAME_TESTS and "/" not in pattern and pattern not in ("*", ".*", "?*") and \
+                not fnmatchcase(base, pattern):
+            return posixpath.join(root, pattern)
+    return root
+
+
+def _file_options(args: Sequence[str], short: str, long: tuple[str, ...]) -> list[str]:
+    """Every file named by `short FILE`, `shortFILE`, `long FILE` or `long=FILE` (`-` kept: it is stdin)."""
+    found: list[str] = []
+    for index, arg in enumerate(args):
+        following = args[index + 1] if index + 1 < len(args) else ""
+        key, eq, value = arg.partition("=")
+        if arg == short or (key in long and not eq):
+            found.append(following)
+        elif key in long:
+            found.append(value)
+        elif arg.startswith(short) and len(arg) > len(short) and not arg.startswith("--"):
+            found.append(arg[len(short):])
+    return [f for f in found if f]
+
+
+def _gdb_commands(text: str) -> list[str]:
+    """The shell commands a gdb command file runs (`shell CMD`, `!CMD`); its Python is only known at run time."""
+    scripts: list[str] = []
+    for line in text.splitlines():
+        scripts += _option_scripts("gdb", ["-ex", line.strip()]) if line.strip() else []
+    return scripts
+
+
+def _vim_commands(text: str) -> list[str]:
+    """The shell commands a vim script runs (`:!cmd`, `silent !cmd`); code vim evaluates (`call system(…)`,
+    `:py3 …`) is a value only known at run time."""
+    scripts: list[str] = []
+    for line in text.splitlines():
+        scripts += _option_scripts("vim", ["-c", line.strip()]) if line.strip() else []
+    return [UNKNOWN if s == UNKNOWN else s for s in scripts]
 
 
 def _is_shell(name: str) -> bool:

@@ -80,7 +80,16 @@ class Unanalysable(NamedTuple):
     rule: str = "unanalysable"
 
 
-Executed = SimpleCommand | InlineCode | OutputRedirect | Unanalysable
+class Unread(NamedTuple):
+    """Project files a runner executes that the guard does not read (`pytest` runs conftest.py): nothing
+    known to be destructive, but the allow says what was not seen (the jail, when on, holds it)."""
+
+    what: str
+    remote: str | None = None
+    script: str | None = None
+
+
+Executed = SimpleCommand | InlineCode | OutputRedirect | Unanalysable | Unread
 
 
 class Analysis(NamedTuple):

@@ -42,6 +42,7 @@ _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
 _EXPANSIONS = frozenset({"simple_expansion", "expansion", "command_substitution", "arithmetic_expansion"})
 _OUTPUT_OPERATORS = frozenset({">", ">>", ">|", "&>", "&>>", ">&", "<>"})
 _LOOP_PASSES_NESTING = 3
+_ARITH_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 _ARITH_NAME = LazyRegex(r"(?<![\w$])[A-Za-z_]\w*")
 PIPE = UNKNOWN
 """stdin that comes from a pipe or file whose content cannot be known."""
@@ -79,6 +80,66 @@ def parse(source: bytes) -> Node | str:
         where = source[bad.start_byte:bad.start_byte + 30].decode("utf-8", "replace") if bad else ""
         return f"it is not valid bash (tree-sitter-bash cannot parse it near {where!r})"
     return root
+
+
+def join_continuations(source: bytes) -> bytes:
+    """`source` with every backslash-newline removed where bash removes it before reading words
+    (`r\\<newline>m` is `rm`, in any position of any word): everywhere except inside single quotes,
+    `$'…'`, comments and quoted heredoc bodies. tree-sitter-bash reads the pair as a word break, so
+    the text is joined first and parsed again; what is protected is found in the tree of the text
+    as it stands, until nothing changes."""
+    for _ in range(8):
+        if b"\\\n" not in source:
+            return source
+        root = _parser().parse(source if source.isascii() else source.translate(_ASCII_STAND_INS)).root_node
+        joined = _remove_pairs(source, sorted(_literal_spans(root)))
+        if joined == source:
+            return source
+        source = joined
+    return source
+
+
+def _literal_spans(root: Node) -> Iterator[tuple[int, int]]:
+    """Byte ranges where a backslash-newline is kept as it is."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        kind = node.type
+        if kind in ("raw_string", "ansi_c_string", "comment"):
+            yield node.start_byte, node.end_byte
+        elif kind == "heredoc_redirect":
+            start = next((c for c in node.children if c.type == "heredoc_start"), None)
+            quoted = start is not None and any(q in (start.text or b"") for q in (b"'", b'"', b"\\"))
+            for child in node.children:
+                if child.type == "heredoc_body" and quoted:
+                    yield child.start_byte, child.end_byte
+                else:
+                    stack.append(child)
+        else:
+            stack.extend(node.children)
+
+
+def _remove_pairs(source: bytes, protected: Sequence[tuple[int, int]]) -> bytes:
+    """Drop each backslash-newline outside `protected`; a backslash escapes the byte after it, so
+    `\\\\<newline>` keeps its newline."""
+    out = bytearray()
+    i, spans, n = 0, list(protected), len(source)
+    while i < n:
+        if spans and i >= spans[0][0]:
+            end = spans.pop(0)[1]
+            if i < end:
+                out += source[i:end]
+                i = end
+            continue
+        byte = source[i]
+        if byte == 0x5C and i + 1 < n:
+            if source[i + 1] != 0x0A:
+                out += source[i:i + 2]
+            i += 2
+            continue
+        out.append(byte)
+        i += 1
+    return bytes(out)
 
 
 def _first_error(node: Node) -> Node | None:
@@ -187,11 +248,29 @@ class Walker:
         if kind in ("variable_assignment", "variable_assignments"):
             new = self._assign(node, state)
             return new, new
+        if kind == "test_command":
+            self._test(node, state)
+            return state, state
         if kind in ("declaration_command", "unset_command"):
             new = self.an.declaration(node.children[0].type, self._declared(node, state), state)
             return new, new
         self.substitutions(node, state)
         return state, state
+
+    def _test(self, node: Node, state: State) -> None:
+        """`[[ … ]]`: its substitutions run, and an operand of `-eq`/`-lt`/… is evaluated as arithmetic,
+        which runs the substitutions in an array subscript it holds (`[[ 'a[$(cmd)]' -eq 1 ]]`)."""
+        self.substitutions(node, state)
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if current.type == "binary_expression" and any(
+                    c.type == "test_operator" and self.text(c) in _ARITH_TESTS for c in current.children):
+                operands = [c for c in current.children if c.is_named and c.type != "test_operator"]
+                self.arithmetic_values([self.word_text(c, state, split=False) for c in operands] +
+                                       [self.an.lookup(self.text(c), state) for c in operands if c.type == "word"],
+                                       state)
+            stack.extend(c for c in current.children if c.child_count)
 
     def _pipeline(self, parts: Sequence[Node], state: State, stdin: str | None = None) -> Flow:
         for index, part in enumerate(parts):
@@ -396,6 +475,8 @@ class Walker:
         value = node.child_by_field_name("value")
         appends = any(c.type == "+=" for c in node.children)
         key = self.text(name) if name is not None else ""
+        if name is not None and name.type == "subscript":  # `a[$(cmd)]=v` runs cmd
+            self.substitutions(name, state)
         if value is None:
             return key, "" if not appends else None
         if value.type == "array":
@@ -689,6 +770,8 @@ def walk_script(analyzer: Analyzer, text: str, state: State, depth: int, stdin: 
     """Parse `text` and walk it; unparsable text is reported as Unanalysable."""
     source = text.replace(HOME, "${HOME}").replace(UNKNOWN, "${__kilo_loop_unknown__}").encode(
         "utf-8", "surrogatepass")
+    if b"\\\n" in source:
+        source = join_continuations(source)
     root = parse(source)
     if isinstance(root, str):
         analyzer.out.append(Unanalysable(

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from kilo_loop.agent.kilo.stream import NdjsonEventParser
 from kilo_loop.agent.protocol import AgentError, GarbageLine, SessionStarted, StepFinished, Text, ToolUse
+from tests.support.paths import FIXTURES
 
 
 def line(obj: dict) -> bytes:
@@ -88,11 +89,11 @@ def test_arbitrary_bytes_never_crash(data: bytes) -> None:
 
 
 # --------------------------------------------------------- real CLI captures
-FIXTURES = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures" / "ndjson"
+NDJSON = FIXTURES / "ndjson"
 
 
 def fixture_events(name: str) -> list:
-    return parse((FIXTURES / name).read_bytes(), chunk=64)
+    return parse((NDJSON / name).read_bytes(), chunk=64)
 
 
 def test_real_kilo_bash_capture() -> None:

@@ -12,7 +12,6 @@ import re
 import string
 import tomllib
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from hypothesis import example, given, settings
@@ -20,6 +19,7 @@ from hypothesis import strategies as st
 
 from kilo_loop.safety import secret_patterns as sp
 from kilo_loop.safety.redact import REDACTED, Engine, Redactor, default_redactor, redact_stream
+from tests.support.paths import CORPORA
 
 _RNG = random.Random(20240611)
 _ALNUM = string.ascii_letters + string.digits
@@ -430,7 +430,7 @@ def _sample() -> str:
 
 
 _ADVERSARIAL = tomllib.loads(
-    (Path(__file__).resolve().parents[1] / "corpora" / "secrets_adversarial.toml").read_text(encoding="utf-8")
+    (CORPORA / "secrets_adversarial.toml").read_text(encoding="utf-8")
 )["secret"]
 
 

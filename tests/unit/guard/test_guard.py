@@ -18,6 +18,7 @@ from kilo_loop.safety.shell import (
     analyze,
     parse_git_argv,
 )
+from tests.support.paths import SRC
 
 TEMP = ["/tmp", "/var/tmp"]
 
@@ -374,7 +375,7 @@ def test_commands_bashlex_could_not_parse(guard: Guard, command: str, expected: 
 
 def test_unterminated_parameter_in_quotes_does_not_hang_bashlex() -> None:
     code = "from kilo_loop.safety.guard import Guard; print(Guard().check_command(\"echo a'${a'b\").decision)"
-    src = str(Path(__file__).resolve().parents[2] / "src")
+    src = str(SRC)
     done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
                           timeout=60, env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"})
     assert done.stdout.strip() == "allow", done.stderr

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import subprocess
 import venv
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 
 from kilo_loop.safety.guard import Guard
 from kilo_loop.safety.shell.scripts_on_disk import MAX_SCRIPT_BYTES
+from tests.support.git import git
 
 WIPE_HOME = "rm -rf ~\n"
 FORCE_PUSH = "git push --force origin main\n"
@@ -267,17 +267,11 @@ GRADLEW = '#!/bin/sh\nJAVACMD="$JAVA_HOME/bin/java"\nexec "$JAVACMD" -classpath 
 """Shaped like Gradle's wrapper: what it runs is named by a variable only known at run time."""
 
 
-def _git(root: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-    subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
-
-
 def _committed(root: Path, files: dict[str, str]) -> None:
     _write(root, files)
-    _git(root, "init", "-q")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "project")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "project")
 
 
 def test_a_committed_wrapper_whose_program_is_a_variable_is_allowed(guard: Guard, tmp_path: Path) -> None:
@@ -293,9 +287,9 @@ def test_the_same_wrapper_written_since_or_edited_is_judged_strictly(guard: Guar
     _committed(tmp_path / "repo", {"README": "x\n"})
     _write(tmp_path / "repo", {"gradlew": GRADLEW})
     assert guard.check_command("./gradlew test", str(tmp_path / "repo")).denied  # new, untracked
-    _git(tmp_path / "repo", "add", "gradlew")
+    git(tmp_path / "repo", "add", "gradlew")
     assert guard.check_command("./gradlew test", str(tmp_path / "repo")).denied  # staged, not committed
-    _git(tmp_path / "repo", "commit", "-q", "-m", "wrapper")
+    git(tmp_path / "repo", "commit", "-q", "-m", "wrapper")
     assert not guard.check_command("./gradlew test", str(tmp_path / "repo")).denied
     (tmp_path / "repo" / "gradlew").write_text(GRADLEW + 'c=$(cat name); $c\n', encoding="utf-8")
     assert guard.check_command("./gradlew test", str(tmp_path / "repo")).denied  # edited since

@@ -99,3 +99,37 @@ async def test_the_password_reaches_only_the_childs_environment(tmp_path: Path) 
 def test_process_start_time_of_a_missing_pid_is_none() -> None:
     assert process_start_time(2**22 + 12345) is None
     assert process_start_time(os.getpid()) is not None
+
+
+async def test_a_health_probe_that_is_never_answered_gives_up_soon_and_the_next_one_succeeds() -> None:
+    """opencode accepts its first connection before it is ready and never answers it: the probe
+    must not wait the 30 s request timeout (it made every serve start 30 s slower)."""
+    import asyncio
+
+    from kilo_loop.agent.serve.client import ServerClient
+
+    seen = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal seen
+        seen += 1
+        await reader.readuntil(b"\r\n\r\n")
+        if seen == 1:
+            await asyncio.sleep(60)  # the first request is swallowed, as the real server does
+        body = b'{"healthy":true}'
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+                     % (len(body), body))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = ServerClient(f"http://127.0.0.1:{port}", "opencode", "pw")
+    try:
+        started = asyncio.get_running_loop().time()
+        assert await client.healthy() is False
+        assert await client.healthy() is True
+        assert asyncio.get_running_loop().time() - started < 10
+    finally:
+        await client.aclose()
+        server.close()

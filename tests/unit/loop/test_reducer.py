@@ -39,8 +39,9 @@ from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.reducer import header_wire, reduce, replay
 from kilo_loop.run.state import IterationSummary, RunState, StageState
 from kilo_loop.run.store import load_for_resume, read_events
+from tests.support.paths import FIXTURES
 
-GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden"
+GOLDEN = FIXTURES / "golden"
 STAGES = ("s1", "s2", "s3")
 
 

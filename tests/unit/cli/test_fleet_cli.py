@@ -126,11 +126,31 @@ def test_submit_with_the_run_id_of_a_run_already_in_the_fleet_queues_nothing(
     assert "run taken is already in the fleet" in output and "nothing was queued" in output
 
 
-def test_a_worker_on_a_queue_nobody_serves_says_so_and_exits_1(monkeypatch: pytest.MonkeyPatch) -> None:
-    code, output, exc = invoke(["worker", "--broker", f"redis://:{SECRET}@127.0.0.1:1/0"], monkeypatch)
+def test_a_worker_told_not_to_wait_on_a_queue_nobody_serves_says_so_and_exits_1(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, output, exc = invoke(["worker", "--broker", f"redis://:{SECRET}@127.0.0.1:1/0", "--broker-wait", "0"],
+                               monkeypatch)
     assert code == 1 and isinstance(exc, SystemExit), output
     assert output.startswith("Error: cannot reach the queue at redis://:***@127.0.0.1:1/0")
     assert "no worker was started" in output and SECRET not in output and len(output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", ["worker", "fleet"])
+def test_a_bounded_broker_wait_says_it_is_waiting_then_gives_up(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, output, _ = invoke([command, "--broker", f"redis://:{SECRET}@127.0.0.1:1/0", "--broker-wait", "1s"],
+                             monkeypatch)
+    assert code == 1, output
+    lines = output.strip().splitlines()
+    assert lines[0].startswith("kilo-loop: waiting for the queue at redis://:***@127.0.0.1:1/0 (")
+    assert lines[0].endswith("for up to 1 s")
+    assert lines[-1].startswith("Error: cannot reach the queue at redis://:***@127.0.0.1:1/0 within 1 s")
+    assert SECRET not in output
+
+
+def test_a_broker_wait_that_is_not_a_duration_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    code, output, _ = invoke(["worker", "--broker", "redis://127.0.0.1:1/0", "--broker-wait", "soon"], monkeypatch)
+    assert code == 2 and "Invalid value for '--broker-wait'" in output and "or forever" in output
 
 
 @pytest.mark.parametrize("command", [["worker", "--broker", "redis://127.0.0.1:1/0"], ["fleet", "--local", "1"]])
@@ -175,7 +195,8 @@ def test_a_fleet_dashboard_over_a_queue_nobody_serves_says_so_and_exits_1(monkey
         raise AssertionError("no dashboard may start")
 
     monkeypatch.setattr(kilo_loop.fleet.serve, "fleet_dashboard", no_dashboard)
-    code, output, _ = invoke(["fleet", "--broker", f"redis://:{SECRET}@127.0.0.1:1/0"], monkeypatch)
+    code, output, _ = invoke(["fleet", "--broker", f"redis://:{SECRET}@127.0.0.1:1/0", "--broker-wait", "0"],
+                             monkeypatch)
     assert code == 1, output
     assert output.startswith("Error: cannot reach the queue at redis://:***@127.0.0.1:1/0")
     assert "the dashboard was not started" in output and SECRET not in output

@@ -9,6 +9,7 @@ project, so the guard has to resolve the path on disk to see where a delete real
 from __future__ import annotations
 
 import os
+import subprocess
 import tomllib
 from collections import Counter
 from pathlib import Path
@@ -17,12 +18,15 @@ from typing import Any
 import pytest
 
 from kilo_loop.safety.guard import Guard
+from tests.support.paths import CORPORA, REPO_ROOT
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "guard_adversarial.toml"
+CORPUS = CORPORA / "guard_adversarial.toml"
 PROJECT = "/repo"
 KINDS = {"git-abbrev", "hidden-paths", "runtime-name", "expansions", "code-to-shell", "interpreters", "wrappers",
          "git-shell", "git-discard", "git-commits", "sensitive-files", "curl-pipe", "containers", "kubernetes",
-         "cloud", "databases", "remote", "system", "deletes", "publish"}
+         "cloud", "databases", "remote", "system", "deletes", "publish", "continuations",
+         "runtime-words", "arith-code", "stdin-code", "data-stores", "vcs-loss",
+         "startup-writes"}
 
 
 def _corpus() -> dict[str, list[dict[str, Any]]]:
@@ -32,7 +36,7 @@ def _corpus() -> dict[str, list[dict[str, Any]]]:
 @pytest.fixture(scope="module")
 def links(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     base = tmp_path_factory.mktemp("links")
-    project = Path(__file__).resolve().parents[2]  # this checkout: a project outside the temp dirs
+    project = REPO_ROOT  # this checkout: a project outside the temp dirs
     if any(project.is_relative_to(temp) for temp in ("/tmp", "/var/tmp", "/dev/shm")):
         # A checkout in a temp dir (a CI clone may be) is itself temp; use a project under HOME instead.
         project = Path.home() / ".cache" / "kilo-loop-guard-tests" / "project"
@@ -77,12 +81,37 @@ def test_every_should_deny_command_is_denied(links: dict[str, str]) -> None:
     assert not missed, "missed:\n" + "\n".join(missed)
 
 
-def test_everyday_commands_are_allowed() -> None:
+@pytest.fixture(scope="module")
+def work_tree(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A real git project the loop would checkpoint (rows with `repo = true` run in it): ignored build
+    output, an untracked notes folder, a symlink to the home directory. Made with git's argv, no shell."""
+    root = tmp_path_factory.mktemp("work-tree") / "project"
+    files = {".gitignore": "dist/\ncoverage/\n.nyc_output/\nnode_modules/\n.venv/\n*.log\nbuild/\n__pycache__/\n",
+             "src/app.py": "print(1)\n", "dist/a.js": "x", "coverage/lcov.info": "x", ".nyc_output/o.json": "{}",
+             "node_modules/.cache/c": "x", "node_modules/left-pad/index.js": "x", ".venv/bin/python": "x",
+             "logs/debug.log": "x", "notes/plan.md": "plan", "build/out.o": "x", "src/__pycache__/app.pyc": "x"}
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    (root / "home-link").symlink_to(os.path.expanduser("~"))
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    for argv in (["init", "-q"], ["add", "src/app.py", ".gitignore"],
+                 ["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "init"]):
+        subprocess.run(["git", *argv], cwd=root, env=env, check=True, capture_output=True)
+    return str(root)
+
+
+def test_everyday_commands_are_allowed(work_tree: str) -> None:
     guard = Guard()
+    # the loop's guard: temp dirs elsewhere (pytest's /tmp must not make the project temp), work tree known
+    checkpointed = Guard(temp_dirs=[os.path.join(os.path.dirname(work_tree), "scratch")], work_tree=work_tree)
     cases = _corpus()["allow"]
     wrongly = []
     for case in cases:
-        decision = guard.check_command(case["command"], case.get("cwd", PROJECT))
+        if case.get("repo"):
+            decision = checkpointed.check_command(case["command"], work_tree)
+        else:
+            decision = guard.check_command(case["command"], case.get("cwd", PROJECT))
         if decision.denied:
             wrongly.append(f"{case['command']!r} -> {decision.rule}: {decision.reason[:100]}")
     print(f"\neveryday commands wrongly denied: {len(wrongly)}/{len(cases)}")

@@ -8,14 +8,14 @@ import os
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 from click.testing import CliRunner
 
 from kilo_loop.commands.redact import filter_stream, redact_command, whole_line_blocks
 from kilo_loop.safety.redact import Redactor
+from tests.support.paths import SRC
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+SRC = SRC
 
 
 def _token() -> str:

@@ -17,8 +17,9 @@ from kilo_loop.run.events import (
     VerifyFinished,
     from_wire,
 )
+from tests.support.paths import FIXTURES
 
-GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden" / "events.jsonl"
+GOLDEN = FIXTURES / "golden" / "events.jsonl"
 
 
 def test_golden_events_round_trip_byte_for_byte() -> None:

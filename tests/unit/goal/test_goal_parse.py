@@ -17,6 +17,7 @@ from kilo_loop.goal.parse import (
     parse_markdown_goal,
     split_directives,
 )
+from tests.support.paths import EXAMPLES
 
 SRC = Path("plans/demo.md")
 
@@ -385,7 +386,7 @@ def test_load_goal_on_random_bytes(data: bytes) -> None:
 
 
 def test_examples_parse() -> None:
-    root = Path(__file__).resolve().parents[2] / "examples"
+    root = EXAMPLES
     for name in ("goal.example.json", "goal.example.md"):
         goal = load_goal(root / name)
         assert len(goal.stages) == 3

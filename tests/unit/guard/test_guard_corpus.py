@@ -15,15 +15,15 @@ import json
 import shlex
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kilo_loop.commands.guard import hook_response
 from kilo_loop.safety.guard import Guard
+from tests.support.paths import CORPORA
 
-DCG = Path(__file__).resolve().parents[1] / "corpora" / "dcg"
+DCG = CORPORA / "dcg"
 
 _NEVER = {("git", "commit"), ("git", "push"), ("npm", "publish"), ("pnpm", "publish"),
           ("git", "rebase"), ("git", "merge"), ("git", "pull"), ("docker", "system"), ("kubectl", "delete")}

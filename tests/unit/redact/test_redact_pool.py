@@ -19,8 +19,9 @@ from kilo_loop.commands import redact as redact_cli
 from kilo_loop.commands.redact import filter_stream, line_blocks
 from kilo_loop.safety import redact_pool
 from kilo_loop.safety.redact import REDACTED, Redactor
+from tests.support.paths import SRC
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+SRC = SRC
 _ALNUM = string.ascii_letters + string.digits
 
 

@@ -9,7 +9,6 @@ import shlex
 import subprocess
 import sys
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,9 +17,10 @@ from hypothesis import strategies as st
 from kilo_loop.safety.guard import Guard
 from kilo_loop.safety.shell import parse as parse_module
 from kilo_loop.safety.shell.parse import parse
+from tests.support.paths import SRC
 
 GUARD = Guard(temp_dirs=["/tmp"])
-SRC = Path(__file__).resolve().parents[2] / "src"
+SRC = SRC
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 _SHELLISH = st.lists(st.sampled_from([

@@ -16,14 +16,14 @@ import subprocess
 import sys
 import tomllib
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kilo_loop.safety.redact import REDACTED, Redactor
+from tests.support.paths import CORPORA, SRC
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "secrets_adversarial.toml"
+CORPUS = CORPORA / "secrets_adversarial.toml"
 DATA: dict[str, list[dict[str, Any]]] = tomllib.loads(CORPUS.read_text(encoding="utf-8"))
 SECRETS = DATA["secret"]
 CLEAN = DATA["clean"]
@@ -100,7 +100,7 @@ def test_the_cli_removes_every_secret_end_to_end(redactor: Redactor) -> None:
     """The whole corpus through ``python -m kilo_loop redact`` (a real subprocess and pipe): the
     output is what ``Redactor.redact`` gives, with no secret left and every clean line intact."""
     text = "\n".join(case["text"] for case in [*SECRETS, *CLEAN]) + "\n"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
     done = subprocess.run(
         [sys.executable, "-m", "kilo_loop", "redact"], input=text.encode(), capture_output=True,
         env=env, timeout=120, check=False,

@@ -24,13 +24,13 @@ from a git SHA or a content hash, which must pass), the UUID, ``DEADBEEF`` and t
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from kilo_loop.safety.redact import REDACTED, Redactor
+from tests.support.paths import CORPORA
 
-DATA = Path(__file__).resolve().parents[1] / "corpora" / "detect-secrets" / "test_data"
+DATA = CORPORA / "detect-secrets" / "test_data"
 
 R = REDACTED
 UNCHANGED: dict[int, str] = {}

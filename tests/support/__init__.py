@@ -1,0 +1,1 @@
+"""Helpers shared by the test directories: paths, git in temporary repositories, free ports."""
