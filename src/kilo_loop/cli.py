@@ -12,7 +12,7 @@ from click.core import ParameterSource
 
 from kilo_loop import __version__
 from kilo_loop.cli_help import did_you_mean, write_panels
-from kilo_loop.errors import KiloLoopError
+from kilo_loop.errors import KiloLoopError, report_error
 
 if TYPE_CHECKING:  # the settings stack (pydantic) is imported only when a run is set up
     from kilo_loop.settings import Settings
@@ -284,13 +284,6 @@ def ignored_flags(typed: set[str], settings: Settings) -> list[str]:
     if "merge" in typed:
         warnings.append("--merge has no effect on one plan (it applies to several --goal or --parallel)")
     return [f"kilo-loop: warning: {warning}" for warning in warnings]
-
-
-def report_error(exc: KiloLoopError) -> int:
-    """The one place a user-facing error becomes output and an exit code (its class carries the code):
-    every command run through `main` ends here, and so does a run's set-up in `run_main`."""
-    click.echo(f"kilo-loop: {exc.headline()}", err=True)
-    return exc.exit_code
 
 
 @click.group(cls=LazyGroup, invoke_without_command=True, help=_HELP, context_settings={"help_option_names": ["-h", "--help"],

@@ -34,3 +34,12 @@ class UsageError(KiloLoopError):
 
 class ConfigError(UsageError, ValueError):
     """A wrong value in the config file or environment; the message names the source and key."""
+
+
+def report_error(exc: KiloLoopError) -> int:
+    """The one place a user-facing error becomes output and an exit code (its class carries the code):
+    every command run through `cli.main` ends here, and so does a run's set-up in `run_main`."""
+    import click  # here, not at the top: this module stays free of imports for the cheapest commands
+
+    click.echo(f"kilo-loop: {exc.headline()}", err=True)
+    return exc.exit_code

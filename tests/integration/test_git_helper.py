@@ -19,8 +19,8 @@ from kilo_loop.git import (
     git_root,
     project_root,
 )
-from kilo_loop.loop.workspace import snapshot_worktree
 from kilo_loop.safety.checkpoint import capture_checkpoint
+from kilo_loop.session.workspace import snapshot_worktree
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "kilo_loop"
 

@@ -20,7 +20,7 @@ from kilo_loop.loop.commands import (
     StopNow,
     SubmitAnswers,
 )
-from kilo_loop.loop.control import AnswerItem
+from kilo_loop.run.control import AnswerItem
 from kilo_loop.run.events import Reverted
 from tests.integration.inprocess import done_turn, fail, gate, progress, start_loop, step, text, tool, write
 
@@ -69,7 +69,7 @@ async def test_stop_now_kills_the_session(project: Path) -> None:
     assert "stop" in [e.data.get("action") for e in run.seen if e.type == "control"]
     with pytest.raises(CommandRefused) as refused:
         await run.ask(Pause())
-    assert refused.value.status == 409
+    assert refused.value.refusal == "conflict"
 
 
 async def test_abort_after_the_session_lets_it_finish(project: Path) -> None:
@@ -119,7 +119,7 @@ async def test_an_answer_goes_into_the_next_prompt_and_a_stray_one_is_refused(pr
     await run.until(lambda s: s.iteration >= 2)
     with pytest.raises(CommandRefused) as refused:
         await run.ask(SubmitAnswers((AnswerItem("Which database?", "1", "dashboard"),)))
-    assert refused.value.status == 409
+    assert refused.value.refusal == "conflict"
     state = await run.finish()
     assert "A: postgres" in run.backend.prompt(2) and state.answers == 1 and state.pending_questions == []
 
@@ -135,7 +135,7 @@ async def test_revert_is_refused_mid_session_whatever_run_it_names(project: Path
     for named in (None, "older"):
         with pytest.raises(CommandRefused) as refused:
             await run.ask(Revert(1, named))
-        assert refused.value.status == 409
+        assert refused.value.refusal == "conflict"
     assert (project / "b.txt").exists() and not any(isinstance(e, Reverted) for e in run.seen)
     await run.ask(Pause())
     hold.set()

@@ -13,8 +13,8 @@ import orjson
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.loop.orchestrator import resume_command
 from kilo_loop.loop.prompt import PromptInput, build_prompt, clip_handoff
-from kilo_loop.loop.workspace import snapshot_worktree
 from kilo_loop.run.state import Answer
+from kilo_loop.session.workspace import snapshot_worktree
 from kilo_loop.settings import Settings
 from tests.integration.loop_harness import FakeKilo, done_iteration, progress, run_loop, step, text
 from tests.integration.test_loop import write_goal

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kilo_loop import gitstatus
-from kilo_loop.loop.workspace import WorkTree
+from kilo_loop.session.workspace import WorkTree
 from kilo_loop.treewatch import TreeWatch
 from tests.integration.test_worktree_reads import StatusCalls
 from tests.support.git import git

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from kilo_loop.review.globs import matching_glob
+from kilo_loop.goal.protect import matching_glob
 
 PROTECT_ENV = "KILO_LOOP_PROTECT"
 RULE = "protect"

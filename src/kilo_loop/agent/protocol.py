@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from kilo_loop.run.guard_decision import GuardDecision
+
 
 @dataclass(frozen=True)
 class AgentRequest:
@@ -116,9 +118,16 @@ class GuardRejected:
 
     tool: str
     subject: str  # the command, or the path, that was refused
-    rule: str
-    reason: str
+    decision: GuardDecision
     call_id: str = ""
+
+    @property
+    def rule(self) -> str:
+        return self.decision.rule_name
+
+    @property
+    def reason(self) -> str:
+        return self.decision.reason
 
 
 @dataclass(frozen=True)

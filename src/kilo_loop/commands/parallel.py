@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from kilo_loop.cli import report_error
+from kilo_loop.errors import report_error
 from kilo_loop.fleet.child import plan_flags
 from kilo_loop.fleet.parallel import DashboardFactory, MergeMode, run_parallel
 from kilo_loop.fleet.worktree import WorktreeError

@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Literal
 
 import click
 
-from kilo_loop.cli import report_error
 from kilo_loop.durations import format_duration
-from kilo_loop.errors import KiloLoopError
+from kilo_loop.errors import KiloLoopError, report_error
 from kilo_loop.goal.listing import format_plan_list
 from kilo_loop.goal.registry import discover_plans, named_plans
 from kilo_loop.review.preflight import ask_large_budget, needs_large_question
@@ -29,6 +28,7 @@ from kilo_loop.run.state import RunState
 from kilo_loop.run.status import exit_code_for
 from kilo_loop.runner import (
     AllStagesDone,
+    Attach,
     RunHandle,
     RunPlan,
     SetupError,
@@ -108,7 +108,7 @@ def run_main(settings: Settings, list_goals: bool = False, named: tuple[Path, ..
     out = _Output(settings)
     view = ConsoleView(out.console, quiet=settings.quiet)
     if dashboard is None:
-        state = asyncio.run(execute_run(plan, view, out.say))
+        state = asyncio.run(execute_run(plan, view, out.say, _steering()))
     else:
         dashboard.controller.hooks = out.hooks("the dashboard is still open")
         dashboard.ctx.notice = out.say
@@ -141,6 +141,13 @@ class _Output:
             self.say(f"run {handle.run_id} ended ({handle.state.status}); {after}")
 
         return RunHooks(started=started, finished=finished)
+
+
+def _steering() -> list[Attach]:
+    """A plan run by `--parallel` or a fleet worker takes commands and answers from its inbox file."""
+    from kilo_loop.fleet.attach import attach_inbox, inbox_requested
+
+    return [attach_inbox] if inbox_requested() else []
 
 
 @dataclass

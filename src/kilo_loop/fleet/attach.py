@@ -11,13 +11,10 @@ from typing import TYPE_CHECKING
 from kilo_loop.fleet.child import INBOX_ENV
 from kilo_loop.fleet.inbox import InboxCommand, follow_inbox
 from kilo_loop.loop.commands import SubmitAnswers, command_for
-from kilo_loop.loop.control import AnswerItem, ControlError
+from kilo_loop.run.control import AnswerItem, ControlError
 
 if TYPE_CHECKING:
     from kilo_loop.runner import RunHandle
-
-_ACTIONS = {"pause": "pause", "resume": "resume", "stop": "stop", "abort-after-session": "abort-after-current",
-            "shared-context": "set-shared-context"}
 
 
 def inbox_requested() -> bool:
@@ -27,7 +24,7 @@ def inbox_requested() -> bool:
 def deliver(handle: RunHandle, command: InboxCommand) -> None:
     """Onto the run's one command queue, like a key in the terminal or a button in the dashboard."""
     if command.command != "answer":
-        handle.send(command_for(_ACTIONS[command.command], command.value))
+        handle.send(command_for(command.command, command.value))
         return
     questions = handle.state.pending_questions
     if not questions:

@@ -11,7 +11,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-INBOX_ENV = "KILO_LOOP_INBOX"
+from kilo_loop.run.controls import INBOX_ENV as INBOX_ENV
+
 _PR_SET_PDEATHSIG = 1
 
 # The parent's own flags: with a value, and without.

@@ -16,10 +16,13 @@ from typing import Any, Literal
 import orjson
 
 from kilo_loop.fleet.tail import follow
+from kilo_loop.run.controls import ControlAction
 
 INBOX_FILE = "inbox.jsonl"
+# The names inbox.jsonl has always carried; each is a `ControlAction` name or one of its aliases.
 CommandName = Literal["stop", "pause", "resume", "abort-after-session", "shared-context", "answer"]
 COMMANDS: tuple[CommandName, ...] = ("stop", "pause", "resume", "abort-after-session", "shared-context", "answer")
+_WIRE_NAME: dict[ControlAction, CommandName] = {ControlAction.named(name): name for name in COMMANDS}
 
 
 @dataclass(frozen=True)
@@ -41,9 +44,10 @@ def parse_command(record: Any) -> InboxCommand:
     """One inbox line as a command; ValueError or TypeError says what is wrong with it."""
     if not isinstance(record, dict):
         raise TypeError("an inbox line must be a JSON object")
-    name = record.get("command")
-    if name not in COMMANDS:
-        raise ValueError(f"unknown command {name!r} (one of {', '.join(COMMANDS)})")
+    try:
+        name = _WIRE_NAME[ControlAction.named(record.get("command"))]
+    except (ValueError, KeyError):
+        raise ValueError(f"unknown command {record.get('command')!r} (one of {', '.join(COMMANDS)})") from None
     value = record.get("value")
     if name == "shared-context" and not isinstance(value, bool):
         raise ValueError("shared-context needs a boolean value")

@@ -17,8 +17,10 @@ from pathlib import Path
 
 import redis
 
+from kilo_loop.errors import KiloLoopError
 
-class LocalFleetError(RuntimeError):
+
+class LocalFleetError(KiloLoopError, RuntimeError):
     pass
 
 

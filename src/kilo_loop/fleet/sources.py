@@ -12,8 +12,7 @@ import orjson
 from kilo_loop.fleet.inbox import InboxCommand, append_command
 from kilo_loop.fleet.store import AsyncEventReader, FleetStore
 from kilo_loop.fleet.tail import follow
-
-_FINISHED = {"done", "done-with-errors", "aborted", "stopped-budget", "stalled", "stopped-guard", "error"}
+from kilo_loop.run.status import FINAL_STATUSES
 
 
 class RunSource(Protocol):
@@ -38,7 +37,7 @@ def summary(run_id: str, state: dict[str, Any] | None, meta: dict[str, Any]) -> 
         "runId": run_id,
         "title": state.get("goalTitle") or meta.get("title") or run_id,
         "status": status,
-        "live": status not in _FINISHED,
+        "live": status not in FINAL_STATUSES,
         "iteration": state.get("iteration", 0),
         "maxIterations": state.get("maxIterations", 0),
         "stagesDone": sum(1 for s in stages if s.get("status") == "done"),

@@ -40,7 +40,7 @@ class Stage(BaseModel):
     agent: str | None = None
     variant: str | None = None
     runtime: str | None = None  # the agent CLI for this stage (kilo, claude, …); None: the run's
-    # Paths the implementer must not change in this stage (globs; see review.protect).
+    # Paths the implementer must not change in this stage (globs; see goal/protect.py).
     protect: list[str] = []
     # Review retry budget: the stage's size picks the preset; `Auto-fix: N` overrides it.
     size: Literal["small", "medium", "large"] | None = None

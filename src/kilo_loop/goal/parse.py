@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from kilo_loop.goal.model import Goal, GoalError, Stage
+from kilo_loop.goal.protect import ProtectError, validate_patterns
 
 MAX_GOAL_BYTES = 10 * 1024 * 1024
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
@@ -266,8 +267,6 @@ def _globs(text: str) -> list[str]:
 
 
 def _checked_globs(globs: list[str], where: str, source: Path | None, line: int | None = None) -> list[str]:
-    from kilo_loop.review.protect import ProtectError, validate_patterns
-
     try:
         return validate_patterns(globs)
     except ProtectError as exc:

@@ -1,12 +1,12 @@
 """Commands in: what the terminal keys, Ctrl+C and the dashboard may ask of a run, as data
-on ONE queue. The run's command handler drains it, one command at a time, and is the only
-place that changes the loop's control flags (`RunControl`) — so "may I revert now?" and
-"is a question waiting?" are decided here and nowhere else. Every accepted command becomes
-an event; every command gets a reply (accepted, or refused with the reason and an HTTP-like
-status).
+on ONE queue. The run's command handler drains it, one command at a time: "may I revert now?"
+and "is a question waiting?" are decided here and nowhere else. Every accepted command becomes
+a `control` event (the reducer turns it into the state's flags, which the loop decides on) and
+pulls the wake-up it needs (`RunControl`); every command gets a reply (accepted, or refused
+with the reason and its kind).
 
 To add a command: a frozen dataclass here, a case in `CommandHandler._apply`, and (if the
-dashboard sends it) a name in `command_for`.
+dashboard sends it) a name in `run/controls.py` and `command_for`.
 """
 
 from __future__ import annotations
@@ -15,16 +15,19 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from kilo_loop.loop.control import AnswerItem, ControlError, RunControl
+from kilo_loop.errors import KiloLoopError
+from kilo_loop.run.control import AnswerItem, ControlError, RunControl
+from kilo_loop.run.controls import ControlAction
 from kilo_loop.run.events import ControlChanged, Reverted
 from kilo_loop.run.recorder import RunRecorder
+from kilo_loop.run.status import Phase
 
 # While the agent may be writing files (or verify is running), a revert would race it.
-REVERT_SAFE_STATUSES = frozenset({"paused", "waiting-answer"})
-CONTROL_ACTIONS = ("pause", "resume", "abort-after-current", "stop", "set-shared-context", "set-prompt-extra")
+REVERT_SAFE_STATUSES = frozenset({Phase.PAUSED, Phase.WAITING_ANSWER})
 
 
 @dataclass(frozen=True)
@@ -80,12 +83,21 @@ Command = Pause | Resume | TogglePause | StopNow | AbortAfterSession | SetShared
     SubmitAnswers | Revert
 
 
-class CommandRefused(Exception):
-    """A command the run will not carry out now; `status` is what the dashboard answers."""
+class Refusal(StrEnum):
+    """Why a command is refused: the run's state forbids it now, what it names is not there, or it
+    is malformed. (The dashboard turns each into its HTTP status, in one place: web/errors.py.)"""
 
-    def __init__(self, status: int, message: str) -> None:
+    CONFLICT = "conflict"
+    NOT_FOUND = "not-found"
+    INVALID = "invalid"
+
+
+class CommandRefused(KiloLoopError):
+    """A command the run will not carry out now, and why."""
+
+    def __init__(self, refusal: Refusal, message: str) -> None:
         super().__init__(message)
-        self.status = status
+        self.refusal = refusal
         self.message = message
 
 
@@ -101,21 +113,30 @@ class _Envelope:
     reply: asyncio.Future[Reply] | None = field(default=None)
 
 
-def command_for(action: str, value: object = None) -> Command:
-    """The command a dashboard action names (`POST /api/control`)."""
-    simple: dict[str, Command] = {"pause": Pause(), "resume": Resume(), "abort-after-current": AbortAfterSession(),
-                                  "stop": StopNow()}
-    if action in simple:
-        return simple[action]
-    if action == "set-shared-context":
+_SIMPLE: dict[ControlAction, Command] = {
+    ControlAction.PAUSE: Pause(), ControlAction.RESUME: Resume(), ControlAction.ABORT_AFTER_CURRENT: AbortAfterSession(),
+    ControlAction.STOP: StopNow(),
+}
+
+
+def command_for(name: str, value: object = None) -> Command:
+    """The command an action names (the dashboard's `POST /api/control`, an inbox line, the fleet)."""
+    try:
+        action = ControlAction.named(name)
+    except ValueError as exc:
+        raise ControlError(str(exc)) from None
+    simple = _SIMPLE.get(action)
+    if simple is not None:
+        return simple
+    if action is ControlAction.SET_SHARED_CONTEXT:
         if not isinstance(value, bool):
-            raise ControlError("set-shared-context needs a boolean 'value'")
+            raise ControlError(f"{name} needs a boolean 'value'")
         return SetSharedContext(value)
-    if action == "set-prompt-extra":
+    if action is ControlAction.SET_PROMPT_EXTRA:
         if value is not None and not isinstance(value, str):
             raise ControlError("set-prompt-extra needs a string 'value' (or null to clear it)")
         return SetPromptExtra(value)
-    raise ControlError(f"unknown action {action!r}; expected one of {', '.join(CONTROL_ACTIONS)}")
+    raise ControlError(f"{name} is not a control: answers go to their own endpoint")
 
 
 RevertFn = Callable[[Path, int, bool], Awaitable[Any]]
@@ -166,7 +187,7 @@ class CommandHandler:
     def refuse_pending(self, queue: CommandQueue, why: str) -> None:
         """The run ended: commands still queued get a refusal instead of waiting forever."""
         for envelope in queue.pending():
-            _settle(envelope, CommandRefused(409, why))
+            _settle(envelope, CommandRefused(Refusal.CONFLICT, why))
 
     async def handle(self, envelope: _Envelope) -> None:
         try:
@@ -174,49 +195,48 @@ class CommandHandler:
         except CommandRefused as refused:
             _settle(envelope, refused)
         except ControlError as exc:
-            _settle(envelope, CommandRefused(400, str(exc)))
+            _settle(envelope, CommandRefused(Refusal.INVALID, str(exc)))
         else:
             _settle(envelope, Reply(True, result))
 
     async def _apply(self, command: Command) -> Any:
         control = self._control
         if isinstance(command, TogglePause):
-            command = Resume() if control.paused else Pause()
+            command = Resume() if self._recorder.state.paused else Pause()
         if isinstance(command, Pause):
             control.pause()
-            return self._changed("pause", True)
+            return self._changed(ControlAction.PAUSE, True)
         if isinstance(command, Resume):
             control.resume()
-            return self._changed("pause", False)
+            return self._changed(ControlAction.PAUSE, False)  # recorded as "pause = False", as it always was
         if isinstance(command, StopNow):
             control.stop()
-            return self._changed("stop", True)
+            return self._changed(ControlAction.STOP, True)
         if isinstance(command, AbortAfterSession):
-            control.request_abort_after_current()
-            return self._changed("abort-after-current", True)
+            control.resume()  # a paused loop wakes up to end the run instead of running one more session
+            return self._changed(ControlAction.ABORT_AFTER_CURRENT, True)
         if isinstance(command, SetSharedContext):
-            control.shared_context = command.value
-            return self._changed("set-shared-context", command.value)
+            return self._changed(ControlAction.SET_SHARED_CONTEXT, command.value)
         if isinstance(command, SetPromptExtra):
-            control.prompt_extra = command.text.strip() if command.text and command.text.strip() else None
-            return self._changed("set-prompt-extra", control.prompt_extra)
+            text = command.text.strip() if command.text and command.text.strip() else None
+            return self._changed(ControlAction.SET_PROMPT_EXTRA, text)
         if isinstance(command, SubmitAnswers):
             return self._answers(command)
         return await self._revert_now(command)
 
-    def _changed(self, action: str, value: object) -> None:
+    def _changed(self, action: ControlAction, value: object) -> None:
         self._recorder.emit(ControlChanged(message=control_message(action, value), action=action, value=value))
 
     def _answers(self, command: SubmitAnswers) -> None:
         if not self._control.waiting_for_answers and not self._recorder.state.pending_questions:
-            raise CommandRefused(409, "no question is waiting for an answer")
+            raise CommandRefused(Refusal.CONFLICT, "no question is waiting for an answer")
         self._control.submit_answers(list(command.items))
 
     async def _revert_now(self, command: Revert) -> Any:
         status = self._recorder.state.status
         if status not in REVERT_SAFE_STATUSES:
             raise CommandRefused(
-                409, f"the run is {status}: the agent may be writing files — pause the run "
+                Refusal.CONFLICT, f"the run is {status}: the agent may be writing files — pause the run "
                 "(and wait for 'paused') before reverting any checkpoint")
         result = await self._revert(self._checkpoints_of(command.run), command.iteration, command.force)
         own = command.run in (None, self._recorder.state.run_id)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from kilo_loop.loop.control import AnswerItem, RunControl
+from kilo_loop.run.control import AnswerItem, RunControl
 from kilo_loop.run.events import now_iso
 from kilo_loop.run.files import read_json, write_json_atomic
 from kilo_loop.run.state import Answer, Question

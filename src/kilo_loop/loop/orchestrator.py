@@ -26,19 +26,14 @@ from kilo_loop.durations import format_duration
 from kilo_loop.gitstatus import TreeStatus
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.loop import stop_policy
-from kilo_loop.loop.control import RunControl
 from kilo_loop.loop.handoff import HandoffStore
 from kilo_loop.loop.hitl import AnswerBook, collect_answers
 from kilo_loop.loop.progress import Progress, completion_percent, first_open_stage_title, read_progress
 from kilo_loop.loop.prompt import PromptInput, build_prompt
+from kilo_loop.loop.protected import protected_feedback
 from kilo_loop.loop.retry import QuotaLimit, backoff_delay_ms, quota_limit, transient_reason
-from kilo_loop.loop.session import GuardLike, SessionOutcome, SessionRunner
 from kilo_loop.loop.stages import StageBook
-from kilo_loop.loop.workspace import Snapshot, WorkTree, changed_between
-from kilo_loop.review.controller import ReviewOptions, role_costs
-from kilo_loop.review.events import ProtectedChanged, ReviewBlocked
-from kilo_loop.review.protect import protected_between
-from kilo_loop.review.wiring import build_controller, protected_feedback
+from kilo_loop.run.control import RunControl
 from kilo_loop.run.events import (
     AgentFailed,
     AnswerReceived,
@@ -46,6 +41,7 @@ from kilo_loop.run.events import (
     Crashed,
     IterationFinished,
     IterationStarted,
+    ProtectedChanged,
     QuestionAsked,
     QuestionUnanswered,
     QuotaWait,
@@ -57,14 +53,18 @@ from kilo_loop.run.events import (
     Warned,
     now_iso,
 )
+from kilo_loop.run.guard_decision import GuardDecision, GuardLike
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.report import iteration_line
 from kilo_loop.run.state import Answer, IterationSummary, Question, ReviewRoundSummary, RunState, VerifyResult
-from kilo_loop.run.status import RunStatus
+from kilo_loop.run.status import Phase, StopReason
+from kilo_loop.session.reviewer import ReviewerFactory, ReviewHooks
+from kilo_loop.session.runner import SessionOutcome, SessionRunner
+from kilo_loop.session.workspace import Snapshot, WorkTree, changed_between, protected_between
 from kilo_loop.settings import Settings
 
-Stop = tuple[RunStatus, str]
+Stop = stop_policy.Stop
 QUOTA_COUNTDOWN_S = 300.0  # a countdown line this often while waiting for a usage-limit reset
 ALWAYS_QUESTION = "Any instructions or corrections for the next iteration? (empty to continue)"
 _DONE_OUTCOMES = ("ok", "failed", "timeout", "stopped")
@@ -96,7 +96,7 @@ class LoopContext:
     answer_channel_open: Callable[[], bool] = lambda: False
     rng: random.Random = field(default_factory=random.Random)
     answer_timeout: float | None = None  # seconds a question waits; None: until answered
-    review: ReviewOptions | None = None
+    review: ReviewerFactory | None = None  # the run's review, built with the loop's hooks
 
 
 class Orchestrator:
@@ -117,19 +117,18 @@ class Orchestrator:
         self._review_feedback: str | None = None
         self._protected: list[str] = []
         self._stage_start: dict[str, Snapshot] = {}
-        self.review = None if ctx.review is None else build_controller(
-            ctx.review, ctx.settings, ctx.goal, ctx.project, ctx.backend, ctx.recorder, ctx.control, ctx.guard,
-            ctx.agent_env, self._add_totals, self._verify_unless_stopped, ctx.answer_channel_open,
-            lambda: ctx.control.stop_requested or self._budget_stop is not None)
+        self.review = None if ctx.review is None else ctx.review(ReviewHooks(
+            count_tokens=self._add_totals, verify=self._verify_unless_stopped,
+            halted=lambda: self.state.stop_requested or self._budget_stop is not None))
 
     @property
     def state(self) -> RunState:
         return self.ctx.recorder.state
 
     # ----------------------------------------------------------------- run
-    async def run(self) -> RunStatus:
+    async def run(self) -> StopReason:
         rec = self.ctx.recorder
-        rec.set_status("running")
+        rec.set_status(Phase.RUNNING)
         try:
             if self.review is not None:
                 done = self.stages.completed(self.state)
@@ -138,46 +137,40 @@ class Orchestrator:
             status, reason = await self._loop()
         except Exception as exc:  # noqa: BLE001 — the run must end with a saved state and report, whatever broke
             rec.emit(Crashed(message=f"internal error: {exc}", traceback=traceback.format_exc()[-4000:]))
-            status, reason = "error", f"internal error: {exc}"
+            status, reason = StopReason.ERROR, f"internal error: {exc}"
         finally:
             self._tree.close()
         self._finish(status, reason)
         return status
 
     async def _loop(self) -> Stop:
-        ctx = self.ctx
         while self.state.iteration < self._last_iteration:
             stop = await self._between_iterations()
             if stop:
                 return stop
             stage = self.stages.next_stage(self.state)
             if stage is None:
-                return "done", "all stages done"
+                return StopReason.DONE, "all stages done"
             stop = await self._iteration(stage, self.state.iteration + 1)
             if stop:
                 return stop
-            if ctx.control.abort_after_current:
-                return "aborted", "aborted after the session by the operator"
+            if self.state.abort_requested:
+                return stop_policy.ABORTED_AFTER_SESSION
         if self.stages.next_stage(self.state) is None:
-            return "done", "all stages done"
+            return StopReason.DONE, "all stages done"
         left = self.stages.open_count(self.state)
-        return "done-with-errors", f"{self._last_iteration} iteration(s) used, {left} stage(s) not done"
+        return StopReason.DONE_WITH_ERRORS, f"{self._last_iteration} iteration(s) used, {left} stage(s) not done"
 
     async def _between_iterations(self) -> Stop | None:
-        control = self.ctx.control
-        if control.paused and not control.stop_requested:
+        if stop_policy.waits_for_resume(self.state):
             self._tree.forget()  # the operator may edit files while paused
-            self.ctx.recorder.set_status("paused")
-            await control.wait_until_resumed()
-        if control.stop_requested:
-            return "aborted", "stopped by the operator"
-        if control.abort_after_current and self.state.iteration >= self._first_iteration:
-            return "aborted", "aborted after the session by the operator"
-        budget = stop_policy.budget_reason(self.limits, self.state.totals)
-        if budget:
-            return "stopped-budget", budget
-        if self.state.status != "running":
-            self.ctx.recorder.set_status("running")
+            self.ctx.recorder.set_status(Phase.PAUSED)
+            await self.ctx.control.wait_until_resumed()
+        stop = stop_policy.before_iteration(self.limits, self.state, self._first_iteration)
+        if stop:
+            return stop
+        if self.state.status != Phase.RUNNING:
+            self.ctx.recorder.set_status(Phase.RUNNING)
         return None
 
     # -------------------------------------------------------- iteration
@@ -214,7 +207,7 @@ class Orchestrator:
 
     def _request(self, stage: Stage, iteration: int) -> AgentRequest:
         ctx, state = self.ctx, self.state
-        shared = ctx.control.shared_context
+        shared = state.shared_context
         fresh_session = not shared or state.session_id is None
         handoff = self.handoffs.take() if fresh_session else None
         if handoff is not None:
@@ -227,7 +220,7 @@ class Orchestrator:
                 goal=ctx.goal, stage=stage, iteration=iteration, max_iterations=self._last_iteration,
                 completed=self.stages.completed(state), blocked=set(state.blocked_stages),
                 previous=_previous(state), answers=ctx.answers.answers, files_changed=list(self._run_files),
-                handoff=handoff, prompt_extra=ctx.control.prompt_extra or state.prompt_extra,
+                handoff=handoff, prompt_extra=state.prompt_extra,
                 shared_context=shared and not handoff, safety_feedback=state.guard_note or None,
                 verify_feedback=state.verify_feedback or None,
                 unanswered=[q.question for q in state.unanswered], review_feedback=self._review_feedback,
@@ -252,26 +245,26 @@ class Orchestrator:
         attempt = 0
         while True:
             outcome = await runner.run(request)
-            quota = quota_limit(outcome.result, datetime.now(UTC)) if not outcome.guard_rule else None
-            if quota is not None and not ctx.control.stop_requested:
+            quota = quota_limit(outcome.result, datetime.now(UTC)) if outcome.guard is None else None
+            if quota is not None and not self.state.stop_requested:
                 if not await self._wait_for_quota(quota):
                     break
                 request = replace(request, session_id=outcome.result.session_id or request.session_id)
                 continue
-            reason = transient_reason(outcome.result) if s.retry and not outcome.guard_rule else None
-            if reason is None or attempt >= s.max_retries or ctx.control.stop_requested or self._budget_stop:
+            reason = transient_reason(outcome.result) if s.retry and outcome.guard is None else None
+            if reason is None or attempt >= s.max_retries or self.state.stop_requested or self._budget_stop:
                 break
             attempt += 1
             summary.retries, summary.retry_reason = attempt, reason
             delay = backoff_delay_ms(attempt, s.retry_delay, s.retry_max_delay, ctx.rng)
-            rec.set_status("retrying")
+            rec.set_status(Phase.RETRYING)
             rec.emit(Warned(message=f"transient agent failure ({reason}); auto-retry ×{attempt} in "  # noqa: RUF001 - the seed's wording
                                     f"{delay / 1000:.1f} s, continuing the same session",
                             about="retry", reason=reason, attempt=attempt, max_retries=s.max_retries))
             if await self._sleep_or_stop(delay / 1000):
                 break
             request = replace(request, session_id=outcome.result.session_id or request.session_id)
-            rec.set_status("running")
+            rec.set_status(Phase.RUNNING)
         await self._usage_from_db(request, outcome, summary, started_ms)
         return outcome
 
@@ -307,7 +300,7 @@ class Orchestrator:
             self._quota_stop = (f"usage limit resets at {until} (in {format_duration(left)}), beyond "
                                 f"--max-quota-wait {format_duration(limit)}: {quota.reason}")
             return False
-        rec.set_status("waiting-quota")
+        rec.set_status(Phase.WAITING_QUOTA)
         rec.emit(QuotaWait(message=f"usage limit reached: waiting {format_duration(left)} until {until}, then "
                                    f"going on ({quota.reason})", until=until, seconds=round(left, 1),
                            reason=quota.reason))
@@ -317,7 +310,7 @@ class Orchestrator:
             left = quota.seconds_left(datetime.now(UTC))
             if left > 0:
                 rec.warn(f"usage limit: {format_duration(left)} left until {until}")
-        rec.set_status("running")
+        rec.set_status(Phase.RUNNING)
         return True
 
     async def _sleep_or_stop(self, seconds: float) -> bool:
@@ -355,8 +348,8 @@ class Orchestrator:
         for line in result.warnings:
             rec.warn(f"agent CLI: {line}")
         session_id = self._next_session_id(outcome)
-        if outcome.guard_rule:
-            return self._guard_hit(stage, summary, outcome)
+        if outcome.guard is not None:
+            return self._guard_hit(stage, summary, outcome.guard)
         if outcome.rejections:  # refused before they ran (serve): the session went on
             summary.guard_hits, summary.guard_reason = len(outcome.rejections), outcome.rejections[-1].reason
         progress = read_progress(self.layout.progress, result.text)
@@ -374,21 +367,21 @@ class Orchestrator:
         if outcome.stopped:
             summary.outcome, summary.error = "stopped", "stopped by the operator"
             rec.record_iteration(summary, session_id)
-            return "aborted", "stopped by the operator"
+            return stop_policy.STOPPED
         advanced = await self._settle_stage(stage, summary, outcome, progress)
         percent = self._update_percent(summary, progress)
         stale = stop_policy.next_stale_count(self.state.stale_iterations, bool(tree_changes), advanced)
-        if self.ctx.control.stop_requested:
+        if self.state.stop_requested:
             summary.outcome = "stopped"
             rec.record_iteration(summary, session_id)
-            return "aborted", "stopped by the operator"
+            return stop_policy.STOPPED
         rec.record_iteration(summary, session_id, stale)
         rec.emit(IterationFinished(message=iteration_line(summary), outcome=summary.outcome, percent=percent))
         self._after_loop_writes(summary)
         if summary.guard_hits:
             why = stop_policy.guard_reason(self.limits, self.state.consecutive_guard_blocks, summary.guard_reason)
             if why:
-                return "stopped-guard", why
+                return StopReason.STOPPED_GUARD, why
         return await self._after_report(summary)
 
     def _after_loop_writes(self, summary: IterationSummary) -> None:
@@ -400,11 +393,11 @@ class Orchestrator:
 
     def _next_session_id(self, outcome: SessionOutcome) -> str | None:
         """The shared session the next iteration continues ("" = start a fresh one; None = unchanged)."""
-        shared = self.ctx.control.shared_context
+        shared = self.state.shared_context
         if self._context_too_big(outcome.result.context_tokens, shared):
             self._start_fresh_session("the shared session grew past the context threshold")
             return ""
-        if shared and not outcome.guard_rule and outcome.result.session_id:
+        if shared and outcome.guard is None and outcome.result.session_id:
             return outcome.result.session_id
         return None
 
@@ -416,7 +409,7 @@ class Orchestrator:
         summary.warnings = progress.warnings
         summary.questions = progress.questions if progress.needs_input else []
         summary.duration_ms = _elapsed_ms(summary.started_at)
-        if not self.ctx.control.shared_context:
+        if not self.state.shared_context:
             self.handoffs.collect()
 
     async def _settle_stage(
@@ -465,10 +458,6 @@ class Orchestrator:
         summary.review = verdict.summary
         summary.questions += [Question(question=q) for q in verdict.questions]
         self._review_feedback = verdict.feedback
-        if not verdict.advance and not verdict.stopped:
-            self.ctx.recorder.emit(ReviewBlocked(
-                message=f"review: stage '{stage.title}' is not done yet ({verdict.summary.count} blocking)",
-                stage_id=stage.id, count=verdict.summary.count, costs=role_costs(verdict.summary) or None))
         return verdict.advance
 
     def _protected_block(self, stage: Stage, summary: IterationSummary) -> None:
@@ -541,23 +530,23 @@ class Orchestrator:
             f"- Last summary: {prev.get('summary', '—')}\n- Next: {prev.get('nextStage', '—')}\n"
         )
 
-    def _guard_hit(self, stage: Stage, summary: IterationSummary, outcome: SessionOutcome) -> Stop | None:
+    def _guard_hit(self, stage: Stage, summary: IterationSummary, decision: GuardDecision) -> Stop | None:
         self._tree.forget()  # the aborted session's changes were never read
-        summary.outcome, summary.guard_hits, summary.guard_reason = "guard", 1, outcome.guard_reason
+        summary.outcome, summary.guard_hits, summary.guard_reason = "guard", 1, decision.reason
         summary.duration_ms = _elapsed_ms(summary.started_at)
         session_id: str | None = None
-        if self.ctx.control.shared_context:
+        if self.state.shared_context:
             self._start_fresh_session("the previous session was aborted by the guard")
             session_id = ""
         self.ctx.recorder.record_iteration(summary, session_id)
-        why = stop_policy.guard_reason(self.limits, self.state.consecutive_guard_blocks, outcome.guard_reason)
-        return ("stopped-guard", why) if why else None
+        why = stop_policy.guard_reason(self.limits, self.state.consecutive_guard_blocks, decision.reason)
+        return (StopReason.STOPPED_GUARD, why) if why else None
 
     async def _after_report(self, summary: IterationSummary) -> Stop | None:
         budget = self._budget_stop or self._quota_stop
         if budget:
             self._report_unasked(summary)
-            return "stopped-budget", budget
+            return StopReason.STOPPED_BUDGET, budget
         if self._no_iteration_follows():
             self._report_unasked(summary)
             return None
@@ -566,14 +555,12 @@ class Orchestrator:
             return stop
         why = stop_policy.stale_reason(self.limits, self.state.stale_iterations,
                                        self.stages.next_stage(self.state) is not None)
-        return ("stalled", why) if why else None
+        return (StopReason.STALLED, why) if why else None
 
     def _no_iteration_follows(self) -> bool:
         """Waiting for an answer is pointless when nothing will read it."""
-        control = self.ctx.control
-        last = self.state.iteration >= self._last_iteration
-        return (last or self.stages.next_stage(self.state) is None or control.abort_after_current
-                or control.stop_requested)
+        return stop_policy.no_iteration_follows(self.state, self._last_iteration,
+                                                self.stages.next_stage(self.state) is not None)
 
     def _report_unasked(self, summary: IterationSummary) -> None:
         if summary.questions:
@@ -600,8 +587,8 @@ class Orchestrator:
         self._tree.forget()  # the operator may edit files while deciding
         answers = await self._put_questions(questions, summary.iteration)
         if answers is None:
-            return "aborted", "stopped while waiting for an answer"
-        rec.set_status("running")
+            return StopReason.ABORTED, "stopped while waiting for an answer"
+        rec.set_status(Phase.RUNNING)
         return None
 
     async def _put_questions(self, questions: list[Question], iteration: int) -> list[Answer] | None:
@@ -612,7 +599,7 @@ class Orchestrator:
         for q in questions:
             options = "".join(f"\n    {n}. {o}" for n, o in enumerate(q.options, 1))
             rec.emit(QuestionAsked(message=f"? {q.question}{options}", question=q.question, options=q.options))
-        rec.set_status("waiting-answer")
+        rec.set_status(Phase.WAITING_ANSWER)
         try:
             answers = await collect_answers(ctx.control, questions, iteration, ctx.answer_timeout)
         except TimeoutError:
@@ -633,7 +620,7 @@ class Orchestrator:
             self.ctx.recorder.warn(f"the agent asked (no answer channel, or --hitl off; it goes on without): {text}")
             return None
         answers = await self._put_questions(questions, self.state.iteration)
-        self.ctx.recorder.set_status("running")
+        self.ctx.recorder.set_status(Phase.RUNNING)
         if not answers:
             return None
         by_question = {a.question: a.answer for a in answers}
@@ -647,19 +634,19 @@ class Orchestrator:
                                                           question=q.question))
 
     # ------------------------------------------------------------ finish
-    def _finish(self, status: RunStatus, reason: str) -> None:
+    def _finish(self, status: StopReason, reason: str) -> None:
         rec = self.ctx.recorder
         had_errors = any(item.outcome in ("failed", "timeout") for item in self.state.iterations
                          if item.iteration >= self._first_iteration)
-        if status == "done" and had_errors:
+        if status is StopReason.DONE and had_errors:
             reason = f"{reason} (some iterations failed)"
-        resume = "" if status == "done" else resume_command(self.ctx.settings, self.state.run_id)
+        resume = "" if not status.resumable else resume_command(self.ctx.settings, self.state.run_id)
         # Best effort, step by step: a full disk must not leave the run looking alive and unexplained.
         # (report.md follows the run-finished event: the recorder writes it.)
         steps: list[tuple[str, Callable[[], object]]] = [
             ("status", lambda: rec.set_status(status, reason)),
             ("event", lambda: rec.emit(RunFinished(message=f"run {status}: {reason}",
-                                                   level="heading" if status == "done" else "warn",
+                                                   level="heading" if status.success else "warn",
                                                    status=status, resume=resume))),
         ]
         for name, step in steps:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kilo_loop.agent.protocol import GuardRejected
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.run.state import Answer
 
@@ -47,20 +46,6 @@ class PromptInput:
     verify_feedback: str | None = None
     review_feedback: str | None = None
     unanswered: Sequence[str] = ()
-
-
-def guard_note(rule: str, reason: str) -> str:
-    """What the next session is told after the guard aborted the previous one."""
-    return (f"Your previous session was aborted by the loop's command guard ({rule}): {reason}. "
-            "Reach the same result without that command; never commit, push, publish or delete outside "
-            "temp directories.")
-
-
-def rejections_note(rejected: Sequence[GuardRejected]) -> str:
-    """What the next session is told after the loop refused calls before they ran (serve transport)."""
-    lines = "".join(f"\n- `{r.subject}` ({r.rule}): {r.reason}" for r in rejected[-5:])
-    return (f"The loop's command guard refused {len(rejected)} call(s) last iteration before they ran:{lines}\n"
-            "Reach the same result without them; never commit, push, publish or delete outside temp directories.")
 
 
 def _clip(text: str, limit: int = MAX_SECTION_CHARS) -> str:

@@ -1,12 +1,18 @@
-"""When a run must stop, as pure functions of the limits and the state: budgets, stale
-iterations, guard hits. The orchestrator asks; nothing here does I/O."""
+"""When a run must stop, as pure functions of the limits and the state: the operator's stop and
+abort, budgets, stale iterations, guard hits. The orchestrator asks; nothing here does I/O, and
+nothing here reads anything but the state the reducer built (so a replay decides the same)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kilo_loop.run.state import Totals
+from kilo_loop.run.state import RunState, Totals
+from kilo_loop.run.status import StopReason
 from kilo_loop.settings import Settings
+
+Stop = tuple[StopReason, str]
+STOPPED = (StopReason.ABORTED, "stopped by the operator")
+ABORTED_AFTER_SESSION = (StopReason.ABORTED, "aborted after the session by the operator")
 
 
 @dataclass(frozen=True)
@@ -51,3 +57,24 @@ def guard_reason(limits: Limits, consecutive: int, reason: str) -> str | None:
     if consecutive >= limits.max_guard_blocks:
         return f"{consecutive} consecutive guard hits (--max-guard-blocks)"
     return None
+
+
+def before_iteration(limits: Limits, state: RunState, first_iteration: int) -> Stop | None:
+    """Whether the run ends before its next iteration: a Stop, an abort after a session this process
+    ran (`first_iteration` is its first), a budget spent."""
+    if state.stop_requested:
+        return STOPPED
+    if state.abort_requested and state.iteration >= first_iteration:
+        return ABORTED_AFTER_SESSION
+    budget = budget_reason(limits, state.totals)
+    return (StopReason.STOPPED_BUDGET, budget) if budget else None
+
+
+def waits_for_resume(state: RunState) -> bool:
+    return state.paused and not state.stop_requested
+
+
+def no_iteration_follows(state: RunState, last_iteration: int, stages_left: bool) -> bool:
+    """Nothing will read an answer: the last iteration ran, no stage is left, or the run is ending."""
+    return (state.iteration >= last_iteration or not stages_left or state.abort_requested
+            or state.stop_requested)

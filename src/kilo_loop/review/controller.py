@@ -39,6 +39,7 @@ from kilo_loop.review.tree import diff_since, tree_of_worktree
 from kilo_loop.review.wave import RoleResult, RoleSpec, WaveContext, run_wave
 from kilo_loop.run.events import now_iso
 from kilo_loop.run.state import ReviewGateState, ReviewRoundSummary, VerifyResult
+from kilo_loop.session.reviewer import ReviewVerdict
 
 GATE_QUESTION = ("Review gate: which findings should be fixed now? Reply with their numbers (e.g. `1 3`), "
                  "`all`, or `none` to defer them all; add `; <change request>` to ask for a change.")
@@ -55,15 +56,6 @@ class ReviewOptions:
     @property
     def role_names(self) -> list[str]:
         return [spec.role for spec in self.roles]
-
-
-@dataclass
-class ReviewVerdict:
-    advance: bool
-    summary: ReviewRoundSummary
-    feedback: str | None = None
-    questions: list[str] = field(default_factory=list)
-    stopped: bool = False
 
 
 @dataclass

@@ -15,8 +15,10 @@ from typing import Any, Literal
 
 import orjson
 
-Severity = Literal["critical", "high", "medium", "low"]
-FindingKind = Literal["issue", "acceptance-gap", "coverage", "malformed", "protected", "verdict"]
+from kilo_loop.run.findings import Finding as Finding
+from kilo_loop.run.findings import FindingKind as FindingKind
+from kilo_loop.run.findings import Severity as Severity
+
 Verdict = Literal["pass", "block"]
 
 SEVERITIES: tuple[Severity, ...] = ("critical", "high", "medium", "low")
@@ -32,43 +34,6 @@ _KIND_ALIASES = {
     "issue": "issue", "finding": "issue", "acceptance-gap": "acceptance-gap", "acceptance_gap": "acceptance-gap",
     "acceptance": "acceptance-gap", "gap": "acceptance-gap", "coverage": "coverage",
 }
-
-
-@dataclass(frozen=True)
-class Finding:
-    role: str
-    title: str
-    severity: Severity = "high"
-    file: str | None = None
-    line: int | None = None
-    detail: str = ""
-    pre_existing: bool = False
-    kind: FindingKind = "issue"
-
-    @property
-    def location(self) -> str:
-        if self.file and self.line:
-            return f"{self.file}:{self.line}"
-        return self.file or ""
-
-    @property
-    def key(self) -> str:
-        """Two reviewers naming the same place (or, without a line, the same title in the same file)
-        report one issue."""
-        if self.file and self.line:
-            return f"{self.file}:{self.line}"
-        words = " ".join(re.findall(r"[a-z0-9]+", self.title.lower()))
-        return f"{self.file or ''}|{words}"
-
-    @property
-    def row_id(self) -> str:
-        """Stable id of this row in the gate (the same finding keeps its id across rounds)."""
-        return f"{self.role}:{self.key}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"id": self.row_id, "role": self.role, "title": self.title, "severity": self.severity,
-                "file": self.file, "line": self.line, "detail": self.detail, "preExisting": self.pre_existing,
-                "kind": self.kind}
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from kilo_loop.errors import KiloLoopError
 from kilo_loop.review.budget import Exit
 from kilo_loop.review.count import SEED_ROLE, waiting_findings, with_verdicts
 from kilo_loop.review.findings import Finding, ReviewReport
+from kilo_loop.run.findings import finding_line as finding_line
 
 GateMode = Literal["always", "auto", "off"]
 GATE_MODES: tuple[GateMode, ...] = ("always", "auto", "off")
@@ -57,7 +59,7 @@ def deferred_rows(rows: Sequence[Finding], answer: GateAnswer) -> list[Finding]:
     return [row for row in rows if row.row_id not in wanted]
 
 
-class GateReplyError(ValueError):
+class GateReplyError(KiloLoopError, ValueError):
     """A typed gate reply that names no row or a row that does not exist."""
 
 
@@ -101,12 +103,6 @@ def fix_pass_feedback(chosen: Sequence[Finding], change_request: str) -> str:
     return "\n".join(lines)
 
 
-def finding_line(finding: Finding) -> str:
-    where = f" at {finding.location}" if finding.location else ""
-    pre = " (pre-existing)" if finding.pre_existing else ""
-    kind = " [acceptance gap]" if finding.kind == "acceptance-gap" else ""
-    detail = f" — {finding.detail}" if finding.detail else ""
-    return f"[{finding.role}/{finding.severity}]{kind}{pre} {finding.title}{where}{detail}"
 
 
 def looks_like_test(path: str) -> bool:

@@ -1,7 +1,7 @@
 """Everything the review loop tells the run: its log lines, archived prompts and the open gate.
 
 One narrow seam between the review package and the run's recorder: the review logic names what
-happened; this module turns it into the run's typed events (review.events), which the reducer
+happened; this module turns it into the run's typed events (declared in run/events.py), which the reducer
 folds into the state and the notifier turns into notices.
 """
 
@@ -9,10 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from kilo_loop.review.events import BY_TYPE, ReviewGateAnswered, ReviewGateClosed, ReviewGateOpened
-from kilo_loop.run.events import QuestionAsked
+from kilo_loop.run.events import (
+    EVENT_TYPES,
+    QuestionAsked,
+    ReviewGateAnswered,
+    ReviewGateClosed,
+    ReviewGateOpened,
+)
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.state import ReviewGateState
+from kilo_loop.run.status import Phase
 
 
 class ReviewLog:
@@ -28,7 +34,7 @@ class ReviewLog:
         envelope: dict[str, Any] = {"message": message}
         if level is not None:
             envelope["level"] = level
-        self._recorder.emit(BY_TYPE[kind](**envelope, **data))
+        self._recorder.emit(EVENT_TYPES[kind](**envelope, **data))
 
     def warning(self, message: str) -> None:
         self._recorder.warn(message)
@@ -41,7 +47,7 @@ class ReviewLog:
         self._recorder.emit(ReviewGateOpened(message=listing, stage_id=gate.stage_id, exit=gate.exit,
                                              rows=len(gate.rows), gate=gate.wire(), costs=costs or None))
         self._recorder.emit(QuestionAsked(message=f"? {gate.question}", question=gate.question, options=[]))
-        self._recorder.set_status("waiting-answer")
+        self._recorder.set_status(Phase.WAITING_ANSWER)
 
     def gate_answered(self, reply: str, source: str) -> None:
         self._recorder.emit(ReviewGateAnswered(message=f"review gate answer: {reply or '(defer all)'}",
@@ -49,4 +55,4 @@ class ReviewLog:
 
     def gate_closed(self) -> None:
         self._recorder.emit(ReviewGateClosed())
-        self._recorder.set_status("running")
+        self._recorder.set_status(Phase.RUNNING)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kilo_loop.agent.registry import RUNTIMES
+from kilo_loop.errors import ConfigError
 from kilo_loop.review.controller import ReviewOptions
 from kilo_loop.review.count import ROLES, SEED_ROLE
 from kilo_loop.review.wave import RoleSpec
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 _ROLE_KEYS = ("role", "agent", "model", "variant", "backend")
 
 
-class ReviewConfigError(ValueError):
+class ReviewConfigError(ConfigError):
     """A review configuration that cannot be used; the message says which part and why."""
 
 

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from kilo_loop.agent.protect_check import file_paths
-from kilo_loop.loop.session import GuardLike
+from kilo_loop.run.guard_decision import GuardDecision, GuardLike
 from kilo_loop.run.layout import LOOP_DIR
-from kilo_loop.safety.guard import GuardDecision
 from kilo_loop.safety.shell import OutputRedirect, SimpleCommand, analyze, parse_git_argv
 from kilo_loop.safety.shell.model import command_name
 

@@ -14,16 +14,17 @@ from pathlib import Path
 
 from kilo_loop.agent.protocol import AgentBackend, AgentRequest, StepFinished
 from kilo_loop.agent.registry import RUNTIMES
-from kilo_loop.loop.control import RunControl
-from kilo_loop.loop.session import GuardLike, SessionRunner
 from kilo_loop.review.count import SEED_ROLE
 from kilo_loop.review.findings import ReviewReport, malformed_report, parse_review
 from kilo_loop.review.log import ReviewLog
 from kilo_loop.review.prompt import review_file
 from kilo_loop.review.readonly import ReadOnlyGuard
+from kilo_loop.run.control import RunControl
 from kilo_loop.run.events import now_iso
+from kilo_loop.run.guard_decision import GuardLike
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.state import ReviewRoleRun
+from kilo_loop.session.runner import SessionRunner
 
 MAX_REVIEW_FILE = 2 * 1024 * 1024
 
@@ -91,8 +92,8 @@ async def _one(ctx: WaveContext, spec: RoleSpec, prompt: str, title: str, final_
     outcome = await runner.run(request)
     usage.session_id = outcome.result.session_id
     report = _read_report(path, spec.role, outcome.result.text)
-    if outcome.guard_rule and not report.malformed:
-        report = malformed_report(spec.role, f"the session was ended by the guard ({outcome.guard_reason})")
+    if outcome.guard is not None and not report.malformed:
+        report = malformed_report(spec.role, f"the session was ended by the guard ({outcome.guard.reason})")
     elif outcome.result.failed and report.malformed:
         report = malformed_report(spec.role, f"the session failed ({outcome.result.error or 'no verdict'})")
     usage.verdict, usage.findings, usage.malformed = report.verdict, len(report.findings), report.malformed

@@ -1,32 +1,56 @@
-"""Build the review controller for a run from the loop's parts (backend, guard, control, budgets)."""
+"""Build the run's reviewer from the loop's parts (backend, guard, control, budgets): the review side
+of the seam in `session/reviewer.py`, so the loop runs a review without knowing the review package."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kilo_loop.agent.protocol import AgentBackend, StepFinished
+from kilo_loop.agent.protocol import AgentBackend
 from kilo_loop.agent.registry import load_backend
-from kilo_loop.goal.model import Goal
-from kilo_loop.loop.control import RunControl
-from kilo_loop.loop.session import GuardLike
-from kilo_loop.review.controller import ReviewController, ReviewHost, ReviewOptions
-from kilo_loop.review.findings import Finding
-from kilo_loop.review.gate import finding_line
+from kilo_loop.goal.model import Goal, Stage
+from kilo_loop.review.controller import ReviewController, ReviewHost, ReviewOptions, role_costs
 from kilo_loop.review.log import ReviewLog
-from kilo_loop.review.protect import protected_findings
 from kilo_loop.review.wave import RoleSpec, WaveContext
+from kilo_loop.run.control import RunControl
+from kilo_loop.run.events import ReviewBlocked
+from kilo_loop.run.guard_decision import GuardLike
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.state import VerifyResult
+from kilo_loop.session.reviewer import Reviewer, ReviewerFactory, ReviewHooks, ReviewVerdict
 from kilo_loop.settings import Settings
 
 
-def build_controller(
+class StageReviewer:
+    """The controller as the loop calls it; a stage the review holds back is recorded here."""
+
+    def __init__(self, controller: ReviewController, recorder: RunRecorder) -> None:
+        self._controller = controller
+        self._recorder = recorder
+
+    def resume(self, pending_stage_ids: Sequence[str]) -> str | None:
+        return self._controller.resume(pending_stage_ids)
+
+    async def begin_iteration(self, stage: Stage, iteration: int, verify_command: str | None) -> bool:
+        return await self._controller.begin_iteration(stage, iteration, verify_command)
+
+    def fix_touched(self, stage_id: str, files: Sequence[str]) -> None:
+        self._controller.fix_touched(stage_id, files)
+
+    async def review(self, stage: Stage, iteration: int, verify: VerifyResult | None) -> ReviewVerdict:
+        verdict = await self._controller.review(stage, iteration, verify)
+        if not verdict.advance and not verdict.stopped:
+            self._recorder.emit(ReviewBlocked(
+                message=f"review: stage '{stage.title}' is not done yet ({verdict.summary.count} blocking)",
+                stage_id=stage.id, count=verdict.summary.count, costs=role_costs(verdict.summary) or None))
+        return verdict
+
+
+def reviewer_factory(
     options: ReviewOptions, settings: Settings, goal: Goal, project: Path, run_backend: AgentBackend,
     recorder: RunRecorder, control: RunControl, guard: GuardLike | None, env: dict[str, str],
-    count_tokens: Callable[[StepFinished], str | None], verify: Callable[[str], Awaitable[VerifyResult | None]],
-    answer_channel_open: Callable[[], bool], halted: Callable[[], bool],
-) -> ReviewController:
+    answer_channel_open: Callable[[], bool],
+) -> ReviewerFactory:
     backends: dict[str, AgentBackend] = {}
 
     def backend_for(spec: RoleSpec) -> AgentBackend:
@@ -38,21 +62,14 @@ def build_controller(
             backends[spec.backend] = load_backend(spec.backend)
         return backends[spec.backend]
 
-    wave = WaveContext(project=project, recorder=recorder, log=ReviewLog(recorder), control=control, guard=guard, backend_for=backend_for,
-                       count_tokens=count_tokens, env=env, timeout_s=settings.max_iteration_minutes * 60,
-                       auto_approve=settings.auto)
-    host = ReviewHost(goal=goal, project=project, run_id=wave.log.run_id, wave=wave, verify=verify,
-                      # --hitl off means unattended: the gate is not asked either.
-                      answer_channel_open=lambda: settings.hitl != "off" and answer_channel_open(),
-                      halted=halted)
-    return ReviewController(options, host)
+    def build(hooks: ReviewHooks) -> Reviewer:
+        wave = WaveContext(project=project, recorder=recorder, log=ReviewLog(recorder), control=control, guard=guard,
+                           backend_for=backend_for, count_tokens=hooks.count_tokens, env=env,
+                           timeout_s=settings.max_iteration_minutes * 60, auto_approve=settings.auto)
+        host = ReviewHost(goal=goal, project=project, run_id=wave.log.run_id, wave=wave, verify=hooks.verify,
+                          # --hitl off means unattended: the gate is not asked either.
+                          answer_channel_open=lambda: settings.hitl != "off" and answer_channel_open(),
+                          halted=hooks.halted)
+        return StageReviewer(ReviewController(options, host), recorder)
 
-
-def protected_feedback(paths: list[str]) -> tuple[list[Finding], str]:
-    """The findings for protected files the implementer changed, and what its next prompt says."""
-    findings = protected_findings(paths)
-    lines = [("You changed protected files; the stage cannot pass while they differ from the checkpoint. "
-             "Put them back as they were (the operator may restore them with `kilo-loop revert`) and reach "
-             "the goal without editing them:")]
-    lines += [f"- {finding_line(f)}" for f in findings]
-    return findings, "\n".join(lines)
+    return build

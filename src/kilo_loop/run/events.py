@@ -5,8 +5,10 @@ frame): `{"seq", "ts", "type", "level", "iteration"?, "message", "data"?}`. A cl
 fields are its `data`, in declaration order; a field left `None` is not written. Keys a
 class does not declare (a newer writer, an older reader) survive a round trip in `extra`.
 
-To add an event: subclass `RunEvent` with a `TYPE`, declare its data fields, and (if it
-changes the state) teach `run/reducer.py` about it.
+Every event type of the run is declared here, the review's included, so a replay of events.jsonl
+knows them all whatever else was imported. To add an event: subclass `RunEvent` with a `TYPE`,
+declare its data fields, list it in `EVENT_TYPES`, and (if it changes the state) teach
+`run/reducer.py` about it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar
+
+from kilo_loop.run.controls import ControlAction
+from kilo_loop.run.guard_decision import GuardDecision
+from kilo_loop.run.status import Phase, RunStatus, StopReason
 
 _ENVELOPE = ("message", "level", "iteration", "seq", "ts", "extra")
 
@@ -65,6 +71,19 @@ class RunEvent:
 _FIELDS_CACHE: dict[type[RunEvent], tuple[dataclasses.Field[Any], ...]] = {}
 
 
+def _as_status(value: object) -> object:
+    """A wire status as its enum; a name this version does not know (a newer writer) stays as it is."""
+    if isinstance(value, Phase | StopReason) or not isinstance(value, str):
+        return value
+    return _STATUSES.get(value, value)
+
+
+_STATUSES: dict[str, RunStatus] = {**{p.value: p for p in Phase}, **{r.value: r for r in StopReason}}
+
+
+_ACTION_NAMES = frozenset(ControlAction)
+
+
 def _data_fields(cls: type[RunEvent]) -> tuple[dataclasses.Field[Any], ...]:
     cached = _FIELDS_CACHE.get(cls)
     if cached is None:
@@ -93,16 +112,22 @@ class RunStarted(RunEvent):
 @dataclass(frozen=True, kw_only=True)
 class StatusChanged(RunEvent):
     TYPE = "status"
-    status: str = ""
+    status: RunStatus = Phase.RUNNING
     reason: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", _as_status(self.status))
 
 
 @dataclass(frozen=True, kw_only=True)
 class RunFinished(RunEvent):
     TYPE = "run-finished"
     level: str = "heading"
-    status: str = ""
+    status: StopReason = StopReason.DONE
     resume: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", _as_status(self.status))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,8 +163,13 @@ class Warned(RunEvent):
 @dataclass(frozen=True, kw_only=True)
 class ControlChanged(RunEvent):
     TYPE = "control"
-    action: str = ""
+    action: ControlAction = ControlAction.PAUSE
     value: Any = None
+
+    def __post_init__(self) -> None:
+        # a newer writer's action stays as it is: replayed, it changes nothing
+        if not isinstance(self.action, ControlAction) and self.action in _ACTION_NAMES:
+            object.__setattr__(self, "action", ControlAction(self.action))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -257,6 +287,13 @@ class GuardBlocked(RunEvent):
     # such hits count once per iteration toward --max-guard-blocks (at the iteration's report).
     before_execution: bool | None = None
 
+    @classmethod
+    def of(cls, decision: GuardDecision, message: str, *, note: str | None = None,
+           before_execution: bool | None = None, extra: Mapping[str, Any] | None = None) -> GuardBlocked:
+        """The event of a guard's deny: its rule and reason as the decision names them."""
+        return cls(message=message, rule=decision.rule_name, reason=decision.reason, note=note,
+                   before_execution=before_execution, extra=dict(extra or {}))
+
 
 @dataclass(frozen=True, kw_only=True)
 class GuardPreDenied(RunEvent):
@@ -325,6 +362,110 @@ class QuotaWait(RunEvent):
     reason: str = ""
 
 
+# ------------------------------------------------------------------ the review wave
+@dataclass(frozen=True, kw_only=True)
+class ReviewStarted(RunEvent):
+    TYPE = "review-started"
+    level: str = "heading"
+    role: str = ""
+    started_at: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewFinished(RunEvent):
+    TYPE = "review-finished"
+    role: str = ""
+    verdict: str = ""
+    started_at: str = ""
+    finished_at: str = ""
+    tokens: int = 0
+    cost: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewRound(RunEvent):
+    TYPE = "review-round"
+    stage_id: str = ""
+    count: int = 0
+    step: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewFinal(RunEvent):
+    TYPE = "review-final"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewRecheck(RunEvent):
+    TYPE = "review-recheck"
+    roles: list[str] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewDeferred(RunEvent):
+    TYPE = "review-deferred"
+    rows: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewFixPass(RunEvent):
+    TYPE = "review-fix-pass"
+    level: str = "heading"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewResumed(RunEvent):
+    TYPE = "review-resume"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewGateOpened(RunEvent):
+    """The gate waits for the operator: the state carries it for the terminal and the dashboard."""
+
+    TYPE = "review-gate"
+    level: str = "warn"
+    stage_id: str = ""
+    exit: str = ""
+    rows: int = 0
+    gate: Mapping[str, Any] = field(default_factory=dict)
+    costs: str | None = None  # what each reviewer of the round cost
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewGateAnswered(RunEvent):
+    TYPE = "review-gate-answer"
+    reply: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewGateClosed(RunEvent):
+    TYPE = "review-gate-closed"
+    RECORD_ONLY = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewBlocked(RunEvent):
+    """The review keeps the stage open (un-advanced; its markdown is not ticked)."""
+
+    TYPE = "review-block"
+    level: str = "warn"
+    stage_id: str = ""
+    count: int | None = None
+    costs: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProtectedChanged(RunEvent):
+    """Protected files changed since the stage began: the stage is blocked."""
+
+    TYPE = "protected"
+    level: str = "error"
+    stage_id: str = ""
+    files: list[str] = field(default_factory=list)
+
+
+
 @dataclass(frozen=True, kw_only=True)
 class UnknownEvent(RunEvent):
     """A type this version does not know (a newer writer): kept as it is."""
@@ -347,6 +488,8 @@ EVENT_TYPES: dict[str, type[RunEvent]] = {
         IterationStarted, CheckpointTaken, IterationReported, IterationFinished, SessionOpened, AgentServerStarted, TextOut,
         ReasoningOut, ToolUsed, UsageCounted, AgentErrored, AgentFailed, GuardBlocked, GuardPreDenied,
         VerifyFinished, StageDone, StageBlocked, QuestionAsked, AnswerReceived, QuestionUnanswered, QuotaWait,
+        ReviewStarted, ReviewFinished, ReviewRound, ReviewFinal, ReviewRecheck, ReviewDeferred, ReviewFixPass,
+        ReviewResumed, ReviewGateOpened, ReviewGateAnswered, ReviewGateClosed, ReviewBlocked, ProtectedChanged,
     )
 }
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kilo_loop.review.events import review_notice
 from kilo_loop.run.events import (
     GuardBlocked,
+    ProtectedChanged,
     QuotaWait,
+    ReviewBlocked,
+    ReviewGateOpened,
     RunEvent,
     RunFinished,
     StatusChanged,
@@ -35,9 +37,9 @@ def notice_for(event: RunEvent, state: RunState) -> Notice | None:
 
 
 def _notice(event: RunEvent, state: RunState) -> Notice | None:
-    review = review_notice(event, state)
+    review = _review_notice(event, state)
     if review is not None:
-        return Notice(*review)
+        return review
     if isinstance(event, Warned) and event.about == "retry":
         return Notice("model-retry", f"Retrying iteration {state.iteration}", f"{event.reason} (attempt {event.attempt})")
     if isinstance(event, Warned) and event.about == "unasked":
@@ -56,6 +58,20 @@ def _notice(event: RunEvent, state: RunState) -> Notice | None:
     if isinstance(event, RunFinished):
         return Notice("run-done", f"Run {event.status}", state.stop_reason)
     return None
+
+
+def _review_notice(event: RunEvent, state: RunState) -> Notice | None:
+    """The review's out-of-band notices: a stage held back, protected files changed, a gate to answer."""
+    if not isinstance(event, ReviewBlocked | ProtectedChanged | ReviewGateOpened):
+        return None
+    stage = state.stage_state(event.stage_id)
+    title = stage.title if stage else event.stage_id
+    if isinstance(event, ReviewBlocked):
+        return Notice("review-block", f"Review blocked: {title}", "; ".join(filter(None, (event.message, event.costs))))
+    if isinstance(event, ProtectedChanged):
+        return Notice("review-block", f"Protected files changed: {title}", ", ".join(event.files))
+    text = f"{event.rows} finding(s) to decide (loop exit: {event.exit})"
+    return Notice("review-gate", f"Review gate: {title}", "; ".join(filter(None, (text, event.costs))))
 
 
 def _status_notice(event: StatusChanged, state: RunState) -> Notice | None:

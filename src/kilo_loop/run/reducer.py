@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from kilo_loop.review.events import REVIEW_HANDLERS
+from kilo_loop.run.controls import ControlAction
 from kilo_loop.run.events import (
     AnswerReceived,
     ControlChanged,
@@ -21,9 +21,13 @@ from kilo_loop.run.events import (
     IterationFinished,
     IterationReported,
     IterationStarted,
+    ProtectedChanged,
     QuestionAsked,
     QuestionUnanswered,
     QuotaWait,
+    ReviewBlocked,
+    ReviewGateClosed,
+    ReviewGateOpened,
     RunEvent,
     RunFinished,
     SecretsMasked,
@@ -41,6 +45,7 @@ from kilo_loop.run.state import (
     IterationSummary,
     Question,
     RetryState,
+    ReviewGateState,
     RunState,
     StageState,
     Totals,
@@ -219,19 +224,36 @@ def _unanswered(state: RunState, event: QuestionUnanswered) -> Changes:
     return {"unanswered": [*state.unanswered, Question(question=event.question)]}
 
 
+def _prompt_extra(value: object) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+_CONTROLS: dict[ControlAction, Callable[[object], Changes]] = {
+    ControlAction.PAUSE: lambda value: {"paused": bool(value)},
+    ControlAction.RESUME: lambda value: {"paused": False},
+    # a paused loop wakes up to end the run
+    ControlAction.ABORT_AFTER_CURRENT: lambda value: {"abort_requested": bool(value), "paused": False},
+    ControlAction.STOP: lambda value: {"paused": False, "stop_requested": True},
+    ControlAction.SET_SHARED_CONTEXT: lambda value: {"shared_context": bool(value)},
+    ControlAction.SET_PROMPT_EXTRA: lambda value: {"prompt_extra": _prompt_extra(value)},
+}
+
+
 def _control(state: RunState, event: ControlChanged) -> Changes:
-    action, value = event.action, event.value
-    if action == "pause":
-        return {"paused": bool(value)}
-    if action == "abort-after-current":  # a paused loop wakes up to end the run
-        return {"abort_requested": bool(value), "paused": False}
-    if action == "stop":
-        return {"paused": False}
-    if action == "set-shared-context":
-        return {"shared_context": bool(value)}
-    if action == "set-prompt-extra":
-        return {"prompt_extra": value if isinstance(value, str) and value.strip() else None}
-    return {}
+    change = _CONTROLS.get(event.action)
+    return {} if change is None else change(event.value)
+
+
+def _review_blocked(state: RunState, event: ReviewBlocked | ProtectedChanged) -> Changes:
+    return _blocked(state, event.stage_id)
+
+
+def _gate_opened(state: RunState, event: ReviewGateOpened) -> Changes:
+    return {"review_gate": ReviewGateState.model_validate(dict(event.gate))}
+
+
+def _gate_closed(state: RunState, event: ReviewGateClosed) -> Changes:
+    return {"review_gate": None}
 
 
 def _warned(state: RunState, event: Warned) -> Changes:
@@ -265,7 +287,10 @@ def _handler(cls: type[E], fn: Callable[[RunState, E], Changes]) -> tuple[type[R
 
 
 _HANDLERS: dict[type[RunEvent], Callable[..., Changes]] = dict([
-    *REVIEW_HANDLERS.items(),
+    _handler(ReviewBlocked, _review_blocked),
+    _handler(ProtectedChanged, _review_blocked),
+    _handler(ReviewGateOpened, _gate_opened),
+    _handler(ReviewGateClosed, _gate_closed),
     _handler(StatusChanged, _status),
     _handler(IterationStarted, _iteration_started),
     _handler(UsageCounted, _usage),

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from kilo_loop.run.status import RunStatus, StageStatus
+from kilo_loop.run.status import Phase, RunStatus, StageStatus
 
 LOG_TAIL_LINES = 200
 # state.json keeps the newest iterations only (each one's whole report is iterations/NN-report.json),
@@ -151,7 +151,7 @@ class RunState(WireModel):
     """Written only by `run.reducer.reduce`; state.json is a snapshot of it."""
 
     run_id: str
-    status: RunStatus = "starting"
+    status: RunStatus = Phase.STARTING
     project: str
     goal_title: str
     goal_source: str | None = None
@@ -190,6 +190,9 @@ class RunState(WireModel):
     stale_iterations: int = 0
     paused: bool = False
     abort_requested: bool = False
+    # A Stop ends this process's run: the reducer sets it from the `control` event, it is not written
+    # to state.json (a resumed run starts unstopped), and a replay of events.jsonl sets it again.
+    stop_requested: bool = Field(default=False, exclude=True)
     stop_reason: str = ""
     last_error: str = ""
     resume_command: str = ""
@@ -197,13 +200,18 @@ class RunState(WireModel):
     seq: int = 0  # the last event folded into this state: resume replays events.jsonl past it
     log_tail: list[dict[str, Any]] = Field(default_factory=list)
 
-    def snapshot(self) -> dict[str, Any]:
-        """state.json's content: the header, then the history (iterations, log tail) last."""
+    def snapshot(self, newest: int | None = None) -> dict[str, Any]:
+        """state.json's content: the header, then the history (iterations, log tail) last. With
+        `newest`, only that many iterations (the dashboard's view of a long run; a copy of the tail)."""
         # ``masked`` only once something was: a run without known secrets keeps its old shape
         wire = self.model_dump(mode="json", by_alias=True,
                                exclude={"iterations", "log_tail"} | (set() if self.masked else {"masked"}))
-        wire["iterations"] = _ITERATION_WIRES.of(self.iterations)
-        wire["logTail"] = self.log_tail
+        if newest is None:
+            wire["iterations"] = _ITERATION_WIRES.of(self.iterations)
+            wire["logTail"] = self.log_tail
+        else:
+            wire["iterations"] = [item.wire() for item in self.iterations[-newest:]]
+            wire["logTail"] = list(self.log_tail)
         return wire
 
     def stage_state(self, stage_id: str) -> StageState | None:

@@ -33,8 +33,9 @@ import os
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any
 
+from kilo_loop.run.guard_decision import GuardDecision
 from kilo_loop.safety.lazy_regex import LazyRegex
 from kilo_loop.safety.packs import PACKS, Pack, enabled_packs
 from kilo_loop.safety.packs.paths import (
@@ -62,21 +63,6 @@ from kilo_loop.safety.shell.interpreters import UNREAD_LANGUAGES, dynamic_code
 from kilo_loop.safety.shell.model import HOME, LITERALLY, UNKNOWN
 
 __all__ = ["Guard", "GuardDecision", "brace_alternatives"]
-
-
-class GuardDecision(NamedTuple):
-    decision: Literal["allow", "deny"]
-    rule: str | None
-    reason: str
-    pack: str | None = None
-    """The rule pack that denied (None for an allow, custom patterns and what cannot be known)."""
-
-    @property
-    def denied(self) -> bool:
-        return self.decision == "deny"
-
-    def as_dict(self) -> dict[str, str | None]:
-        return {"decision": self.decision, "rule": self.rule, "reason": self.reason}
 
 
 def _allow(reason: str) -> GuardDecision:

@@ -4,6 +4,7 @@ iteration report line and an end-of-run summary. Renders redacted RunEvents only
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -13,13 +14,24 @@ from rich.table import Table
 from rich.text import Text
 
 from kilo_loop.durations import format_duration
-from kilo_loop.run.events import RunEvent
+from kilo_loop.run.events import (
+    IterationFinished,
+    IterationStarted,
+    QuestionAsked,
+    ReasoningOut,
+    RunEvent,
+    RunFinished,
+    SessionOpened,
+    StatusChanged,
+    TextOut,
+    ToolUsed,
+)
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.report import format_cost, format_tokens
 from kilo_loop.run.state import RunState
 
 _STYLES = {"warn": "yellow", "error": "bold red", "tool": "cyan", "info": ""}
-_QUIET_TYPES = {"run-finished", "question", "status"}
+_QUIET_TYPES: frozenset[type[RunEvent]] = frozenset({RunFinished, QuestionAsked, StatusChanged})
 _TEXT_PREVIEW_LINES = 3
 
 
@@ -53,6 +65,12 @@ class ConsoleView:
         self.keys_hint = sys.stdin.isatty() if keys_hint is None else keys_hint
         self._started: datetime | None = None  # the first event this view saw: the run's elapsed time
         self._iteration_started: datetime | None = None
+        self._handlers: dict[type[RunEvent], Callable[[RunEvent], None]] = {
+            IterationStarted: self._on_iteration_started, ToolUsed: self._on_tool, TextOut: self._on_text,
+            ReasoningOut: self._on_reasoning, SessionOpened: self._on_session,
+            IterationFinished: self._on_iteration_finished, QuestionAsked: self._on_question,
+            StatusChanged: self._on_status, RunFinished: self._on_run_finished,
+        }
 
     def _elapsed(self, event: RunEvent) -> str:
         now = _moment(event.ts)
@@ -63,12 +81,12 @@ class ConsoleView:
             self._started = _moment(event.ts)
         if event.RECORD_ONLY:
             return
-        if self.quiet and event.type not in _QUIET_TYPES and event.level != "error":
+        if self.quiet and type(event) not in _QUIET_TYPES and event.level != "error":
             return
-        handler = getattr(self, "_on_" + event.type.replace("-", "_"), None)
+        handler = self._handlers.get(type(event))
         if handler is not None:
             handler(event)
-        elif event.type != "status" or event.level != "info":
+        else:
             self._line(event.message, _STYLES.get(event.level, ""))
 
     def _line(self, message: str, style: str = "") -> None:

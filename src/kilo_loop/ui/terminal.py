@@ -27,7 +27,7 @@ from kilo_loop.loop.commands import (
     SubmitAnswers,
     TogglePause,
 )
-from kilo_loop.loop.control import AnswerItem
+from kilo_loop.run.control import AnswerItem
 from kilo_loop.run.state import Question, RunState
 
 KEY_HELP = (

@@ -14,7 +14,9 @@ from starlette.responses import FileResponse, Response
 from starlette.staticfiles import StaticFiles
 
 from kilo_loop import __version__
-from kilo_loop.web.context import ApiError, DashboardContext, json_response
+from kilo_loop.errors import KiloLoopError
+from kilo_loop.web.context import DashboardContext, json_response
+from kilo_loop.web.errors import domain_status
 from kilo_loop.web.routes_history import history_router
 from kilo_loop.web.routes_launcher import launcher_router
 from kilo_loop.web.routes_review import review_router
@@ -37,9 +39,10 @@ def describe_validation(errors: Any) -> str:
 
 
 def _install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(ApiError)
-    async def api_error(_: Request, exc: ApiError) -> Response:
-        return json_response({"error": exc.message}, exc.status)
+    @app.exception_handler(KiloLoopError)
+    async def domain_error(_: Request, exc: KiloLoopError) -> Response:
+        status, message = domain_status(exc)
+        return json_response({"error": message}, status)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> Response:

@@ -13,6 +13,7 @@ import click
 import orjson
 from starlette.responses import Response
 
+from kilo_loop.errors import KiloLoopError
 from kilo_loop.run.layout import ProjectLayout, RunLayout
 from kilo_loop.run.store import RunNotFound
 from kilo_loop.safety.redact import Redactor
@@ -28,7 +29,7 @@ def _echo_to_terminal(message: str) -> None:
     click.echo(message, err=True)
 
 
-class ApiError(Exception):
+class ApiError(KiloLoopError):
     """Answered as `{"error": message}` with `status`."""
 
     def __init__(self, status: int, message: str) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kilo_loop.errors import KiloLoopError
 from kilo_loop.goal.model import GoalError
 from kilo_loop.goal.registry import resolve_plan_file
 from kilo_loop.loop.commands import Command, Reply, SetPromptExtra, StopNow
@@ -26,11 +27,11 @@ from kilo_loop.web.sse import EventHub
 log = logging.getLogger(__name__)
 
 
-class RunBusy(RuntimeError):
+class RunBusy(KiloLoopError, RuntimeError):
     """A run is active; a second one is refused."""
 
 
-class StartRefused(ValueError):
+class StartRefused(KiloLoopError, ValueError):
     """The start request cannot be honoured (bad plan, every stage done, agent CLI missing)."""
 
 
@@ -93,11 +94,7 @@ class LiveRun:
     def _wire(self, newest: int) -> dict[str, Any]:
         """The state on the wire with only its `newest` iterations: a long run is never dumped whole.
         It needs no redaction: the state is built from events the bus redacted."""
-        state = self.handle.state
-        wire = state.model_dump(mode="json", by_alias=True, exclude={"iterations", "log_tail"})
-        wire["iterations"] = [item.wire() for item in state.iterations[-newest:]]
-        wire["logTail"] = list(state.log_tail)
-        return wire
+        return self.handle.state.snapshot(newest)
 
     def _extras(self) -> dict[str, Any]:
         return {"idle": False, "seq": self.seq, "running": not self.finished}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kilo_loop.errors import KiloLoopError
 from kilo_loop.goal.registry import discover_plans, resolve_plan_file, trash_plan
 from kilo_loop.goal.sync import set_all_done, set_stage_verify
 from kilo_loop.run.files import read_json, write_json_atomic
@@ -21,7 +22,7 @@ from kilo_loop.web.schemas import StartRequest
 VERIFY_KEYS = ("verify", "defaultVerify", "default_verify")
 
 
-class ConfigFileError(ValueError):
+class ConfigFileError(KiloLoopError, ValueError):
     """config.json exists but cannot be read as a JSON object: it is left untouched."""
 
 

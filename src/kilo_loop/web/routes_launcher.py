@@ -9,15 +9,9 @@ from typing import Any
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from kilo_loop.goal.model import GoalError
 from kilo_loop.web import launcher
 from kilo_loop.web.context import ApiError, DashboardContext, json_response
-from kilo_loop.web.controller import RunBusy, StartRefused
 from kilo_loop.web.schemas import DoneRequest, GlobalVerifyRequest, PlanRequest, StartRequest, VerifyRequest
-
-
-def _goal_error(exc: GoalError) -> ApiError:
-    return ApiError(400, exc.message if exc.source is None else str(exc))
 
 
 def launcher_router(ctx: DashboardContext) -> APIRouter:
@@ -59,12 +53,9 @@ def launcher_router(ctx: DashboardContext) -> APIRouter:
         "/goals/verify", summary="Set a stage's verify (stageIndex omitted = plan-wide, JSON goals only)"
     )
     async def post_verify(body: VerifyRequest) -> Response:
-        try:
-            await asyncio.to_thread(
-                launcher.set_plan_verify, ctx.project, body.file, body.stage_index, body.verify
-            )
-        except GoalError as exc:
-            raise _goal_error(exc) from exc
+        await asyncio.to_thread(
+            launcher.set_plan_verify, ctx.project, body.file, body.stage_index, body.verify
+        )
         where = "plan-wide" if body.stage_index is None else f"stage {body.stage_index + 1}"
         ctx.announce(f"the verify command of {body.file} ({where})", body.verify)
         return json_response({"ok": True, "file": body.file, "stageIndex": body.stage_index})
@@ -73,8 +64,6 @@ def launcher_router(ctx: DashboardContext) -> APIRouter:
     async def post_verify_global(body: GlobalVerifyRequest) -> Response:
         try:
             now = await asyncio.to_thread(launcher.set_global_verify, ctx.project, body.verify)
-        except launcher.ConfigFileError as exc:
-            raise ApiError(409, str(exc)) from exc
         except OSError as exc:
             raise ApiError(409, f"cannot write config.json: {exc.strerror or exc}") from exc
         ctx.controller.global_verify = now or ""
@@ -83,38 +72,24 @@ def launcher_router(ctx: DashboardContext) -> APIRouter:
 
     @router.post("/goals/done", summary="Mark every stage done (done: true) or reopen them all (done: false)")
     async def post_done(body: DoneRequest) -> Response:
-        try:
-            changed = await asyncio.to_thread(launcher.set_plan_done, ctx.project, body.file, body.done)
-        except GoalError as exc:
-            raise _goal_error(exc) from exc
+        changed = await asyncio.to_thread(launcher.set_plan_done, ctx.project, body.file, body.done)
         return json_response({"ok": True, "file": body.file, "changed": changed})
 
     @router.post("/goals/trash", summary="Move a plan to .kilocode-loop/trash/ (recoverable)")
     async def post_trash(body: PlanRequest) -> Response:
         live = ctx.live
         if live is not None and not live.finished and live.handle.goal.source is not None:
-            try:
-                target = launcher.resolve_plan(ctx.project, body.file)
-            except GoalError as exc:
-                raise _goal_error(exc) from exc
+            target = launcher.resolve_plan(ctx.project, body.file)
             if target == live.handle.goal.source.resolve():
                 raise ApiError(409, "this plan is being run: stop the run before deleting it")
-        try:
-            moved = await asyncio.to_thread(launcher.trash, ctx.project, body.file)
-        except GoalError as exc:
-            raise _goal_error(exc) from exc
+        moved = await asyncio.to_thread(launcher.trash, ctx.project, body.file)
         return json_response({"ok": True, "file": body.file, "trashedTo": moved})
 
     @router.post(
         "/start", summary="Start a run from the launcher (409 while a run is active)", status_code=201
     )
     async def post_start(body: StartRequest) -> Response:
-        try:
-            live = ctx.controller.start(body)
-        except RunBusy as exc:
-            raise ApiError(409, str(exc)) from exc
-        except StartRefused as exc:
-            raise ApiError(400, str(exc)) from exc
+        live = ctx.controller.start(body)
         if body.prompt_extra and body.prompt_extra.strip():
             ctx.announce(f"a custom instruction for run {live.run_id}", body.prompt_extra)
         return json_response({"ok": True, "runId": live.run_id}, status=201)

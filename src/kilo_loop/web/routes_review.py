@@ -10,8 +10,8 @@ from pydantic import Field
 from starlette.responses import Response
 
 from kilo_loop.loop.commands import CommandRefused, SubmitAnswers
-from kilo_loop.loop.control import AnswerItem
-from kilo_loop.review.gate import GateReplyError, reply_from_marks
+from kilo_loop.review.gate import reply_from_marks
+from kilo_loop.run.control import AnswerItem
 from kilo_loop.web.context import ApiError, DashboardContext, json_response
 from kilo_loop.web.schemas import Body
 
@@ -34,16 +34,13 @@ def review_router(ctx: DashboardContext) -> APIRouter:
         gate, pending = state.review_gate, state.pending_questions
         if gate is None or not pending or live.answered is pending:
             raise ApiError(409, "no review gate is waiting for an answer")
-        try:
-            reply = reply_from_marks([str(row["id"]) for row in gate.rows], dict(body.marks), body.change_request)
-        except GateReplyError as exc:
-            raise ApiError(400, str(exc)) from exc
+        reply = reply_from_marks([str(row["id"]) for row in gate.rows], dict(body.marks), body.change_request)
         live.answered = pending  # a double click sends nothing twice
         try:
             await live.ask(SubmitAnswers((AnswerItem(gate.question, reply, "dashboard"),)))
-        except CommandRefused as exc:
+        except CommandRefused:
             live.answered = None
-            raise ApiError(exc.status, exc.message) from exc
+            raise
         mitigate = sum(1 for mark in body.marks.values() if mark == "mitigate")
         return json_response({"ok": True, "mitigate": mitigate, "reply": reply})
 

@@ -10,8 +10,8 @@ from fastapi import APIRouter, Header, Query
 from starlette.responses import Response, StreamingResponse
 
 from kilo_loop.loop.commands import CommandRefused, Revert, SubmitAnswers, command_for
-from kilo_loop.loop.control import AnswerItem, ControlError
-from kilo_loop.safety.checkpoint import CheckpointError, RevertResult, revert_to_checkpoint
+from kilo_loop.run.control import AnswerItem
+from kilo_loop.safety.checkpoint import RevertResult, revert_to_checkpoint
 from kilo_loop.web.context import ApiError, DashboardContext, json_response
 from kilo_loop.web.schemas import AnswerRequest, ControlRequest, RevertRequest
 from kilo_loop.web.sse import event_stream, parse_last_event_id
@@ -62,12 +62,7 @@ def run_router(ctx: DashboardContext) -> APIRouter:
     @router.post("/control", summary="pause | resume | abort-after-current | stop | set-shared-context")
     async def post_control(body: ControlRequest) -> Response:
         live = ctx.live_run()
-        try:
-            await live.ask(command_for(body.action, body.value))
-        except ControlError as exc:
-            raise ApiError(400, str(exc)) from exc
-        except CommandRefused as exc:
-            raise ApiError(exc.status, exc.message) from exc
+        await live.ask(command_for(body.action, body.value))
         state = live.state
         return json_response(
             {"ok": True, "action": body.action, "paused": state.paused, "sharedContext": state.shared_context}
@@ -87,9 +82,9 @@ def run_router(ctx: DashboardContext) -> APIRouter:
         live.answered = pending  # a double click sends nothing twice
         try:
             await live.ask(SubmitAnswers(items))
-        except CommandRefused as exc:
+        except CommandRefused:
             live.answered = None
-            raise ApiError(exc.status, exc.message) from exc
+            raise
         return json_response({"ok": True, "answers": len(items)})
 
     @router.post("/revert", summary="Restore the checkpoint taken before iteration N (destructive)")
@@ -102,19 +97,12 @@ def run_router(ctx: DashboardContext) -> APIRouter:
         if live is not None and not live.finished:
             # The live run decides whether a revert is safe now (never mid-session, whatever run it
             # names) and records it as one of its own events.
-            try:
-                reply = await live.ask(Revert(body.iteration, run_id, body.force))
-            except CommandRefused as exc:
-                raise ApiError(exc.status, exc.message) from exc
-            result = reply.result
+            result = (await live.ask(Revert(body.iteration, run_id, body.force))).result
         else:
             async with ctx.lock:
-                try:
-                    result = await asyncio.to_thread(
-                        revert_to_checkpoint, ctx.project, layout.checkpoints, body.iteration, body.force
-                    )
-                except CheckpointError as exc:
-                    raise ApiError(409, str(exc)) from exc
+                result = await asyncio.to_thread(
+                    revert_to_checkpoint, ctx.project, layout.checkpoints, body.iteration, body.force
+                )
         return json_response(ctx.redactor_for(run_id).redact_value(_revert_payload(result)))
 
     return router

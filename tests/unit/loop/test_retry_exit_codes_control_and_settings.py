@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import random
 from pathlib import Path
 
@@ -9,9 +10,9 @@ from kilo_loop.agent.kilo.runtime import KILO, OPENCODE, build_command, detect_r
 from kilo_loop.agent.protocol import AgentRequest, AgentResult
 from kilo_loop.agent.subprocess_run import child_environment
 from kilo_loop.loop.commands import Pause, SetSharedContext, command_for
-from kilo_loop.loop.control import AnswerItem, ControlError, RunControl
 from kilo_loop.loop.hitl import match_answers, resolve_option
 from kilo_loop.loop.retry import backoff_delay_ms, transient_reason
+from kilo_loop.run.control import AnswerItem, ControlError, RunControl
 from kilo_loop.run.state import Question
 from kilo_loop.run.status import EXIT_CODES, exit_code_for
 from kilo_loop.settings import ConfigError, load_settings
@@ -62,11 +63,14 @@ async def test_control_channel() -> None:
         command_for("explode")
     control = RunControl()
     control.pause()
-    assert control.paused
+    waiting = asyncio.ensure_future(control.wait_until_resumed())
+    await asyncio.sleep(0)
+    assert not waiting.done()
     control.submit_answers([AnswerItem("q", "a")])
     assert (await control.next_answers()) == [AnswerItem("q", "a")]
-    control.stop()
-    assert not control.paused and await control.next_answers() is None
+    control.stop()  # a Stop wakes the paused loop and every waiting question
+    await asyncio.wait_for(waiting, 1)
+    assert await control.next_answers() is None
 
 
 def test_answers_match_questions() -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.loop.handoff import HandoffStore
-from kilo_loop.loop.session import checked
 from kilo_loop.loop.stages import StageBook
 from kilo_loop.loop.stop_policy import Limits, budget_reason, guard_reason, next_stale_count, stale_reason
 from kilo_loop.run.events import GuardBlocked, RunFinished, StatusChanged, TextOut, VerifyFinished, Warned
+from kilo_loop.run.guard_decision import checked
 from kilo_loop.run.notices import notice_for
 from kilo_loop.run.state import Question, RunState, StageState, Totals
 from kilo_loop.safety.guard import GuardDecision

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from kilo_loop.review.events import (
+from kilo_loop.run.events import (
     ProtectedChanged,
     ReviewBlocked,
     ReviewGateClosed,
     ReviewGateOpened,
     ReviewRound,
+    StateOpened,
+    from_wire,
 )
-from kilo_loop.run.events import StateOpened, from_wire
 from kilo_loop.run.notices import notice_for
 from kilo_loop.run.reducer import header_wire, reduce
 from kilo_loop.run.state import ReviewGateState, RunState, StageState

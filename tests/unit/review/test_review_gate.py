@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kilo_loop.goal.model import Stage
+from kilo_loop.goal.protect import ProtectError, compile_glob, protected_changes
 from kilo_loop.review.budget import ReviewLoop
 from kilo_loop.review.findings import Finding, ReviewReport
 from kilo_loop.review.gate import (
@@ -31,7 +32,7 @@ from kilo_loop.review.ledger import (
     with_state,
 )
 from kilo_loop.review.prompt import ReviewPromptInput, build_review_prompt, review_file
-from kilo_loop.review.protect import ProtectError, compile_glob, protected_between, protected_changes
+from kilo_loop.session.workspace import protected_between
 
 CODE = Finding(role="code", title="off by one", file="src/a.py", line=3)
 SEC = Finding(role="security", title="token in log", severity="medium", file="src/log.py", line=9)

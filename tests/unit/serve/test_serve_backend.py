@@ -182,7 +182,8 @@ async def test_a_destructive_command_is_rejected_before_it_runs_and_the_turn_goe
     [reply] = api.posted("/permission/per_9/reply")
     assert reply["reply"] == "reject" and reply["message"].startswith("denied by the loop's guard: git-push-force")
     rejected = [e for e in events if isinstance(e, GuardRejected)]
-    assert rejected == [GuardRejected("bash", push, "git-push-force", rejected[0].reason, "call_p1")]
+    assert [(r.tool, r.subject, r.rule, r.call_id) for r in rejected] == [("bash", push, "git-push-force", "call_p1")]
+    assert rejected[0].decision.denied and rejected[0].reason
     assert Text("I will not push.") in events
 
 

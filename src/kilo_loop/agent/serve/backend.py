@@ -37,13 +37,14 @@ from kilo_loop.agent.protocol import (
     SessionStarted,
     prepare_backend,
 )
-from kilo_loop.agent.serve.broker import GuardLike, PermissionBroker
+from kilo_loop.agent.serve.broker import PermissionBroker
 from kilo_loop.agent.serve.client import ServerClient, ServerError, ServerGone
 from kilo_loop.agent.serve.config import serve_env, user_bash_rules
 from kilo_loop.agent.serve.mapping import PermissionAsk, QuestionAsk, TurnBusy, TurnIdle, TurnMapper
 from kilo_loop.agent.serve.process import PIDFILE, AgentServer, ServerSpec, ServerStartError, kill_leftovers
 from kilo_loop.agent.serve.sse import BadFrame
 from kilo_loop.agent.tally import ResultTally
+from kilo_loop.run.guard_decision import GuardLike
 
 _SILENCE_S = 3.0  # poll the session's status after this long without a frame
 _UNCONFIRMED_TURN_S = 30.0  # a turn never seen busy counts as over (idle) only after this long
@@ -370,7 +371,7 @@ class ServeAgentRun:
             verdict = self._backend.broker.decide(out, tool, self._request.protect, self._request.read_only)
             await client.reply_permission(out.id, verdict.reply, verdict.message if verdict.rejected else None)
             if verdict.rejected:
-                yield GuardRejected(tool, verdict.subject, verdict.rule, verdict.reason, out.call_id)
+                yield GuardRejected(tool, verdict.subject, verdict.decision, out.call_id)
         elif isinstance(out, QuestionAsk):
             options = tuple(QuestionOption(q.question, q.options) for q in out.questions)
             yield AgentQuestion(out.id, options)

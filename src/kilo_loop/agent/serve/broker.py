@@ -23,56 +23,58 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, Protocol
+from typing import Literal
 
 from kilo_loop.agent.protect_check import RULE as PROTECT_RULE
 from kilo_loop.agent.protect_check import refused_path
 from kilo_loop.agent.serve.mapping import PermissionAsk
+from kilo_loop.run.guard_decision import GuardDecision, GuardLike, checked
 
 _READ_ONLY_TOOLS = frozenset({"read", "glob", "grep", "list", "ls", "view", "lsp", "codesearch", "webfetch"})
 
 
-class GuardDecisionLike(Protocol):
-    @property
-    def denied(self) -> bool: ...
-
-    @property
-    def rule(self) -> str | None: ...
-
-    @property
-    def reason(self) -> str: ...
-
-
-class GuardLike(Protocol):
-    def check_tool_use(self, tool: str, tool_input: Mapping[str, Any], cwd: str | None = None) -> Any: ...
-
-    @property
-    def temp_roots(self) -> tuple[str, ...]: ...
-
-
 @dataclass(frozen=True)
 class Verdict:
-    """What the loop answers: `once` or `reject`, and for a rejection the rule, reason and message."""
+    """What the loop answers about `subject` (the command or path asked about): the guard's decision,
+    as the CLI's reply (`once` or `reject`) and, for a rejection, the message the agent reads."""
 
-    reply: Literal["once", "reject"]
-    subject: str  # the command or path asked about, for the log
-    rule: str = ""
-    reason: str = ""
+    subject: str
+    decision: GuardDecision
+
+    @classmethod
+    def allow(cls, subject: str) -> Verdict:
+        return cls(subject, GuardDecision("allow", None, "allowed"))
+
+    @classmethod
+    def deny(cls, subject: str, rule: str, reason: str) -> Verdict:
+        return cls(subject, GuardDecision("deny", rule, reason))
 
     @property
     def rejected(self) -> bool:
-        return self.reply == "reject"
+        return self.decision.denied
+
+    @property
+    def reply(self) -> Literal["once", "reject"]:
+        return "reject" if self.rejected else "once"
+
+    @property
+    def rule(self) -> str:
+        return self.decision.rule_name if self.rejected else ""
+
+    @property
+    def reason(self) -> str:
+        return self.decision.reason if self.rejected else ""
 
     @property
     def message(self) -> str:
-        return f"denied by the loop's guard: {self.rule} — {self.reason}; reach the goal another way"
+        return rejection_message(self.rule, self.reason)
 
 
 def rejection_message(rule: str, reason: str) -> str:
-    return Verdict("reject", "", rule, reason).message
+    return f"denied by the loop's guard: {rule} — {reason}; reach the goal another way"
 
 
 @lru_cache(maxsize=512)
@@ -121,13 +123,11 @@ class PermissionBroker:
     def _bash(self, command: str, guard: GuardLike | None) -> Verdict:
         user = user_rule_for(command, self.user_bash_rules)
         if user is not None and user[1] == "deny":
-            return Verdict("reject", command, f"your permission rule {user[0]!r}", "the project's config denies it")
+            return Verdict.deny(command, f"your permission rule {user[0]!r}", "the project's config denies it")
         if guard is None:
-            return Verdict("once", command)
-        decision = guard.check_tool_use("bash", {"command": command}, self.project)
-        if getattr(decision, "denied", True):
-            return Verdict("reject", command, str(decision.rule or "guard"), str(decision.reason))
-        return Verdict("once", command)
+            return Verdict.allow(command)
+        decision = checked(guard.check_tool_use("bash", {"command": command}, self.project))
+        return Verdict(command, decision) if decision.denied else Verdict.allow(command)
 
     def _protected(self, ask: PermissionAsk, protect: Sequence[str]) -> Verdict | None:
         files = ask.metadata.get("files")
@@ -137,29 +137,28 @@ class PermissionBroker:
         refusal = refused_path([p for p in paths if p], self.project, protect)
         if refusal is None:
             return None
-        return Verdict("reject", refusal.path, f"{PROTECT_RULE} {refusal.glob}", refusal.reason)
+        return Verdict.deny(refusal.path, f"{PROTECT_RULE} {refusal.glob}", refusal.reason)
 
     def _outside(self, ask: PermissionAsk, tool: str) -> Verdict:
         path = str(ask.metadata.get("filepath") or ask.metadata.get("parentDir") or " ".join(ask.patterns))
         if tool.lower() in _READ_ONLY_TOOLS or tool.lower() == "bash":
-            return Verdict("once", path)  # reading is harmless; a bash call is judged on its own ask
+            return Verdict.allow(path)  # reading is harmless; a bash call is judged on its own ask
         roots = self.guard.temp_roots if self.guard is not None else ()
         if path and _inside(path, roots):
-            return Verdict("once", path)
+            return Verdict.allow(path)
         where = ", ".join(roots) or "a temp directory"
-        return Verdict("reject", path, "outside-project",
+        return Verdict.deny(path, "outside-project",
                        f"{tool or 'the tool'} would change {path}, outside the project {self.project}; "
                        f"keep changes inside the project (or a temp directory: {where})")
 
     def _other(self, ask: PermissionAsk, tool: str, guard: GuardLike | None) -> Verdict:
         """Any other permission the server asks about (edit, webfetch, …): the guard sees the tool's input."""
         if guard is None:
-            return Verdict("once", ask.permission)
+            return Verdict.allow(ask.permission)
         patterns = " ".join(ask.patterns) if ask.permission == "edit" else ""
         filepath = ask.metadata.get("filepath") or patterns
         tool_input = {"filePath": filepath} if filepath else {}
-        decision = guard.check_tool_use(tool or ask.permission, tool_input, self.project)
-        if getattr(decision, "denied", True):
-            subject = str(filepath or ask.permission)
-            return Verdict("reject", subject, str(decision.rule or "guard"), str(decision.reason))
-        return Verdict("once", ask.permission)
+        decision = checked(guard.check_tool_use(tool or ask.permission, tool_input, self.project))
+        if decision.denied:
+            return Verdict(str(filepath or ask.permission), decision)
+        return Verdict.allow(ask.permission)

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from kilo_loop.agent.serve.sse import BadFrame, SseDecoder
+from kilo_loop.errors import KiloLoopError
 
 _REQUEST_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 _STREAM_TIMEOUT = httpx.Timeout(None, connect=5.0)
@@ -23,13 +24,13 @@ _STREAM_TIMEOUT = httpx.Timeout(None, connect=5.0)
 _HEALTH_TIMEOUT = httpx.Timeout(2.0, connect=2.0)
 
 
-class ServerError(RuntimeError):
+class ServerError(KiloLoopError, RuntimeError):
     def __init__(self, status: int, what: str, body: str) -> None:
         super().__init__(f"{what}: HTTP {status}: {body[:300]}")
         self.status = status
 
 
-class ServerGone(ConnectionError):
+class ServerGone(KiloLoopError, ConnectionError):
     """The server did not answer (connection refused or reset, or it timed out)."""
 
 

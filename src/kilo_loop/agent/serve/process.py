@@ -24,13 +24,14 @@ from pathlib import Path
 
 import orjson
 
+from kilo_loop.errors import KiloLoopError
 from kilo_loop.safety.process_group import signal_group, terminate_process_group
 
 PIDFILE = "agent-server.pid"
 _LOG_TAIL_LINES = 40
 
 
-class ServerStartError(RuntimeError):
+class ServerStartError(KiloLoopError, RuntimeError):
     """The server did not come up; the message says why (the loop falls back to `run`)."""
 
 

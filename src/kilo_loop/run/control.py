@@ -1,12 +1,16 @@
-"""The loop's control flags (paused, stop, abort after the session, shared context, the
-operator's instructions) and the answer hand-over. Only the command handler
-(`loop/commands.py`) changes them; the orchestrator reads them between (and, for stop,
-during) iterations. Terminal keys and the dashboard send commands, never call these."""
+"""The live run's wake-ups: a paused loop waits to be resumed, a running session or verify waits
+for Stop, a question waits for its answers. Only asyncio events and the answer queue live here;
+the flags the loop decides on (paused, stop, abort after the session, shared context, the
+operator's instructions) are the state's, written by the reducer from `control` events.
+Only the command handler (`loop/commands.py`) pulls these strings; terminal keys and the
+dashboard send commands, never call these."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+
+from kilo_loop.errors import KiloLoopError
 
 
 @dataclass(frozen=True)
@@ -16,38 +20,24 @@ class AnswerItem:
     source: str = "terminal"
 
 
-class ControlError(ValueError):
-    pass
+class ControlError(KiloLoopError, ValueError):
+    """A command the run cannot take as given (a wrong value, no question waiting)."""
 
 
 class RunControl:
-    def __init__(self, shared_context: bool = False) -> None:
+    def __init__(self) -> None:
         self._resume = asyncio.Event()
         self._resume.set()
         self._stop = asyncio.Event()
         self._answers: asyncio.Queue[list[AnswerItem]] = asyncio.Queue()
-        self.abort_after_current = False
-        self.shared_context = shared_context
         self.waiting_for_answers = False
-        self.prompt_extra: str | None = None
-
-    @property
-    def paused(self) -> bool:
-        return not self._resume.is_set()
-
-    @property
-    def stop_requested(self) -> bool:
-        return self._stop.is_set()
 
     def pause(self) -> None:
         self._resume.clear()
 
     def resume(self) -> None:
+        """Also wakes a paused loop to end the run (abort after the session)."""
         self._resume.set()
-
-    def request_abort_after_current(self) -> None:
-        self.abort_after_current = True
-        self._resume.set()  # a paused loop wakes up to end the run instead of running one more session
 
     def stop(self) -> None:
         self._stop.set()
@@ -82,6 +72,6 @@ class RunControl:
         if getter in done:
             return getter.result()
         getter.cancel()
-        if stopper in done or self.stop_requested:
+        if stopper in done or self._stop.is_set():
             return None
         raise TimeoutError

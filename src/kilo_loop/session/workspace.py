@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from kilo_loop.git import GitError
@@ -25,6 +25,7 @@ from kilo_loop.gitstatus import (
     read_status,
     snapshot,
 )
+from kilo_loop.goal.protect import protected_changes
 from kilo_loop.run.layout import LOOP_DIR
 from kilo_loop.treewatch import TreeWatch, Unwatchable, only_edited, wanted
 
@@ -42,6 +43,11 @@ def changed_between(before: Snapshot, after: Snapshot) -> list[str]:
     changed = {name for name, value in after.items() if before.get(name) != value}
     changed |= {name for name in before if name not in after}
     return sorted(changed)
+
+
+def protected_between(patterns: Sequence[str], before: Snapshot, after: Snapshot) -> list[str]:
+    """Which protected paths changed between two work-tree snapshots."""
+    return protected_changes(patterns, changed_between(before, after))
 
 
 class WorkTree:

@@ -1,4 +1,6 @@
-"""`protect` glob matching, with no heavy imports (the agent's pre-tool hook uses it on every call).
+"""`protect` globs: the paths a stage's implementer must not change (tests, fixtures, the verify
+script, CI). A property of the goal's stages; no heavy imports (the agent's pre-tool hook uses it
+on every call).
 
 Patterns use `/` separators relative to the project: `*` and `?` stay inside one path segment,
 `**` spans any number of segments, a trailing `/` means everything under that folder, and a
@@ -11,8 +13,10 @@ import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
+from kilo_loop.errors import UsageError
 
-class ProtectError(ValueError):
+
+class ProtectError(UsageError, ValueError):
     """A protect pattern that cannot be used."""
 
 
@@ -66,3 +70,10 @@ def matching_glob(path: str, patterns: Sequence[str]) -> str | None:
     """The first pattern that protects `path` (relative to the project), or None."""
     clean = path.removeprefix("./")
     return next((p for p in patterns if compile_glob(p).match(clean)), None)
+
+
+def protected_changes(patterns: Sequence[str], changed: Iterable[str]) -> list[str]:
+    """The changed paths a pattern protects, sorted."""
+    if not patterns:
+        return []
+    return sorted({p for p in changed if is_protected(p, patterns)})

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from kilo_loop.agent.protocol import (
     AgentBackend,
@@ -25,8 +25,7 @@ from kilo_loop.agent.protocol import (
     Text,
     ToolUse,
 )
-from kilo_loop.loop.control import RunControl
-from kilo_loop.loop.prompt import guard_note, rejections_note
+from kilo_loop.run.control import RunControl
 from kilo_loop.run.events import (
     AgentErrored,
     GuardBlocked,
@@ -36,27 +35,16 @@ from kilo_loop.run.events import (
     TextOut,
     ToolUsed,
 )
+from kilo_loop.run.guard_decision import GuardDecision, GuardLike, checked
 from kilo_loop.run.recorder import RunRecorder
-from kilo_loop.safety.guard import GuardDecision
-
-
-class GuardLike(Protocol):
-    def check_tool_use(self, tool: str, tool_input: Mapping[str, Any], cwd: str | None = None) -> GuardDecision: ...
-
-
-def checked(decision: object) -> GuardDecision:
-    """A guard answers with a GuardDecision; anything else is a miswired guard, and that denies."""
-    if isinstance(decision, GuardDecision):
-        return decision
-    return GuardDecision("deny", "guard-miswired", f"the guard answered {type(decision).__name__}, not a decision")
+from kilo_loop.session.notes import guard_note, rejections_note
 
 
 @dataclass
 class SessionOutcome:
     result: AgentResult
     tool_calls: int = 0
-    guard_rule: str | None = None
-    guard_reason: str = ""
+    guard: GuardDecision | None = None  # the deny that ended the session, if one did
     stopped: bool = False
     # Tool calls the loop refused before they ran (serve transport); the session went on.
     rejections: list[GuardRejected] = field(default_factory=list)
@@ -171,14 +159,14 @@ class SessionRunner:
     async def _rejected(self, event: GuardRejected, run: Any, outcome: SessionOutcome) -> bool:
         """The loop refused a call before it ran; the agent goes on (unless --guard-stop)."""
         outcome.rejections.append(event)
-        self._recorder.emit(GuardBlocked(
-            message=f"guard rejected `{event.subject}` before it ran: {event.reason}", rule=event.rule,
-            reason=event.reason, note=rejections_note(outcome.rejections), before_execution=True,
+        self._recorder.emit(GuardBlocked.of(
+            event.decision, f"guard rejected `{event.subject}` before it ran: {event.reason}",
+            note=rejections_note(outcome.rejections), before_execution=True,
             extra={"tool": event.tool, "command": event.subject},
         ))
         if not self._guard_stop:
             return False
-        outcome.guard_rule, outcome.guard_reason = event.rule, event.reason
+        outcome.guard = event.decision
         await run.kill(f"guard: {event.reason}")
         return True
 
@@ -195,11 +183,8 @@ class SessionRunner:
             # The CLI refused it (pre-execution deny rules): nothing ran, so no damage to control.
             self._recorder.emit(GuardPreDenied(message=f"denied before execution: `{command}`", rule=decision.rule))
             return False
-        outcome.guard_rule = str(decision.rule or "guard")
-        outcome.guard_reason = str(decision.reason)
-        self._recorder.emit(GuardBlocked(
-            message=f"guard blocked `{command}`: {decision.reason}", rule=outcome.guard_rule, reason=decision.reason,
-            note=guard_note(outcome.guard_rule, outcome.guard_reason),
-        ))
+        outcome.guard = decision
+        self._recorder.emit(GuardBlocked.of(decision, f"guard blocked `{command}`: {decision.reason}",
+                                            note=guard_note(decision.rule_name, decision.reason)))
         await run.kill(f"guard: {decision.reason}")
         return True
