@@ -189,7 +189,6 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
 
 def generated_sections() -> dict[str, str]:
     """Marker name -> markdown, for `<!-- generated: NAME -->` in the reference pages."""
-    import kilo_loop.review.events  # noqa: F401 - registers the review events in EVENT_TYPES
     from kilo_loop.cli import main
     from kilo_loop.run.events import EVENT_TYPES
     from kilo_loop.run.state import RunState

@@ -24,7 +24,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"loop", "review"}),
     frozenset({"runner", "ui"}),
     frozenset({"web", "fleet"}),
-    frozenset({"commands", "cli", "entry", "__main__"}),
+    frozenset({"onboarding"}),
+    frozenset({"commands", "cli", "cli_help", "entry", "__main__", "reference"}),
 )
 # Same layer, yet neither may import the other.
 PEERS: tuple[frozenset[str], ...] = (frozenset({"loop", "review"}),)
