@@ -57,6 +57,9 @@ from kilo_loop.safety.checkpoint import (
 from kilo_loop.safety.guard import Guard
 from kilo_loop.safety.redact import Redactor
 from kilo_loop.safety.verify import run_verify
+from kilo_loop.sandbox.jail import Jail
+from kilo_loop.sandbox.setup import check_mode as check_sandbox_mode
+from kilo_loop.sandbox.setup import run_jail
 from kilo_loop.settings import Settings
 from kilo_loop.ui.terminal import TerminalInput
 
@@ -338,6 +341,7 @@ def plan_run(settings: Settings, project: Path, check_hitl: bool = True) -> RunP
         goal = reopen_all(goal)
     backend, runtime = make_backend(settings, goal)
     preflight(settings, backend, runtime)
+    check_sandbox_mode(settings.sandbox, settings.dry_run)
     prepared = prepare_run(settings, goal, project, runtime)
     return RunPlan(settings, project, goal, backend, runtime, prepared)
 
@@ -363,8 +367,9 @@ def preflight(settings: Settings, backend: AgentBackend, runtime: str) -> None:
 
 # ------------------------------------------------------------------ safety hooks
 class SafetyHooks:
-    def __init__(self, redact: Callable[[str], str]) -> None:
+    def __init__(self, redact: Callable[[str], str], jail: Jail | None = None) -> None:
         self._redact = redact
+        self._jail = jail
 
     async def checkpoint(self, project: Path, checkpoints_dir: Path, iteration: int,
                          status: TreeStatus | None = None) -> str:
@@ -372,7 +377,7 @@ class SafetyHooks:
         return f"HEAD {str(cp.head or 'none')[:10]}, {len(cp.untracked)} untracked, patch {cp.patch_bytes} bytes"
 
     async def verify(self, command: str, cwd: Path, timeout_s: float) -> VerifyResult:
-        return await run_verify(command, cwd, timeout_s, self._redact)
+        return await run_verify(command, cwd, timeout_s, self._redact, jail=self._jail)
 
     def sync_markdown(self, goal: Goal, stage: Stage) -> bool:
         try:
@@ -386,14 +391,14 @@ class SafetyHooks:
 
 # ------------------------------------------------------------------ execution
 def agent_policy(settings: Settings, project: Path, run_dir: Path, models: tuple[str, ...] = (),
-                 protect: tuple[str, ...] = ()) -> AgentPolicy:
+                 protect: tuple[str, ...] = (), jail: Jail | None = None) -> AgentPolicy:
     """What the loop decided, for the backend to turn into its CLI's flags, env and config."""
     return AgentPolicy(project=project, guard=settings.guard, guard_deny=tuple(settings.guard_deny),
                        guard_allow=tuple(settings.guard_allow), guard_packs=dict(settings.guard_packs),
                        run_dir=run_dir,
                        isolate_home=settings.isolate_home, environ=dict(os.environ),
                        provider_config_mode=settings.provider_config_mode,
-                       models=tuple(m for m in (settings.model, *models) if m), protect=protect)
+                       models=tuple(m for m in (settings.model, *models) if m), protect=protect, jail=jail)
 
 
 def _all_protect_globs(goal: Goal) -> tuple[str, ...]:
@@ -522,7 +527,10 @@ class RunHandle:
         """Drive the loop to its end; the final state is always saved to disk."""
         settings, recorder = self.settings, self.recorder
         warnings = self.answers.load_for_resume() if self.resumed else []
+        jail = run_jail(settings.sandbox, settings.dry_run, self.project, _all_protect_globs(self.goal), self._backend,
+                        self.goal.source, warnings.append)
         start = self.state.model_copy(update={
+            "sandbox": jail.describe() if jail is not None else "off",
             "answers": len(self.answers.answers), "max_iterations": self.state.iteration + settings.iterations,
             "prompt_extra": self.prompt_extra or self.state.prompt_extra,
         })
@@ -532,7 +540,7 @@ class RunHandle:
         guard = Guard(settings.guard_deny, settings.guard_allow, packs=settings.guard_packs) if settings.guard else None
         prepared = prepare_backend(self._backend, agent_policy(
             settings, self.project, self.layout.dir, tuple(s.model for s in self.goal.stages if s.model),
-            _all_protect_globs(self.goal)))
+            _all_protect_globs(self.goal), jail))
         for note in prepared.notes:
             recorder.warn(note)
         if settings.max_cost is not None:
@@ -550,7 +558,7 @@ class RunHandle:
             await self._open_server(server, guard, prepared.env, review is not None)
         ctx = LoopContext(
             settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
-            recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
+            recorder=recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact, jail), guard=guard,
             answer_channel_open=self.answer_channel_open,
             answer_timeout=effective_answer_timeout(settings.answer_timeout, settings.dry_run, _stdin_is_tty()),
             review=review,

@@ -31,6 +31,7 @@ from kilo_loop.run.events import (
     AgentErrored,
     GuardBlocked,
     GuardPreDenied,
+    JailRefused,
     ReasoningOut,
     SessionOpened,
     TextOut,
@@ -38,6 +39,7 @@ from kilo_loop.run.events import (
 )
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.safety.guard import GuardDecision
+from kilo_loop.sandbox.refusals import refused_paths
 
 
 class GuardLike(Protocol):
@@ -142,6 +144,9 @@ class SessionRunner:
             outcome.tool_calls += 1
             rec.emit(ToolUsed(message=tool_heading(event), tool=event.tool, status=event.status,
                               input=_clipped(event.input), error=event.error[:2000]))
+            if paths := refused_paths(f"{event.output}\n{event.error}"):
+                rec.emit(JailRefused(message=f"the jail refused a write (read-only here): {', '.join(paths)}",
+                                     tool=event.tool, paths=paths))
             return await self._check_guard(event, run, outcome, cwd)
         if isinstance(event, Text) and event.text.strip():
             rec.emit(TextOut(message=event.text.strip()[:4000]))

@@ -16,6 +16,19 @@ from kilo_loop.agent.kilo.usage import discover_db, read_usage
 from kilo_loop.agent.protocol import AgentPolicy, AgentRequest, Preparation
 from kilo_loop.agent.subprocess_run import CliAgentRun, CliInvocation, child_environment
 from kilo_loop.agent.usage_db import UsageReading
+from kilo_loop.sandbox.jail import Jail
+from kilo_loop.sandbox.policy import JailPaths
+
+
+def jail_paths_of(runtime: Runtime) -> JailPaths:
+    """kilo / opencode keep their session database and config under the XDG directories."""
+    name = runtime.name
+    return JailPaths(
+        home_rw=tuple(f"${xdg}/{name}" for xdg in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
+                                                  "XDG_STATE_HOME")),
+        project_config=(f".{name}", f"{name}.json", f"{name}.jsonc", *runtime.project_configs),
+        env_prefixes=(f"{runtime.env_prefix}_", "OPENAI_", "ANTHROPIC_", "OPENROUTER_", "AWS_", "GOOGLE_", "AZURE_"),
+    )
 
 
 class KiloBackend:
@@ -26,9 +39,12 @@ class KiloBackend:
         self.runtime = runtime
         self.name = runtime.name
         self._env: dict[str, str] = {}
+        self._jail: Jail | None = None
         self._usage_db: Path | None = None
+        self.jail_paths = jail_paths_of(runtime)
 
     def prepare(self, policy: AgentPolicy) -> Preparation:
+        self._jail = policy.jail
         mode = policy.provider_config_mode if policy.provider_config_mode in PROVIDER_CONFIG_MODES else "auto"
         config = child_config_env(self.runtime.name, policy.project, policy.environ, policy.guard,
                                   mode, policy.models)
@@ -37,6 +53,7 @@ class KiloBackend:
 
     def invocation(self, request: AgentRequest) -> CliInvocation:
         return CliInvocation(
+            jail=self._jail,
             command=build_command(self.binary, self.runtime, request),
             env=with_protect(self.runtime.name, child_environment(request, extra=self._env), request.protect),
             parser=NdjsonEventParser(),

@@ -44,6 +44,7 @@ from kilo_loop.agent.serve.mapping import PermissionAsk, QuestionAsk, TurnBusy, 
 from kilo_loop.agent.serve.process import PIDFILE, AgentServer, ServerSpec, ServerStartError, kill_leftovers
 from kilo_loop.agent.serve.sse import BadFrame
 from kilo_loop.agent.tally import ResultTally
+from kilo_loop.sandbox.jail import Jail
 
 _SILENCE_S = 3.0  # poll the session's status after this long without a frame
 _UNCONFIRMED_TURN_S = 30.0  # a turn never seen busy counts as over (idle) only after this long
@@ -82,11 +83,13 @@ class ServeBackend:
         self._ask_edits = False
         self._claimed: set[str] = set()  # permission/question requests a turn has taken on
         self._turn_sessions: set[str] = set()  # sessions with a turn running now
+        self._jail: Jail | None = None
 
     def prepare(self, policy: AgentPolicy) -> Preparation:
         """The run fallback's child environment (deny globs, snapshots off, isolated home) is the server's too;
         a run with protect globs has the server ask before every edit."""
         self._ask_edits = bool(policy.protect)
+        self._jail = policy.jail
         return prepare_backend(self.fallback, policy)
 
     # ----------------------------------------------------------------- lifecycle
@@ -105,7 +108,7 @@ class ServeBackend:
                                        reviewer_guard)
         ask_edits = self._ask_edits or reviewer_guard is not None
         self._spec = ServerSpec(self.binary, runtime, project, serve_env(runtime, child_env, ask_edits),
-                                self.start_timeout_s)
+                                self.start_timeout_s, self._jail)
         self._pidfile = run_dir / PIDFILE
         try:
             async with self._lock:
