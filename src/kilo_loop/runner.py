@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kilo_loop.agent.protect_check import AGENT_CONFIG_GLOBS
 from kilo_loop.agent.protocol import AgentBackend, AgentPolicy, prepare_backend
 from kilo_loop.agent.registry import BackendLoadError, auto_runtime, create_backend, find_binary, load_backend
 from kilo_loop.agent.router import RuntimeRouter, runtimes_without_cost
@@ -59,7 +60,7 @@ from kilo_loop.safety.redact import Redactor
 from kilo_loop.safety.verify import run_verify
 from kilo_loop.sandbox.jail import Jail
 from kilo_loop.sandbox.setup import check_mode as check_sandbox_mode
-from kilo_loop.sandbox.setup import run_jail
+from kilo_loop.sandbox.setup import jail_expected, run_jail
 from kilo_loop.settings import Settings
 from kilo_loop.ui.terminal import TerminalInput
 
@@ -357,10 +358,11 @@ def preflight(settings: Settings, backend: AgentBackend, runtime: str) -> None:
     """Before a real run: each CLI must accept the flags the loop passes (a clear SetupError, exit 2)."""
     if settings.dry_run or settings.backend or not settings.preflight:
         return
-    from kilo_loop.doctor.preflight import failure_message
+    from kilo_loop.doctor.preflight import cli_sandbox_failures, failure_message
     from kilo_loop.doctor.probe import preflight as probe_preflight
 
     failed = probe_preflight(cli_targets(backend, runtime))
+    failed += cli_sandbox_failures(cli_targets(backend, runtime), os.environ, jail_expected(settings.sandbox))
     if failed:
         raise SetupError(failure_message(failed))
 
@@ -540,7 +542,7 @@ class RunHandle:
         guard = Guard(settings.guard_deny, settings.guard_allow, packs=settings.guard_packs) if settings.guard else None
         prepared = prepare_backend(self._backend, agent_policy(
             settings, self.project, self.layout.dir, tuple(s.model for s in self.goal.stages if s.model),
-            _all_protect_globs(self.goal), jail))
+            (*_all_protect_globs(self.goal), *(AGENT_CONFIG_GLOBS if settings.guard else ())), jail))
         for note in prepared.notes:
             recorder.warn(note)
         if settings.max_cost is not None:

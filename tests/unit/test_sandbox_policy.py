@@ -291,8 +291,38 @@ def test_codex_sandbox_off_only_inside_the_jail() -> None:
     ("fatal: Unable to create '/p/.git/index.lock': Read-only file system", ["/p/.git/index.lock"]),
     ("sed: couldn't open temporary file ./sedAb12: Read-only file system", ["./sedAb12"]),
     ("rm: cannot remove \u2018.git\u2019: Device or resource busy", [".git"]),
-    ("something: Read-only file system", ["?"]),
+    ("/bin/bash: line 1: guarded.txt: Read-only file system", ["guarded.txt"]),
+    ("sed: cannot rename ./sedNLuGsJ: Device or resource busy", ["./sedNLuGsJ"]),
+    ("Read-only file system", ["?"]),
     ("all good\n", []),
 ])
 def test_refused_paths(output: str, paths: list[str]) -> None:
     assert refused_paths(output) == paths
+
+
+def test_prompt_says_in_one_line_what_the_jail_allows() -> None:
+    from kilo_loop.goal.parse import goal_from_text
+    from kilo_loop.loop.prompt import PromptInput, build_prompt
+    from kilo_loop.sandbox.policy import PROMPT_LINE
+
+    goal = goal_from_text("make a.txt")
+    base = PromptInput(goal=goal, stage=goal.stages[0], iteration=1, max_iterations=3, completed=set())
+    assert PROMPT_LINE not in build_prompt(base)
+    jailed = build_prompt(PromptInput(goal=goal, stage=goal.stages[0], iteration=1, max_iterations=3,
+                                      completed=set(), jailed=True))
+    assert PROMPT_LINE in jailed and "git is read-only here" in jailed
+
+
+def test_doctor_and_preflight_codex_sandbox_checks() -> None:
+    from kilo_loop.doctor import checks
+    from kilo_loop.doctor.preflight import cli_sandbox_failures
+
+    assert checks.codex_sandbox("bwrap: execvp codex-linux-sandbox", False, "fix").status == "fail"
+    assert checks.codex_sandbox(None, False, "fix").status == "ok"
+    assert checks.codex_sandbox("anything", True, "fix").status == "ok"
+    assert cli_sandbox_failures([("codex", "/nonexistent/codex")], {}, jailed=True) == []
+    failed = cli_sandbox_failures([("codex", "/nonexistent/codex"), ("kilo", "kilo")], {}, jailed=False)
+    assert [c.check for c in failed] == ["codex sandbox"]
+    assert checks.sandbox(False, "bubblewrap (bwrap) is not installed", "install it", "bwrap").status == "fail"
+    assert checks.sandbox(False, "bubblewrap (bwrap) is not installed", "install it").status == "warn"
+    assert checks.sandbox(True, "bubblewrap works", "").status == "ok"

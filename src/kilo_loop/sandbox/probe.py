@@ -20,6 +20,8 @@ from pathlib import Path
 from kilo_loop.doctor.preflight import binary_key, cache_file
 
 CACHE_NAME = "sandbox.json"
+USERNS_HINT = ("user namespaces may be off (`sysctl kernel.unprivileged_userns_clone=1`, or AppArmor's "
+               "`kernel.apparmor_restrict_unprivileged_userns=0`); or run with --sandbox off")
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`, Fedora: `dnf install bubblewrap`, "
                 "Arch: `pacman -S bubblewrap`), or run with --sandbox off")
 PROBE_ARGS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-pid",
@@ -30,11 +32,17 @@ PROBE_ARGS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpf
 class BwrapStatus:
     binary: str | None
     usable: bool
-    problem: str = ""  # why not, with the fix
+    reason: str = ""  # why not
+    fix: str = ""
+
+    @property
+    def problem(self) -> str:
+        """Why not, and what to do."""
+        return f"{self.reason}: {self.fix}" if self.fix else self.reason
 
     @property
     def summary(self) -> str:
-        return f"bubblewrap works ({self.binary})" if self.usable else self.problem
+        return f"bubblewrap works ({self.binary})" if self.usable else self.reason
 
 
 def _cache_path(environ: Mapping[str, str]) -> Path:
@@ -72,19 +80,18 @@ def run_probe(binary: str) -> str | None:
 def probe_bwrap(environ: Mapping[str, str] | None = None, use_cache: bool = True) -> BwrapStatus:
     env = os.environ if environ is None else environ
     if not sys.platform.startswith("linux"):
-        return BwrapStatus(None, False, "the jail needs Linux (bubblewrap); this is " + sys.platform)
+        return BwrapStatus(None, False, f"the jail needs Linux (bubblewrap); this is {sys.platform}",
+                           "run with --sandbox off")
     binary = shutil.which("bwrap", path=env.get("PATH"))
     if binary is None:
-        return BwrapStatus(None, False, f"bubblewrap (bwrap) is not installed: {INSTALL_HINT}")
+        return BwrapStatus(None, False, "bubblewrap (bwrap) is not installed", INSTALL_HINT)
     key = binary_key("bwrap", binary)
     path = _cache_path(env)
     if use_cache and key is not None and _cached(path, key):
         return BwrapStatus(binary, True)
     complaint = run_probe(binary)
     if complaint is not None:
-        return BwrapStatus(binary, False, f"bubblewrap cannot start a jail here ({complaint}): user namespaces may be "
-                                          "off (`sysctl kernel.unprivileged_userns_clone=1`, or AppArmor's "
-                                          "`kernel.apparmor_restrict_unprivileged_userns=0`); or run with --sandbox off")
+        return BwrapStatus(binary, False, f"bubblewrap cannot start a jail here ({complaint})", USERNS_HINT)
     if key is not None:
         _remember(path, key)
     return BwrapStatus(binary, True)

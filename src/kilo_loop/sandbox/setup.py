@@ -65,6 +65,11 @@ def all_protect(globs: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(globs))
 
 
+def jail_expected(mode: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Will this run be jailed? (`auto` with a working bubblewrap, or `bwrap`)."""
+    return mode != "off" and probe_bwrap(environ).usable
+
+
 def check_mode(mode: str, dry_run: bool, environ: Mapping[str, str] | None = None) -> None:
     """Pre-flight: `--sandbox bwrap` that cannot start refuses the run before anything starts (exit 2)."""
     if mode == "bwrap" and not dry_run:
