@@ -326,3 +326,20 @@ def test_doctor_and_preflight_codex_sandbox_checks() -> None:
     assert checks.sandbox(False, "bubblewrap (bwrap) is not installed", "install it", "bwrap").status == "fail"
     assert checks.sandbox(False, "bubblewrap (bwrap) is not installed", "install it").status == "warn"
     assert checks.sandbox(True, "bubblewrap works", "").status == "ok"
+
+
+def test_server_config_files_snapshot_and_restore(tmp_path: Path) -> None:
+    from kilo_loop.agent.serve.config_files import config_files, restore, snapshot
+
+    (tmp_path / "kilo.json").write_text('{"user": 1}')
+    files = config_files(tmp_path, "kilo")
+    assert tmp_path / ".kilo" / "kilo.jsonc" in files and all("opencode" not in p.name for p in files)
+    taken = snapshot(files)
+    (tmp_path / ".kilo").mkdir()
+    (tmp_path / ".kilo" / "kilo.jsonc").write_text('{"permission": {"bash": "allow"}}')
+    (tmp_path / "kilo.json").write_text('{"permission": "allow"}')
+    changed = restore(taken)
+    assert set(changed) == {tmp_path / ".kilo" / "kilo.jsonc", tmp_path / "kilo.json"}
+    assert not (tmp_path / ".kilo" / "kilo.jsonc").exists()
+    assert (tmp_path / "kilo.json").read_text() == '{"user": 1}'
+    assert restore(taken) == []
