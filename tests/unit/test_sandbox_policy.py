@@ -343,3 +343,33 @@ def test_server_config_files_snapshot_and_restore(tmp_path: Path) -> None:
     assert not (tmp_path / ".kilo" / "kilo.jsonc").exists()
     assert (tmp_path / "kilo.json").read_text() == '{"user": 1}'
     assert restore(taken) == []
+
+
+def test_sandbox_modes_without_bubblewrap() -> None:
+    from kilo_loop.errors import EXIT_USAGE
+    from kilo_loop.sandbox.setup import SandboxUnavailable, decide
+
+    no_bwrap = {"PATH": "/nonexistent", "HOME": "/nonexistent"}
+    with pytest.raises(SandboxUnavailable) as refused:
+        decide("bwrap", no_bwrap)
+    assert refused.value.exit_code == EXIT_USAGE and "apt-get install bubblewrap" in str(refused.value)
+    status, warning = decide("auto", no_bwrap)
+    assert status is None and warning is not None and "apt-get install bubblewrap" in warning
+    assert decide("off", no_bwrap) == (None, None)
+
+
+def test_the_probe_runs_once_per_bwrap_binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from kilo_loop.sandbox import probe
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("no bwrap on this machine")
+    calls: list[str] = []
+    monkeypatch.setattr(probe, "run_probe", lambda binary: calls.append(binary))
+    env = {"PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": str(tmp_path)}
+    assert probe.probe_bwrap(env).usable and probe.probe_bwrap(env).usable
+    assert len(calls) == 1
+    monkeypatch.setattr(probe, "run_probe", lambda binary: "setting up uid map: Permission denied")
+    failed = probe.probe_bwrap(env, use_cache=False)
+    assert not failed.usable and "user namespaces" in failed.fix
