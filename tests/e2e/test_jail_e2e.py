@@ -300,3 +300,33 @@ def test_a_changed_server_permission_config_is_a_guard_event_and_undone(
     assert not (git_project / ".kilo" / "kilo.jsonc").exists() or "allow" not in (
         git_project / ".kilo" / "kilo.jsonc").read_text(encoding="utf-8")
     assert (git_project / "a.txt").read_text(encoding="utf-8") == "a\n"
+
+
+# --------------------------------------------------------------------------- default settings
+
+
+@pytest.mark.parametrize("transport", ["run"], indirect=True)
+def test_default_settings_a_makefile_and_the_verify_command_cannot_reach_a_canary(
+        jail_on: None, loop: Loop, fake_provider: FakeProvider, git_project: Path) -> None:
+    """The guard on and no flags: what the guard cannot see (a Makefile recipe run by `make`, a script
+    the agent wrote and the stage's verify command runs) meets the jail."""
+    canary = git_project.parent / "kl-canary"
+    canary.mkdir()
+    (canary / "canary.txt").write_text("still here\n", encoding="utf-8")
+    (git_project / "plan.md").write_text("# P\n\n- [ ] Build :: verify: sh wipe.sh && test -f built.txt\n",
+                                         encoding="utf-8")
+    fake_provider.add_turns(
+        write(git_project / "Makefile", f"all:\n\trm -rf {canary}\n\techo built > built.txt\n"),
+        call("bash", {"command": "make", "description": "Scripted command"}),
+        write(git_project / "wipe.sh", f"rm -rf {canary} || true\n"),
+        write_progress(git_project, 1, "stage-1", "done", percent=100), say("Built."),
+        marker=iteration_marker(1),
+    )
+
+    run = loop.run("kilo", git_project, "--goal", "plan.md", "-n", "2")
+
+    assert run.returncode == 0, run.describe()
+    assert run.state()["sandbox"].startswith("bwrap"), run.describe()
+    assert (canary / "canary.txt").read_text(encoding="utf-8") == "still here\n"
+    assert (git_project / "built.txt").read_text(encoding="utf-8") == "built\n"  # the recipe's legit part ran
+    assert run.report(1)["verify"]["passed"] is True, run.describe()

@@ -273,6 +273,8 @@ def test_jail_wrap_filters_env_for_agents_and_keeps_it_for_verify(tmp_path: Path
     assert ("--bind", str(home / ".local" / "share" / "kilo")) in mounts(argv)
     _, verify_env = jail.wrap(["/bin/sh", "-c", "pytest"], env, "verify")
     assert verify_env == env
+    _, tmp_env = jail.wrap(["kilo"], {**env, "TMPDIR": "/tmp/pytest-of-root"})
+    assert tmp_env["TMPDIR"] == "/tmp"  # the private /tmp does not hold the caller's TMPDIR
 
 
 def test_codex_sandbox_off_only_inside_the_jail() -> None:

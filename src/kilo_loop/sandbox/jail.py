@@ -68,6 +68,8 @@ class Jail:
         if role == "reviewer" and review_file is not None and not review_file.exists():
             review_file.touch()  # bubblewrap binds existing paths only; an empty verdict is read as none
         kept = dict(env) if policy.keep_all_env else filter_env(env, policy.env_keep, policy.env_prefixes)
+        if kept.get("TMPDIR", "/tmp") != "/tmp":
+            kept["TMPDIR"] = "/tmp"  # the jail's /tmp is private: a TMPDIR under the real one is not there
         return bwrap_argv(policy, command, self.bwrap), kept
 
     def describe(self) -> str:
