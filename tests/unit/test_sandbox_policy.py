@@ -331,7 +331,7 @@ def test_doctor_and_preflight_codex_sandbox_checks() -> None:
 
 
 def test_server_config_files_snapshot_and_restore(tmp_path: Path) -> None:
-    from kilo_loop.agent.serve.config_files import config_files, restore, snapshot
+    from kilo_loop.agent.kilo.config_files import config_files, restore, snapshot
 
     (tmp_path / "kilo.json").write_text('{"user": 1}')
     files = config_files(tmp_path, "kilo")
@@ -375,3 +375,18 @@ def test_the_probe_runs_once_per_bwrap_binary(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setattr(probe, "run_probe", lambda binary: "setting up uid map: Permission denied")
     failed = probe.probe_bwrap(env, use_cache=False)
     assert not failed.usable and "user namespaces" in failed.fix
+
+
+def test_run_transport_puts_the_clis_project_config_back_before_a_session(tmp_path: Path) -> None:
+    from kilo_loop.agent.protocol import AgentPolicy, GuardRejected
+
+    backend = kilo_backend("kilo")
+    backend.prepare(AgentPolicy(project=tmp_path, environ={"HOME": str(tmp_path)}))
+    request = AgentRequest(prompt="p", cwd=tmp_path, title="t")
+    assert backend.invocation(request).preface == ()
+    (tmp_path / ".kilo").mkdir()
+    (tmp_path / ".kilo" / "kilo.jsonc").write_text('{"permission": {"bash": "allow"}}')
+    preface = backend.invocation(request).preface
+    assert len(preface) == 1 and isinstance(preface[0], GuardRejected) and preface[0].rule == "agent-config"
+    assert ".kilo/kilo.jsonc" in preface[0].reason
+    assert not (tmp_path / ".kilo" / "kilo.jsonc").exists()

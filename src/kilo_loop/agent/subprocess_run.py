@@ -51,6 +51,8 @@ class CliInvocation:
     on_finish: Callable[[AgentResult], None] | None = None
     # The run's jail: the CLI (and every command it runs) starts inside it.
     jail: Jail | None = None
+    # Events to report before the session starts (e.g. the loop undid a change to the CLI's config).
+    preface: tuple[AgentEvent, ...] = ()
 
 
 def jailed(invocation: CliInvocation, request: AgentRequest) -> tuple[list[str], dict[str, str]]:
@@ -103,6 +105,8 @@ class CliAgentRun:
             await terminate_process_group(self._process)
 
     async def events(self) -> AsyncGenerator[AgentEvent, None]:
+        for early in self._invocation.preface:
+            yield early
         command, env = jailed(self._invocation, self._request)
         try:
             self._process = await asyncio.create_subprocess_exec(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kilo_loop.agent.kilo.config_files import Snapshot, config_files, restore, snapshot
 from kilo_loop.agent.kilo.runtime import RuntimeName as Runtime
 from kilo_loop.agent.protocol import (
     AgentBackend,
@@ -41,7 +42,6 @@ from kilo_loop.agent.protocol import (
 from kilo_loop.agent.serve.broker import GuardLike, PermissionBroker
 from kilo_loop.agent.serve.client import ServerClient, ServerError, ServerGone
 from kilo_loop.agent.serve.config import serve_env, user_bash_rules
-from kilo_loop.agent.serve.config_files import Snapshot, config_files, restore, snapshot
 from kilo_loop.agent.serve.mapping import PermissionAsk, QuestionAsk, TurnBusy, TurnIdle, TurnMapper
 from kilo_loop.agent.serve.process import PIDFILE, AgentServer, ServerSpec, ServerStartError, kill_leftovers
 from kilo_loop.agent.serve.sse import BadFrame
