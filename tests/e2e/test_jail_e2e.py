@@ -12,10 +12,12 @@ only under the test's temporary directory.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import subprocess
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +28,7 @@ from kilo_loop.sandbox.probe import probe_bwrap
 from .agent_loop import AgentLoop
 from .conftest import LOOP_DIR, Loop, LoopRun, find_cli, iteration_marker, write, write_progress
 from .fake_anthropic import FakeAnthropic, claude_env
-from .fake_provider import Calls, FakeProvider, call, say
+from .fake_provider import Calls, FakeProvider, call, hold, say
 from .fake_responses import codex_env
 
 pytestmark = pytest.mark.e2e
@@ -330,3 +332,33 @@ def test_default_settings_a_makefile_and_the_verify_command_cannot_reach_a_canar
     assert (canary / "canary.txt").read_text(encoding="utf-8") == "still here\n"
     assert (git_project / "built.txt").read_text(encoding="utf-8") == "built\n"  # the recipe's legit part ran
     assert run.report(1)["verify"]["passed"] is True, run.describe()
+
+
+@pytest.mark.parametrize("transport", ["serve"], indirect=True)
+def test_a_jailed_server_dies_with_a_loop_killed_with_9(jail_on: None, loop: Loop, fake_provider: FakeProvider,
+                                                          git_project: Path) -> None:
+    """`--die-with-parent`: nothing the agent runs outlives the loop, not even the warm server."""
+    (git_project / "plan.md").write_text("# P\n\n- [ ] Write done.txt\n", encoding="utf-8")
+    fake_provider.add_turns(call("bash", {"command": BACKGROUND.format(token=STRAGGLER + "-kill9"),
+                                          "description": "Scripted command"}),
+                            hold(600.0), marker=iteration_marker(1))
+    process = loop.start("kilo", git_project, "--goal", "plan.md", "-n", "1", "--sandbox", "bwrap")
+    try:
+        assert fake_provider.wait_for_hold(240.0), "the agent never reached the held reply"
+        [pidfile] = (git_project / LOOP_DIR / "runs").glob("*/agent-server.pid")
+        server = json.loads(pidfile.read_text(encoding="utf-8"))["pid"]
+        assert stragglers(STRAGGLER + "-kill9"), "the background process should run while the loop does"
+    finally:
+        process.kill()  # kill -9 of the loop: it cannot stop anything itself
+        process.communicate(timeout=30)
+    assert wait_until(lambda: not Path(f"/proc/{server}").exists() and not stragglers(STRAGGLER + "-kill9"))
+
+
+def wait_until(condition: Callable[[], bool], seconds: float = 30.0) -> bool:
+    """Poll a condition (the kernel tears a PID namespace down asynchronously)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
