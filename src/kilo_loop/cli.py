@@ -163,6 +163,9 @@ def _options(func: Any) -> Any:
         click.option("--guard/--no-guard", default=None,
                      help="judge every shell command (serve: a denied one never runs and the agent goes on; "
                           "run: a hit ends the session)"),
+        click.option("--sandbox", type=click.Choice(["auto", "bwrap", "off"]),
+                     help="jail the agent and verify in bubblewrap: auto (when it works here, default), bwrap "
+                          "(required), off"),
         click.option("--guard-stop", is_flag=True, default=None, help="stop the run on the first guard hit"),
         click.option("--max-guard-blocks", type=int, help="consecutive guard hits tolerated (default 3)"),
         click.option("--redact/--no-redact", default=None, help="redact secrets in everything written"),
@@ -245,7 +248,7 @@ _ACTS_ONLY_WITH: dict[str, tuple[str, str]] = {
 
 # Flags only a real agent CLI acts on: a dry run's simulated agent runs no command, so the loop runs
 # no verify after it (verify could change files; a dry run changes none but the loop's own).
-_REAL_RUN_ONLY = ("verify", "verify_timeout_minutes", "runtime", "transport", "isolate_home", "usage_db",
+_REAL_RUN_ONLY = ("verify", "verify_timeout_minutes", "runtime", "transport", "isolate_home", "usage_db", "sandbox",
                   "provider_config_mode", "thinking", "auto")
 
 # A flag that loses to another one typed with it: (the flag, the winning flag, what the winner does).

@@ -71,6 +71,8 @@ class Settings(BaseSettings):
     verify_timeout_minutes: float = Field(10.0, gt=0)
     checkpoint: bool = True
     guard: bool = True
+    # The jail (bubblewrap) around every process that runs code the agent controls; see sandbox/.
+    sandbox: Literal["auto", "bwrap", "off"] = "auto"
     guard_stop: bool = False
     max_guard_blocks: int = Field(3, ge=1)
     guard_deny: list[str] = Field(default_factory=list)

@@ -218,7 +218,10 @@ def test_serve_kill_9_of_the_loop_then_the_next_run_kills_the_leftover_server(
     project = git_project
     (project / "plan.md").write_text("# Resume\n\n- [ ] Write done.txt\n", encoding="utf-8")
     fake_provider.add_turns(bash("echo started > started.txt"), hold(HELD_S), marker=iteration_marker(1))
-    process = loop.start("opencode", project, "--goal", "plan.md", "-n", "2", "--transport", "serve")
+    # Without the jail: a jailed server dies with a killed loop (tests/e2e/test_jail_e2e.py), so only an
+    # unjailed one can be left behind for the next run to find.
+    bare = {"KILO_LOOP_SANDBOX": "off"}
+    process = loop.start("opencode", project, "--goal", "plan.md", "-n", "2", "--transport", "serve", extra_env=bare)
     try:
         assert fake_provider.wait_for_hold(START_TIMEOUT_S), "the agent never reached the held reply"
         server = _server_pid(project)
@@ -229,7 +232,8 @@ def test_serve_kill_9_of_the_loop_then_the_next_run_kills_the_leftover_server(
 
     fake_provider.add_turns(write(project / "done.txt", "done\n"), write_progress(project, 2, "stage-1", "done"),
                             say("Finished after the crash."), marker=iteration_marker(2))
-    run = loop.run("opencode", project, "--goal", "plan.md", "--resume", "last", "-n", "2", "--transport", "serve")
+    run = loop.run("opencode", project, "--goal", "plan.md", "--resume", "last", "-n", "2", "--transport", "serve",
+                   extra_env=bare)
 
     assert not _alive(server)
     assert "left running by an earlier loop" in run.stdout, run.describe()

@@ -57,6 +57,7 @@ def loop_env(binary: Path, **extra: str) -> dict[str, str]:
         "KILO_BIN": str(binary), "NO_COLOR": "1", "COLUMNS": "200",
         "KILO_LOOP_USAGE_DB": "false",  # the fake kilo keeps no kilo.db (and `kilo db path` would be a session to it)
         "KILO_LOOP_PREFLIGHT": "false",  # nor a `run --help` (it would be a session too)
+        "KILO_LOOP_SANDBOX": "off",  # the fakes log outside the project; the jail is tested in tests/e2e
         "PYTHONPATH": os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p),
     })
     env.update(extra)

@@ -109,6 +109,9 @@ class FakeKilo:
             "KILO_LOOP_TRANSPORT": "run",  # the fake replays `kilo run --format json`; it has no `serve`
             "KILO_LOOP_USAGE_DB": "false",  # nor a kilo.db of its own
             "KILO_LOOP_PREFLIGHT": "false",  # nor a `run --help`: every invocation is a scripted session
+            # The fake logs its calls outside the project, which the jail forbids; the jail has its own
+            # tests (tests/unit/test_sandbox_policy.py, tests/e2e/test_jail_e2e.py).
+            "KILO_LOOP_SANDBOX": "off",
             "PYTHONPATH": os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p), "NO_COLOR": "1",
             "COLUMNS": "200",
         })

@@ -23,7 +23,7 @@ class PtyRun:
         self.before = termios.tcgetattr(self.slave)
         full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO / "src"),
                                                                            os.environ.get("PYTHONPATH", "")) if p),
-                    "KILO_LOOP_DRY_RUN_DELAY": "0.15", "COLUMNS": "160", "TERM": "xterm", **(env or {})}
+                    "KILO_LOOP_DRY_RUN_DELAY": "0.15", "KILO_LOOP_SANDBOX": "off", "COLUMNS": "160", "TERM": "xterm", **(env or {})}
         self.proc = subprocess.Popen([sys.executable, "-m", "kilo_loop", *args], cwd=cwd, env=full_env,
                                      stdin=self.slave, stdout=self.slave, stderr=self.slave,
                                      start_new_session=True)

@@ -37,7 +37,8 @@ class FakeCursor:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("KILO_LOOP_", "KILO_BIN", "CLAUDE_BIN"))}
         env.update({"FAKE_CURSOR_SCENARIO": str(self.scenario), "FAKE_CURSOR_LOG": str(self.log),
                     "CURSOR_BIN": str(self.binary), "PYTHONPATH": str(REPO / "src"), "NO_COLOR": "1",
-                    "COLUMNS": "200", "KILO_LOOP_PREFLIGHT": "false"})  # the fake takes `--help` for a session
+                    "COLUMNS": "200", "KILO_LOOP_PREFLIGHT": "false",
+                    "KILO_LOOP_SANDBOX": "off"})  # the fake logs outside the project (the jail: tests/e2e)  # the fake takes `--help` for a session
         return env
 
     @property
@@ -131,7 +132,7 @@ def test_stages_may_name_their_own_runtime(cursor: FakeCursor, project: Path, tm
     env = kilo.env([done_iteration("stage-1", "kilo.txt")])
 
     result = run(cursor, project, [RECORDED_DONE], "--goal", "plan.md", "--shared-context",
-                 env={k: env[k] for k in ("FAKE_AGENT_SCENARIO", "FAKE_AGENT_LOG", "KILO_BIN")})
+                 env={k: env[k] for k in ("FAKE_AGENT_SCENARIO", "FAKE_AGENT_LOG", "KILO_BIN", "KILO_LOOP_SANDBOX")})
 
     assert result.proc.returncode == 0, result.proc.stdout + result.proc.stderr
     assert result.state()["completedStages"] == ["stage-1", "stage-2"]

@@ -37,7 +37,7 @@ def loop(project: Path, binary: Path, *args: str, **env: str) -> subprocess.Comp
     full = {k: v for k, v in os.environ.items() if not k.startswith("KILO_LOOP_")}
     full.update({"PYTHONPATH": str(REPO / "src"), "KILO_BIN": str(binary), "KILO_LOOP_TRANSPORT": "run",
                  "KILO_LOOP_USAGE_DB": "false", "XDG_CACHE_HOME": str(project.parent / "cache"),
-                 "NO_COLOR": "1", **env})
+                 "NO_COLOR": "1", "KILO_LOOP_SANDBOX": "off", **env})
     return subprocess.run([sys.executable, "-m", "kilo_loop", "-C", str(project), "--no-dashboard", "--no-confirm",
                            "--goal-text", "write a.txt", *args], cwd=project, env=full, capture_output=True,
                           text=True, stdin=subprocess.DEVNULL, timeout=120)

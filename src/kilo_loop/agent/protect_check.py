@@ -18,6 +18,11 @@ from typing import Any, NamedTuple
 from kilo_loop.goal.protect import matching_glob
 
 PROTECT_ENV = "KILO_LOOP_PROTECT"
+# The agent CLIs' own project config: a file that says `{"permission": {"bash": "allow"}}` would beat the
+# loop's deny rules in the next session. Protected in every guarded run (read-only in the jail too;
+# these globs also cover the files that do not exist yet, which the jail cannot bind).
+AGENT_CONFIG_GLOBS = (".kilo/**", "kilo.json", "kilo.jsonc", ".kilocode/**", "opencode.json", "opencode.jsonc",
+                      ".opencode/**", ".claude/settings*.json", ".mcp.json", ".codex/**", ".gemini/**", ".cursor/**")
 RULE = "protect"
 FILE_TOOLS = frozenset({"write", "edit", "multiedit", "patch", "apply_patch", "notebookedit", "write_file",
                         "replace"})

@@ -14,7 +14,10 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from kilo_loop.sandbox.jail import Jail
 
 from kilo_loop.run.guard_decision import GuardDecision
 
@@ -40,6 +43,8 @@ class AgentRequest:
     # A reviewer's session: it only reads (file tools may write only the loop's own folder); the
     # serve transport refuses its writes before they happen.
     read_only: bool = False
+    # A reviewer's verdict file: the one path its jail leaves writable.
+    review_file: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -228,6 +233,7 @@ class AgentPolicy:
     provider_config_mode: str = "auto"  # kilo/opencode provider injection: auto | legacy_env | none
     models: tuple[str, ...] = ()  # every --model the run may use (the run's and its stages')
     protect: tuple[str, ...] = ()  # every protect glob of the goal (its stages' own included)
+    jail: Jail | None = None  # the run's jail (sandbox.jail): every child that runs agent code goes in it
 
 
 @dataclass(frozen=True)

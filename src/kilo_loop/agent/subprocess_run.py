@@ -9,16 +9,20 @@ own packages.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kilo_loop.agent.protect_check import protect_env
 from kilo_loop.agent.protocol import AgentEvent, AgentRequest, AgentResult
 from kilo_loop.agent.tally import ResultTally
 from kilo_loop.safety.process_group import terminate_process_group
+
+if TYPE_CHECKING:
+    from kilo_loop.sandbox.jail import Jail
 
 _READ_CHUNK = 1 << 16
 _STDERR_TAIL_LINES = 40
@@ -45,6 +49,20 @@ class CliInvocation:
     token_totals: str = "sum"
     # Called with the filled-in result at the end (e.g. to explain a CLI's refusal to start).
     on_finish: Callable[[AgentResult], None] | None = None
+    # The run's jail: the CLI (and every command it runs) starts inside it.
+    jail: Jail | None = None
+    # Events to report before the session starts (e.g. the loop undid a change to the CLI's config).
+    preface: tuple[AgentEvent, ...] = ()
+
+
+def jailed(invocation: CliInvocation, request: AgentRequest) -> tuple[list[str], dict[str, str]]:
+    """The command and environment to start: wrapped in the run's jail when there is one (a reviewer's
+    jail keeps the project read-only except its verdict file)."""
+    if invocation.jail is None:
+        return invocation.command, invocation.env
+    if request.read_only:
+        return invocation.jail.wrap(invocation.command, invocation.env, "reviewer", request.review_file)
+    return invocation.jail.wrap(invocation.command, invocation.env)
 
 
 def child_environment(request: AgentRequest, base: Mapping[str, str] | None = None,
@@ -87,11 +105,14 @@ class CliAgentRun:
             await terminate_process_group(self._process)
 
     async def events(self) -> AsyncGenerator[AgentEvent, None]:
+        for early in self._invocation.preface:
+            yield early
+        command, env = jailed(self._invocation, self._request)
         try:
             self._process = await asyncio.create_subprocess_exec(
-                *self._command,
+                *command,
                 cwd=self._request.cwd,
-                env=self._invocation.env,
+                env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -157,3 +178,13 @@ class CliAgentRun:
             result.error = f"agent exited with status {process.returncode}"
         if self._invocation.on_finish is not None:
             self._invocation.on_finish(result)
+        _drop_empty_verdict(self._request)
+
+
+def _drop_empty_verdict(request: AgentRequest) -> None:
+    """The reviewer's jail needed its verdict file to exist; one it left empty was never written."""
+    path = request.review_file
+    if request.read_only and path is not None:
+        with contextlib.suppress(OSError):
+            if path.stat().st_size == 0:
+                path.unlink()

@@ -178,3 +178,23 @@ def dependencies(versions: Mapping[str, str | None]) -> Check:
     if missing:
         return Check("dependencies", "fail", f"missing: {', '.join(missing)}", "reinstall kilo-loop (./kilo-loop)")
     return Check("dependencies", "ok", ", ".join(f"{name} {version}" for name, version in versions.items()))
+
+
+def sandbox(usable: bool, detail: str, fix: str, mode: str = "auto") -> Check:
+    """bubblewrap and user namespaces: the jail (`--sandbox`); required with `--sandbox bwrap`."""
+    if mode == "off":
+        return Check("sandbox", "warn", "--sandbox off: only the guard stands between the agent and this machine",
+                     "use --sandbox auto")
+    if usable:
+        return Check("sandbox", "ok", f"{detail}: agents and verify run in the jail")
+    return Check("sandbox", "fail" if mode == "bwrap" else "warn", f"no jail: {detail}", fix)
+
+
+def codex_sandbox(complaint: str | None, jailed: bool, fix: str) -> Check:
+    """Codex's own sandbox: switched off inside the loop's jail, required to work without it."""
+    name = "codex sandbox"
+    if jailed:
+        return Check(name, "ok", "switched off inside the loop's jail (danger-full-access there, never outside)")
+    if complaint is None:
+        return Check(name, "ok", "`codex sandbox -- true` runs")
+    return Check(name, "fail", f"`codex sandbox -- true` failed: {complaint}", fix)

@@ -91,6 +91,22 @@ def failures(targets: Iterable[tuple[str, str]], environ: Mapping[str, str], rea
     return found
 
 
+def cli_sandbox_failures(targets: Iterable[tuple[str, str]], environ: Mapping[str, str], jailed: bool) -> list[Check]:
+    """A CLI whose own sandbox cannot run a command here, when the loop's jail will not replace it
+    (Codex with bubblewrap and CODEX_HOME under /tmp runs no command at all)."""
+    if jailed:
+        return []
+    from kilo_loop.agent.codex.sandbox_probe import FIX, sandbox_complaint
+
+    found = []
+    for runtime, binary in dict.fromkeys(targets):
+        if runtime == "codex":
+            check = checks.codex_sandbox(sandbox_complaint(binary, environ), False, FIX)
+            if check.status == "fail":
+                found.append(check)
+    return found
+
+
 def failure_message(failed: list[Check]) -> str:
     lines = "\n".join(f"  {checks.line(check)}" for check in failed)
     return (f"pre-flight failed; nothing was started:\n{lines}\n"

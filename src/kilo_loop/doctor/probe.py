@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 
+from kilo_loop.agent.codex.sandbox_probe import FIX as CODEX_SANDBOX_FIX
+from kilo_loop.agent.codex.sandbox_probe import sandbox_complaint
 from kilo_loop.agent.kilo.config import child_config_env
 from kilo_loop.agent.kilo.provider import API_KEY_ENV, BASE_URL_ENV, PROVIDER_ID
 from kilo_loop.agent.kilo.runtime import RUNTIMES as KILO_RUNTIMES
@@ -29,6 +31,7 @@ from kilo_loop.agent.registry import RUNTIMES, requested_binary
 from kilo_loop.doctor import checks
 from kilo_loop.doctor.checks import Check
 from kilo_loop.doctor.preflight import failures as preflight_failures
+from kilo_loop.sandbox.probe import probe_bwrap
 
 BACKENDS = ("kilo", "opencode", "claude", "codex", "gemini", "cursor")
 DEPENDENCIES = ("click", "rich", "pydantic", "pydantic-settings", "fastapi", "uvicorn", "json5", "tree-sitter-bash")
@@ -115,6 +118,10 @@ def backend_checks(runtime: str, environ: Mapping[str, str], project: Path) -> l
         found.append(checks.server(runtime, _run([binary, "serve", "--help"], environ) is not None))
     if runtime == "kilo":
         found.append(_usage_check(binary, environ))
+    if runtime == "codex":
+        jailed = probe_bwrap(environ).usable and environ.get("KILO_LOOP_SANDBOX", "auto") != "off"
+        complaint = None if jailed else sandbox_complaint(binary, environ)
+        found.append(checks.codex_sandbox(complaint, jailed, CODEX_SANDBOX_FIX))
     return found
 
 
@@ -155,7 +162,14 @@ def machine_checks(environ: Mapping[str, str], port: int) -> list[Check]:
         checks.port(port, port_free(port)),
         checks.python((sys.version_info.major, sys.version_info.minor, sys.version_info.micro)),
         checks.dependencies(_dependency_versions()),
+        _sandbox_check(environ),
     ]
+
+
+def _sandbox_check(environ: Mapping[str, str]) -> Check:
+    mode = environ.get("KILO_LOOP_SANDBOX", "auto")
+    status = probe_bwrap(environ, use_cache=False)
+    return checks.sandbox(status.usable, status.summary, status.fix, mode)
 
 
 def run_checks(runtimes: tuple[str, ...], port: int, project: Path,

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
+from kilo_loop.agent.protect_check import AGENT_CONFIG_GLOBS
 from kilo_loop.agent.protocol import AgentBackend, AgentQuestion, AgentRequest, StepFinished
 from kilo_loop.agent.usage_db import DbUsage, mismatch, usage_from_db
 from kilo_loop.durations import format_duration
@@ -224,6 +225,7 @@ class Orchestrator:
                 shared_context=shared and not handoff, safety_feedback=state.guard_note or None,
                 verify_feedback=state.verify_feedback or None,
                 unanswered=[q.question for q in state.unanswered], review_feedback=self._review_feedback,
+                jailed=state.sandbox.startswith("bwrap"),
             )
         )
         ctx.recorder.archive(iteration, "prompt.md", prompt)
@@ -233,7 +235,7 @@ class Orchestrator:
             agent=stage.agent or s.agent, model=stage.model or s.model, variant=stage.variant or s.variant,
             session_id=state.session_id if shared else None, thinking=s.thinking, auto_approve=s.auto,
             timeout_s=s.max_iteration_minutes * 60, env=ctx.agent_env, runtime=stage.runtime,
-            protect=tuple(ctx.goal.protected_for(stage)),
+            protect=(*ctx.goal.protected_for(stage), *(AGENT_CONFIG_GLOBS if s.guard else ())),
         )
 
     # ---------------------------------------------------------- session

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.run.state import Answer
+from kilo_loop.sandbox.policy import PROMPT_LINE as JAIL_PROMPT_LINE
 
 HANDOFF_MAX_LINES = 120
 HANDOFF_MAX_CHARS = 16_000
@@ -46,6 +47,7 @@ class PromptInput:
     verify_feedback: str | None = None
     review_feedback: str | None = None
     unanswered: Sequence[str] = ()
+    jailed: bool = False  # the agent runs in the loop's jail: one line says what it allows
 
 
 def _clip(text: str, limit: int = MAX_SECTION_CHARS) -> str:
@@ -151,4 +153,6 @@ def build_prompt(data: PromptInput) -> str:
     if not data.shared_context:
         sections.append(HANDOFF_CONTRACT)
     sections.append(RULES)
+    if data.jailed:
+        sections.append(JAIL_PROMPT_LINE)
     return "\n\n".join(s for s in sections if s) + "\n"

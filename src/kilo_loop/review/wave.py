@@ -88,7 +88,7 @@ async def _one(ctx: WaveContext, spec: RoleSpec, prompt: str, title: str, final_
     request = AgentRequest(prompt=prompt, cwd=ctx.project, title=f"{title} · {spec.role} review"[:120],
                            agent=spec.agent, model=spec.model, variant=spec.variant,
                            auto_approve=ctx.auto_approve, timeout_s=ctx.timeout_s, env=ctx.env,
-                           runtime=spec.runtime, read_only=True)
+                           runtime=spec.runtime, read_only=True, review_file=path)
     outcome = await runner.run(request)
     usage.session_id = outcome.result.session_id
     report = _read_report(path, spec.role, outcome.result.text)

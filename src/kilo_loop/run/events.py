@@ -296,6 +296,16 @@ class GuardBlocked(RunEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class JailRefused(RunEvent):
+    """A tool call's write the jail refused (read-only there): shown with its paths."""
+
+    TYPE = "jail"
+    level: str = "warn"
+    tool: str = ""
+    paths: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
 class GuardPreDenied(RunEvent):
     TYPE = "guard-pre"
     level: str = "warn"
@@ -486,7 +496,7 @@ EVENT_TYPES: dict[str, type[RunEvent]] = {
     for cls in (
         StateOpened, RunStarted, StatusChanged, RunFinished, SecretsMasked, Crashed, Warned, ControlChanged, Reverted,
         IterationStarted, CheckpointTaken, IterationReported, IterationFinished, SessionOpened, AgentServerStarted, TextOut,
-        ReasoningOut, ToolUsed, UsageCounted, AgentErrored, AgentFailed, GuardBlocked, GuardPreDenied,
+        ReasoningOut, ToolUsed, UsageCounted, AgentErrored, AgentFailed, GuardBlocked, GuardPreDenied, JailRefused,
         VerifyFinished, StageDone, StageBlocked, QuestionAsked, AnswerReceived, QuestionUnanswered, QuotaWait,
         ReviewStarted, ReviewFinished, ReviewRound, ReviewFinal, ReviewRecheck, ReviewDeferred, ReviewFixPass,
         ReviewResumed, ReviewGateOpened, ReviewGateAnswered, ReviewGateClosed, ReviewBlocked, ProtectedChanged,

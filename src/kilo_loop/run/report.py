@@ -135,6 +135,7 @@ def run_report_md(state: RunState, iterations: list[IterationSummary] | None = N
         f"- Project: {state.project}",
         f"- Goal: {state.goal_source or 'inline text'}",
         f"- Runtime: {state.runtime}" + (" (dry run)" if state.dry_run else ""),
+        f"- Sandbox: {state.sandbox}",
         f"- Iterations: {state.iteration} of {state.max_iterations}",
         f"- Progress: {state.last_percent}%",
         f"- Tokens: {totals.tokens} · Cost: {format_cost(totals.cost)}",

@@ -161,6 +161,7 @@ class RunState(WireModel):
     completed_stages: list[str] = Field(default_factory=list)
     blocked_stages: list[str] = Field(default_factory=list)
     runtime: str = "kilo"
+    sandbox: str = "off"  # what the jail is ("bwrap — project rw, .git ro, 3 protected, network full")
     agent: str | None = None
     model: str | None = None
     max_iterations: int = 5

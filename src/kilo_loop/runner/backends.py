@@ -14,6 +14,8 @@ from kilo_loop.agent.simulator import DryRunBackend
 from kilo_loop.goal.model import Goal
 from kilo_loop.review.options import review_runtimes
 from kilo_loop.runner.errors import SetupError
+from kilo_loop.sandbox.jail import Jail
+from kilo_loop.sandbox.setup import jail_expected
 from kilo_loop.settings import Settings
 
 
@@ -85,23 +87,24 @@ def preflight(settings: Settings, backend: AgentBackend, runtime: str) -> None:
     """Before a real run: each CLI must accept the flags the loop passes (a clear SetupError, exit 2)."""
     if settings.dry_run or settings.backend or not settings.preflight:
         return
-    from kilo_loop.doctor.preflight import failure_message
+    from kilo_loop.doctor.preflight import cli_sandbox_failures, failure_message
     from kilo_loop.doctor.probe import preflight as probe_preflight
 
     failed = probe_preflight(cli_targets(backend, runtime))
+    failed += cli_sandbox_failures(cli_targets(backend, runtime), os.environ, jail_expected(settings.sandbox))
     if failed:
         raise SetupError(failure_message(failed))
 
 
 def agent_policy(settings: Settings, project: Path, run_dir: Path, models: tuple[str, ...] = (),
-                 protect: tuple[str, ...] = ()) -> AgentPolicy:
+                 protect: tuple[str, ...] = (), jail: Jail | None = None) -> AgentPolicy:
     """What the loop decided, for the backend to turn into its CLI's flags, env and config."""
     return AgentPolicy(project=project, guard=settings.guard, guard_deny=tuple(settings.guard_deny),
                        guard_allow=tuple(settings.guard_allow), guard_packs=dict(settings.guard_packs),
                        run_dir=run_dir,
                        isolate_home=settings.isolate_home, environ=dict(os.environ),
                        provider_config_mode=settings.provider_config_mode,
-                       models=tuple(m for m in (settings.model, *models) if m), protect=protect)
+                       models=tuple(m for m in (settings.model, *models) if m), protect=protect, jail=jail)
 
 
 def all_protect_globs(goal: Goal) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from kilo_loop.agent.protect_check import AGENT_CONFIG_GLOBS
 from kilo_loop.agent.protocol import AgentBackend, prepare_backend
 from kilo_loop.agent.router import runtimes_without_cost
 from kilo_loop.agent.serve import ServeBackend
@@ -48,6 +49,8 @@ from kilo_loop.safety.checkpoint import (
 from kilo_loop.safety.guard import Guard
 from kilo_loop.safety.known_secrets import KnownSecrets, collect, from_env, screen
 from kilo_loop.safety.redact import Redactor
+from kilo_loop.sandbox.jail import Jail
+from kilo_loop.sandbox.setup import run_jail
 from kilo_loop.settings import Settings
 
 
@@ -79,6 +82,7 @@ class RunHandle:
         # Each open channel (terminal, dashboard) adds a probe; a question waits only if one is open.
         self.answer_channels: list[Callable[[], bool]] = []
         self._backend = backend
+        self.jail: Jail | None = None  # decided when the run opens (the probe is cached per binary)
 
     @property
     def state(self) -> RunState:
@@ -155,7 +159,10 @@ class RunHandle:
     def _open_state(self) -> None:
         """The run's first event: its state (a resumed run's carried over), then what the resume warns of."""
         warnings = self.answers.load_for_resume() if self.resumed else []
+        self.jail = run_jail(self.settings.sandbox, self.settings.dry_run, self.project, all_protect_globs(self.goal),
+                             self._backend, self.goal.source, warnings.append)
         start = self.state.model_copy(update={
+            "sandbox": self.jail.describe() if self.jail is not None else "off",
             "answers": len(self.answers.answers), "max_iterations": self.state.iteration + self.settings.iterations,
             "prompt_extra": self.prompt_extra or self.state.prompt_extra,
         })
@@ -174,7 +181,7 @@ class RunHandle:
         settings = self.settings
         prepared = prepare_backend(self._backend, agent_policy(
             settings, self.project, self.layout.dir, tuple(s.model for s in self.goal.stages if s.model),
-            all_protect_globs(self.goal)))
+            (*all_protect_globs(self.goal), *(AGENT_CONFIG_GLOBS if settings.guard else ())), self.jail))
         for note in prepared.notes:
             self.recorder.warn(note)
         self._register_agent_secrets(prepared.env)
@@ -212,7 +219,7 @@ class RunHandle:
         settings = self.settings
         ctx = LoopContext(
             settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
-            recorder=self.recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact), guard=guard,
+            recorder=self.recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact, self.jail), guard=guard,
             answer_channel_open=self.answer_channel_open,
             answer_timeout=effective_answer_timeout(settings.answer_timeout, settings.dry_run, stdin_is_tty()),
         )

@@ -14,11 +14,13 @@ from kilo_loop.safety.checkpoint import (
     capture_checkpoint,
 )
 from kilo_loop.safety.verify import run_verify
+from kilo_loop.sandbox.jail import Jail
 
 
 class SafetyHooks:
-    def __init__(self, redact: Callable[[str], str]) -> None:
+    def __init__(self, redact: Callable[[str], str], jail: Jail | None = None) -> None:
         self._redact = redact
+        self._jail = jail
 
     async def checkpoint(self, project: Path, checkpoints_dir: Path, iteration: int,
                          status: TreeStatus | None = None) -> str:
@@ -30,7 +32,7 @@ class SafetyHooks:
         return note
 
     async def verify(self, command: str, cwd: Path, timeout_s: float) -> VerifyResult:
-        return await run_verify(command, cwd, timeout_s, self._redact)
+        return await run_verify(command, cwd, timeout_s, self._redact, jail=self._jail)
 
     def sync_markdown(self, goal: Goal, stage: Stage) -> bool:
         try:

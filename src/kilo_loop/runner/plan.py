@@ -15,6 +15,7 @@ from kilo_loop.runner.errors import AllStagesDone, SetupError
 from kilo_loop.runner.handle import RunHandle
 from kilo_loop.runner.setup import PreparedRun, prepare_run, reopen_all, resolve_goal
 from kilo_loop.runner.terminal import stdin_can_answer
+from kilo_loop.sandbox.setup import check_mode as check_sandbox_mode
 from kilo_loop.settings import Settings
 
 
@@ -49,5 +50,6 @@ def plan_run(settings: Settings, project: Path, check_hitl: bool = True) -> RunP
         goal = reopen_all(goal)
     backend, runtime = make_backend(settings, goal)
     preflight(settings, backend, runtime)
+    check_sandbox_mode(settings.sandbox, settings.dry_run)
     prepared = prepare_run(settings, goal, project, runtime)
     return RunPlan(settings, project, goal, backend, runtime, prepared)

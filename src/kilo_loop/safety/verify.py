@@ -16,9 +16,13 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kilo_loop.run.state import VerifyResult
 from kilo_loop.safety.process_group import terminate_process_group
+
+if TYPE_CHECKING:
+    from kilo_loop.sandbox.jail import Jail
 
 BUFFER_BYTES = 64 * 1024
 TAIL_LINES = 40
@@ -86,7 +90,7 @@ async def _open_reader(read_fd: int) -> tuple[asyncio.StreamReader, asyncio.Base
 
 
 async def _spawn(
-    command: str, cwd: Path, env: Mapping[str, str] | None
+    command: str, cwd: Path, env: Mapping[str, str] | None, jail: Jail | None = None
 ) -> tuple[asyncio.subprocess.Process, asyncio.StreamReader, asyncio.BaseTransport]:
     """Start the shell with stdout+stderr on a pipe the loop owns.
 
@@ -94,10 +98,13 @@ async def _spawn(
     backgrounded `sleep 300 &` would hold a finished verify open until its
     timeout. With a pipe of our own, `wait()` returns when the shell exits.
     """
+    argv, environment = ["/bin/sh", "-c", command], child_env(cwd, env)
+    if jail is not None:  # the verify runs code the agent wrote: in the jail, with the user's environment
+        argv, environment = jail.wrap(argv, environment, "verify")
     read_fd, write_fd = os.pipe()
     try:
         proc = await asyncio.create_subprocess_exec(
-            "/bin/sh", "-c", command, cwd=cwd, env=child_env(cwd, env),
+            *argv, cwd=cwd, env=environment,
             stdin=asyncio.subprocess.DEVNULL, stdout=write_fd, stderr=write_fd, start_new_session=True,
         )
     except BaseException:
@@ -165,6 +172,7 @@ async def run_verify(
     env: Mapping[str, str] | None = None,
     *,
     kill_grace_s: float = 3.0,
+    jail: Jail | None = None,
 ) -> VerifyResult:
     """Run `command` with `/bin/sh -c` in `cwd`; passed means exit 0 within `timeout_s` seconds.
 
@@ -179,7 +187,7 @@ async def run_verify(
     sink = TailBuffer()
     started = time.monotonic()
     try:
-        proc, stream, transport = await _spawn(command, cwd, env)
+        proc, stream, transport = await _spawn(command, cwd, env, jail)
     except OSError as exc:
         return _finish(command, sink, None, False, started, redact, f"could not start verify in {cwd}: {exc}")
     try:

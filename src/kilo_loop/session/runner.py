@@ -30,6 +30,7 @@ from kilo_loop.run.events import (
     AgentErrored,
     GuardBlocked,
     GuardPreDenied,
+    JailRefused,
     ReasoningOut,
     SessionOpened,
     TextOut,
@@ -37,6 +38,7 @@ from kilo_loop.run.events import (
 )
 from kilo_loop.run.guard_decision import GuardDecision, GuardLike, checked
 from kilo_loop.run.recorder import RunRecorder
+from kilo_loop.sandbox.refusals import refused_paths
 from kilo_loop.session.notes import guard_note, rejections_note
 
 
@@ -130,6 +132,9 @@ class SessionRunner:
             outcome.tool_calls += 1
             rec.emit(ToolUsed(message=tool_heading(event), tool=event.tool, status=event.status,
                               input=_clipped(event.input), error=event.error[:2000]))
+            if paths := refused_paths(f"{event.output}\n{event.error}"):
+                rec.emit(JailRefused(message=f"the jail refused a write (read-only here): {', '.join(paths)}",
+                                     tool=event.tool, paths=paths))
             return await self._check_guard(event, run, outcome, cwd)
         if isinstance(event, Text) and event.text.strip():
             rec.emit(TextOut(message=event.text.strip()[:4000]))

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from kilo_loop.goal.model import Goal
 from kilo_loop.review.preflight import review_row
+from kilo_loop.sandbox.setup import preview as sandbox_preview
 from kilo_loop.settings import Settings
 
 
@@ -44,6 +45,8 @@ def scenario_rows(settings: Settings, goal: Goal, project: Path, runtime: str, d
         ("Auto-approve", "yes" if settings.auto else "no"),
         ("Dashboard", dashboard_url or "off"),
         ("Mode", mode),
+        ("Sandbox", sandbox_preview(settings.sandbox, settings.dry_run,
+                                    len({g for stage in goal.stages for g in goal.protected_for(stage)}))),
         *([row] if (row := review_row(settings, goal)) else []),
     ]
 

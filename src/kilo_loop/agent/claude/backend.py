@@ -14,6 +14,8 @@ from kilo_loop.agent.home import isolated_home_env
 from kilo_loop.agent.hook import install_hook
 from kilo_loop.agent.protocol import AgentPolicy, AgentRequest, AgentResult, Preparation
 from kilo_loop.agent.subprocess_run import CliAgentRun, CliInvocation, child_environment
+from kilo_loop.sandbox.jail import Jail
+from kilo_loop.sandbox.policy import JailPaths
 
 HOOK_MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit"
 HOOK_TIMEOUT_S = 30
@@ -48,15 +50,25 @@ def explain(result: AgentResult) -> None:
         result.error = f"{result.error or 'Claude Code did not start'}: {ROOT_HINT}"
 
 
+JAIL_PATHS = JailPaths(
+    home_rw=("~/.claude", "$XDG_CONFIG_HOME/claude"),
+    project_config=(".claude", ".mcp.json"),
+    env_prefixes=("ANTHROPIC_", "CLAUDE_", "AWS_", "GOOGLE_", "VERTEX_", "DISABLE_", "MCP_"),
+)
+
+
 class ClaudeBackend:
+    jail_paths = JAIL_PATHS
     name = "claude"
 
     def __init__(self, binary: str) -> None:
         self.binary = binary
         self._settings_file: Path | None = None
         self._env: dict[str, str] = {}
+        self._jail: Jail | None = None
 
     def prepare(self, policy: AgentPolicy) -> Preparation:
+        self._jail = policy.jail
         self._env = isolated_home_env(policy)
         self._settings_file = None
         if policy.guard and policy.run_dir is not None:
@@ -70,6 +82,7 @@ class ClaudeBackend:
 
     def invocation(self, request: AgentRequest) -> CliInvocation:
         return CliInvocation(
+            jail=self._jail,
             command=build_command(self.binary, request, self._settings_file),
             env=child_environment(request, extra=self._env),
             parser=ClaudeStreamParser(),

@@ -2,7 +2,8 @@
 loop's guard as a PreToolUse hook on every shell command.
 
 Sandbox and approvals: `sandbox_mode = "workspace-write"` (commands may write only in the
-project and temp directories; no network) and `approval_policy = "never"` (exec cannot ask).
+project and temp directories; no network) and `approval_policy = "never"` (exec cannot ask);
+inside the loop's jail `sandbox_mode = "danger-full-access"`, the jail being the sandbox.
 The guard still sees every command: the PreToolUse hook (`-c hooks.PreToolUse=…`, run with
 `--dangerously-bypass-hook-trust` because it is the loop's own) refuses destructive ones before
 they run, and each executed command comes back in the stream for the loop's own guard.
@@ -20,8 +21,13 @@ from kilo_loop.agent.home import isolated_home_env
 from kilo_loop.agent.hook import install_hook
 from kilo_loop.agent.protocol import AgentPolicy, AgentRequest, AgentResult, Preparation
 from kilo_loop.agent.subprocess_run import CliAgentRun, CliInvocation, child_environment
+from kilo_loop.sandbox.jail import Jail
+from kilo_loop.sandbox.policy import JailPaths
 
 SANDBOX = ("-c", 'sandbox_mode="workspace-write"', "-c", 'approval_policy="never"')
+# Inside the loop's jail Codex's own bubblewrap sandbox is switched off in favour of the jail (nested, it
+# cannot find its helper: openai/codex #24341); never outside the jail.
+JAILED = ("-c", 'sandbox_mode="danger-full-access"', "-c", 'approval_policy="never"')
 _HOOK_BLOCK = re.compile(r"blocked by PreToolUse hook: (?P<reason>.+)")
 
 
@@ -34,7 +40,7 @@ def hook_override(command: str) -> str:
     return f'hooks.PreToolUse=[{{matcher="Bash",hooks=[{{type="command",command={toml_string(command)}}}]}}]'
 
 
-def build_command(binary: str, request: AgentRequest, hook: str | None) -> list[str]:
+def build_command(binary: str, request: AgentRequest, hook: str | None, jailed: bool = False) -> list[str]:
     command = [binary, "exec"]
     if request.session_id:
         command.append("resume")
@@ -42,7 +48,7 @@ def build_command(binary: str, request: AgentRequest, hook: str | None) -> list[
     if hook is not None:
         command += ["-c", hook_override(hook), "--dangerously-bypass-hook-trust"]
     if request.auto_approve:
-        command += list(SANDBOX)
+        command += list(JAILED if jailed else SANDBOX)
     if request.model:
         command += ["-m", request.model]
     if request.variant:
@@ -68,7 +74,15 @@ def _finisher(parser: CodexStreamParser, agent: str | None) -> Callable[[AgentRe
     return finish
 
 
+JAIL_PATHS = JailPaths(
+    home_rw=("$CODEX_HOME|~/.codex",),
+    project_config=(".codex",),
+    env_prefixes=("OPENAI_", "CODEX_", "AZURE_"),
+)
+
+
 class CodexBackend:
+    jail_paths = JAIL_PATHS
     name = "codex"
     reports_cost = False  # its stream carries tokens only: --max-cost cannot stop it
 
@@ -76,8 +90,10 @@ class CodexBackend:
         self.binary = binary
         self._hook: str | None = None
         self._env: dict[str, str] = {}
+        self._jail: Jail | None = None
 
     def prepare(self, policy: AgentPolicy) -> Preparation:
+        self._jail = policy.jail
         self._env = isolated_home_env(policy)
         self._hook = None
         if policy.guard and policy.run_dir is not None:
@@ -87,7 +103,8 @@ class CodexBackend:
     def invocation(self, request: AgentRequest) -> CliInvocation:
         parser = CodexStreamParser()
         return CliInvocation(
-            command=build_command(self.binary, request, self._hook),
+            jail=self._jail,
+            command=build_command(self.binary, request, self._hook, jailed=self._jail is not None),
             env=child_environment(request, extra=self._env),
             parser=parser,
             warnings=stderr_warnings,

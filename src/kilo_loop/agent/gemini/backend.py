@@ -23,6 +23,8 @@ from kilo_loop.agent.home import isolated_home_env
 from kilo_loop.agent.hook import install_hook
 from kilo_loop.agent.protocol import AgentPolicy, AgentRequest, AgentResult, Preparation
 from kilo_loop.agent.subprocess_run import CliAgentRun, CliInvocation, child_environment
+from kilo_loop.sandbox.jail import Jail
+from kilo_loop.sandbox.policy import JailPaths
 
 SETTINGS_FILE = "gemini-system-settings.json"
 SETTINGS_ENV = "GEMINI_CLI_SYSTEM_SETTINGS_PATH"
@@ -73,17 +75,27 @@ def build_command(binary: str, request: AgentRequest) -> list[str]:
 
 
 
+JAIL_PATHS = JailPaths(
+    home_rw=("~/.gemini",),
+    project_config=(".gemini",),
+    env_prefixes=("GEMINI_", "GOOGLE_", "CLOUDSDK_"),
+)
+
+
 class GeminiBackend:
+    jail_paths = JAIL_PATHS
     name = "gemini"
     reports_cost = False  # its stream carries tokens only: --max-cost cannot stop it
 
     def __init__(self, binary: str) -> None:
         self.binary = binary
         self._env: dict[str, str] = {}
+        self._jail: Jail | None = None
         # Sessions that failed before the model ever answered: Gemini saved nothing to resume.
         self._unsaved: set[str] = set()
 
     def prepare(self, policy: AgentPolicy) -> Preparation:
+        self._jail = policy.jail
         self._env = isolated_home_env(policy)
         if not policy.guard or policy.run_dir is None:
             return Preparation(dict(self._env))
@@ -107,6 +119,7 @@ class GeminiBackend:
         if request.session_id in self._unsaved:
             request = replace(request, session_id=None)
         return CliInvocation(
+            jail=self._jail,
             command=build_command(self.binary, request),
             env=child_environment(request, extra=self._env),
             parser=GeminiStreamParser(),

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kilo_loop.agent.kilo.config_files import Snapshot, config_files, restore, snapshot
 from kilo_loop.agent.kilo.runtime import RuntimeName as Runtime
 from kilo_loop.agent.protocol import (
     AgentBackend,
@@ -44,7 +46,8 @@ from kilo_loop.agent.serve.mapping import PermissionAsk, QuestionAsk, TurnBusy, 
 from kilo_loop.agent.serve.process import PIDFILE, AgentServer, ServerSpec, ServerStartError, kill_leftovers
 from kilo_loop.agent.serve.sse import BadFrame
 from kilo_loop.agent.tally import ResultTally
-from kilo_loop.run.guard_decision import GuardLike
+from kilo_loop.run.guard_decision import GuardDecision, GuardLike
+from kilo_loop.sandbox.jail import Jail
 
 _SILENCE_S = 3.0  # poll the session's status after this long without a frame
 _UNCONFIRMED_TURN_S = 30.0  # a turn never seen busy counts as over (idle) only after this long
@@ -83,11 +86,15 @@ class ServeBackend:
         self._ask_edits = False
         self._claimed: set[str] = set()  # permission/question requests a turn has taken on
         self._turn_sessions: set[str] = set()  # sessions with a turn running now
+        self._jail: Jail | None = None
+        self._permissions: Any = None  # the loop's permission config, as the first server reported it
+        self._config_files: Snapshot = {}  # the project's CLI config files before the first server started
 
     def prepare(self, policy: AgentPolicy) -> Preparation:
         """The run fallback's child environment (deny globs, snapshots off, isolated home) is the server's too;
         a run with protect globs has the server ask before every edit."""
         self._ask_edits = bool(policy.protect)
+        self._jail = policy.jail
         return prepare_backend(self.fallback, policy)
 
     # ----------------------------------------------------------------- lifecycle
@@ -106,8 +113,9 @@ class ServeBackend:
                                        reviewer_guard)
         ask_edits = self._ask_edits or reviewer_guard is not None
         self._spec = ServerSpec(self.binary, runtime, project, serve_env(runtime, child_env, ask_edits),
-                                self.start_timeout_s)
+                                self.start_timeout_s, self._jail)
         self._pidfile = run_dir / PIDFILE
+        self._config_files = snapshot(config_files(project, runtime))
         try:
             async with self._lock:
                 await self._start_server()
@@ -124,6 +132,36 @@ class ServeBackend:
         client = ServerClient(server.base_url, server.username, server.password)
         self._server, self._client = server, client
         await server.start(client.healthy)
+        if self._permissions is None:
+            with contextlib.suppress(ServerError, ServerGone):
+                self._permissions = await client.permission_config()
+
+    async def permissions_changed(self) -> str | None:
+        """Before a session: the server's effective permission config must still be the loop's. One that
+        changed (an agent that reached the server's API: `PATCH /config`) is reported and the server
+        restarted with the loop's own; a change the restart does not undo (a project config file) is an
+        error. None when unchanged (or not checkable)."""
+        async with self._lock:
+            client, expected = self._client, self._permissions
+            if client is None or expected is None or self._server is None or not self._server.alive:
+                return None
+            try:
+                current = await client.permission_config()
+            except (ServerError, ServerGone):
+                return None
+            if current == expected:
+                return None
+            restored = restore(self._config_files)
+            put_back = f" (put back {', '.join(p.name for p in restored)})" if restored else ""
+            self._warn(f"the agent server's permission config changed during the run; restarting it with the "
+                       f"loop's{put_back}")
+            await self._start_server()
+            assert self._client is not None
+            if await self._client.permission_config() != expected:
+                raise ServerError(409, "permission config", "the agent server's permissions still differ from the "
+                                  "loop's after a restart: a project config file (.kilo/, kilo.json[c], opencode.json[c]) "
+                                  "overrides them; remove it")
+            return f"the agent server's permission config was changed to {json.dumps(current)[:300]}"
 
     async def client(self) -> ServerClient:
         """The live server's client; a server that died is restarted first."""
@@ -269,6 +307,10 @@ class ServeAgentRun:
     # ----------------------------------------------------------------- one turn
     async def _turn(self) -> AsyncIterator[AgentEvent]:
         request = self._request
+        changed = await self._backend.permissions_changed()
+        if changed is not None:
+            yield GuardRejected(tool="config", subject="agent server permission config", decision=GuardDecision(
+                "deny", "server-config", f"{changed}; the server was restarted with the loop's permissions"))
         self._client = client = await self._backend.client()
         session, known = await self._session_for(client)
         self._session = session

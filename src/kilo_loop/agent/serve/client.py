@@ -68,6 +68,11 @@ class ServerClient:
             return False
         return isinstance(body, dict) and body.get("healthy") is True
 
+    async def permission_config(self) -> Any:
+        """The `permission` section of the server's effective configuration (`GET /config`)."""
+        body = await self._call("GET", "/config", "read config")
+        return body.get("permission") if isinstance(body, dict) else None
+
     async def create_session(self, title: str) -> str:
         body = await self._call("POST", "/session", "create session", json={"title": title})
         session = body.get("id") if isinstance(body, dict) else None

@@ -21,11 +21,15 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
 from kilo_loop.errors import KiloLoopError
 from kilo_loop.safety.process_group import signal_group, terminate_process_group
+
+if TYPE_CHECKING:
+    from kilo_loop.sandbox.jail import Jail
 
 PIDFILE = "agent-server.pid"
 _LOG_TAIL_LINES = 40
@@ -42,6 +46,7 @@ class ServerSpec:
     project: Path
     env: Mapping[str, str]
     start_timeout_s: float = 180.0
+    jail: Jail | None = None  # the whole server runs in the run's jail, so every tool it runs does
 
 
 def free_port() -> int:
@@ -135,9 +140,12 @@ class AgentServer:
 
     async def start(self, healthy: Callable[[], Awaitable[bool]]) -> None:
         command = [self.spec.binary, "serve", "--port", str(self.port), "--hostname", "127.0.0.1"]
+        env = self.child_env()
+        if self.spec.jail is not None:
+            command, env = self.spec.jail.wrap(command, env)
         try:
             self._process = await asyncio.create_subprocess_exec(
-                *command, cwd=self.spec.project, env=self.child_env(), stdin=asyncio.subprocess.DEVNULL,
+                *command, cwd=self.spec.project, env=env, stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
             )
         except OSError as exc:

@@ -591,6 +591,7 @@
     const meta = [
       `run ${run.runId}`,
       run.runtime ? `runtime ${run.runtime}` : null,
+      run.sandbox ? `sandbox: ${run.sandbox}` : null,
       run.agent ? `agent ${run.agent}` : null,
       `HITL ${run.hitl}`,
       run.sharedContext ? "shared context" : "fresh session per iteration",

@@ -1,0 +1,83 @@
+"""The run's jail: the project's facts and the backend's declared paths, turned into a wrapped
+command and its environment for each child that runs code the agent controls."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from kilo_loop.sandbox.bwrap import bwrap_argv
+from kilo_loop.sandbox.policy import (
+    BASE_ENV_PREFIXES,
+    COMMON_HOME_RO,
+    JailPaths,
+    JailPolicy,
+    JailRole,
+    NetworkMode,
+    ProjectFacts,
+    describe,
+    filter_env,
+    resolve_home_path,
+)
+
+
+def _existing(paths: list[Path | None]) -> tuple[Path, ...]:
+    return tuple(dict.fromkeys(p for p in paths if p is not None and p.exists()))
+
+
+def env_named_paths(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """Absolute paths of existing files the child's environment names (a config file, a hook's rules)."""
+    found: list[Path | None] = []
+    for value in env.values():
+        if value.startswith("/") and "\n" not in value and len(value) < 4096 and ":" not in value:
+            found.append(Path(value))
+    return tuple(p for p in _existing(found) if p.is_file())
+
+
+@dataclass(frozen=True)
+class Jail:
+    """Everything about the run's jail that does not change per child."""
+
+    bwrap: str
+    facts: ProjectFacts
+    paths: JailPaths
+    network: NetworkMode = "full"
+
+    def policy(self, env: Mapping[str, str], role: JailRole = "agent", review_file: Path | None = None) -> JailPolicy:
+        home_value = env.get("HOME")
+        home = Path(home_value) if home_value and home_value != "/" else None
+        rw_entries = self.paths.home_rw if role != "verify" else ()
+        home_rw = [resolve_home_path(entry, env) for entry in rw_entries]
+        for path in home_rw:  # the CLI's state must exist to be bound (and kept between sessions)
+            if path is not None and home is not None and not path.suffix:
+                path.mkdir(parents=True, exist_ok=True)
+        home_ro = [resolve_home_path(e, env) for e in (*COMMON_HOME_RO, *self.paths.home_ro)]
+        return JailPolicy(
+            facts=self.facts, role=role, review_file=review_file, home=home,
+            home_rw=_existing(home_rw), home_ro=_existing(home_ro), extra_ro=env_named_paths(env),
+            network=self.network, env_prefixes=(*BASE_ENV_PREFIXES, *self.paths.env_prefixes),
+            keep_all_env=role == "verify",
+        )
+
+    def wrap(self, command: list[str], env: Mapping[str, str], role: JailRole = "agent",
+             review_file: Path | None = None) -> tuple[list[str], dict[str, str]]:
+        """The command run inside the jail, and the environment it gets."""
+        policy = self.policy(env, role, review_file)
+        if role == "reviewer" and review_file is not None and not review_file.exists():
+            review_file.touch()  # bubblewrap binds existing paths only; an empty verdict is read as none
+        kept = dict(env) if policy.keep_all_env else filter_env(env, policy.env_keep, policy.env_prefixes)
+        if kept.get("TMPDIR", "/tmp") != "/tmp":
+            kept["TMPDIR"] = "/tmp"  # the jail's /tmp is private: a TMPDIR under the real one is not there
+        return bwrap_argv(policy, command, self.bwrap), kept
+
+    def describe(self) -> str:
+        return describe(JailPolicy(facts=self.facts, network=self.network))
+
+    def with_facts(self, facts: ProjectFacts) -> Jail:
+        return replace(self, facts=facts)
+
+
+def process_env() -> dict[str, str]:
+    return dict(os.environ)
