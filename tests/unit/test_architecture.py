@@ -18,7 +18,8 @@ from pathlib import Path
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "durations", "__init__"}),
     frozenset({"run"}),
-    frozenset({"git", "gitstatus", "treewatch", "goal", "guard_patterns", "safety", "agent", "notify", "doctor"}),
+    frozenset({"git", "gitstatus", "treewatch", "goal", "guard_patterns", "safety", "agent", "notify", "doctor",
+               "sandbox"}),
     frozenset({"settings"}),
     frozenset({"session"}),
     frozenset({"loop", "review"}),

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from kilo_loop.errors import UsageError
+
 NetworkMode = Literal["full", "model", "none"]
 SandboxMode = Literal["auto", "bwrap", "off"]
 JailRole = Literal["agent", "reviewer", "verify"]
@@ -37,7 +39,7 @@ COMMON_HOME_RO = ("~/.gitconfig", "$XDG_CONFIG_HOME/git", "~/.local/bin", "~/.ca
                   "~/.pyenv", "~/.bun", "~/.deno", "~/go", "~/.npm-global")
 
 
-class SandboxError(Exception):
+class SandboxError(UsageError):
     """The jail cannot be set up for this project; the message says why and what to do."""
 
 
