@@ -166,7 +166,7 @@ def test_phone_sized_screen(server: tuple[ServerProcess, Path], browser: Browser
         headers=process.auth,
         json={"file": "plans/demo.md", "dryRun": True, "hitl": "off", "iterations": 2},
     )
-    assert started.status_code == 200, started.text
+    assert started.is_success, started.text
     context = browser.new_context(
         viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True
     )

@@ -92,6 +92,9 @@ def git_facts(project: Path) -> dict[str, str]:
     """HEAD, the user's refs, the stash, and every object (the loop adds its own checkpoint objects
     and refs under refs/kilo-loop, so those are left out)."""
     objects = set(_git(project, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").split())
+    checkpoints = _git(project, "for-each-ref", "--format=%(objectname)", "refs/kilo-loop").split()
+    if checkpoints:  # a checkpoint keeps untracked files' content too: blobs and trees of the loop's own
+        objects -= set(_git(project, "rev-list", "--objects", "--no-object-names", *checkpoints).split())
     return {
         "head": _git(project, "rev-parse", "HEAD").strip(),
         "refs": _git(project, "for-each-ref", "refs/heads", "refs/tags", "refs/stash"),

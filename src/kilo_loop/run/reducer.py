@@ -78,7 +78,9 @@ def replay(events: list[RunEvent], state: RunState | None = None) -> RunState | 
 
 def header_wire(state: RunState) -> dict[str, Any]:
     """What StateOpened carries: the state without its history (iterations, log tail, seq)."""
-    return state.model_dump(mode="json", by_alias=True, exclude={"iterations", "log_tail", "seq"})
+    # ``masked`` only once something was, as in state.json: a run without known secrets keeps its old shape
+    hidden = {"iterations", "log_tail", "seq"} | (set() if state.masked else {"masked"})
+    return state.model_dump(mode="json", by_alias=True, exclude=hidden)
 
 
 # ------------------------------------------------------------------ helpers
