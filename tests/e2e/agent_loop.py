@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.processes import run_in_group
+
 from .conftest import LOOP_TIMEOUT_S, REPO_ROOT, LoopRun
 
 
@@ -38,8 +40,8 @@ class AgentLoop:
     def run(self, project: Path, *args: str, extra_env: Mapping[str, str] | None = None) -> LoopRun:
         command = self.command(project, args)
         started = time.monotonic()
-        done = subprocess.run(command, check=False, cwd=project, env=self.environment(extra_env),
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=LOOP_TIMEOUT_S)
+        done = run_in_group(command, cwd=project, env=self.environment(extra_env), stdin=subprocess.DEVNULL,
+                            timeout=LOOP_TIMEOUT_S)
         return LoopRun(command, done.returncode, done.stdout, done.stderr, time.monotonic() - started, project)
 
 

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import pytest
 
 from tests.support.git import git
+from tests.support.processes import run_in_group
 
 from .fake_provider import Calls, FakeProvider, RecordedRequest, Runtime, call, provider_env
 
@@ -212,16 +213,8 @@ def run_agent(agent_bins: AgentBins, fake_provider: FakeProvider, agent_home: Pa
         overrides.update(extra_env or {})
         command = agent_command(agent_bins.for_runtime(runtime), runtime, prompt, session)
         started = time.monotonic()
-        done = subprocess.run(
-            command,
-            check=False,
-            cwd=cwd or project,
-            env=agent_environment(overrides, project),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT_S,
-        )
+        done = run_in_group(command, cwd=cwd or project, env=agent_environment(overrides, project),
+                            stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S)
         events, other = parse_ndjson(done.stdout)
         return AgentRun(command, done.returncode, done.stdout, done.stderr,
                         time.monotonic() - started, events, other)
@@ -350,10 +343,7 @@ class Loop:
         command = self.command(project, args)
         env = self.environment(runtime, inline=inline, permission=permission, config=config, extra_env=extra_env)
         started = time.monotonic()
-        done = subprocess.run(
-            command, check=False, cwd=project, env=env,
-            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=LOOP_TIMEOUT_S,
-        )
+        done = run_in_group(command, cwd=project, env=env, stdin=subprocess.DEVNULL, timeout=LOOP_TIMEOUT_S)
         return LoopRun(command, done.returncode, done.stdout, done.stderr, time.monotonic() - started, project)
 
 
