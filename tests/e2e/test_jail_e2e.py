@@ -183,6 +183,8 @@ def script_kilo(provider: FakeProvider, scene: Scene) -> None:
 @pytest.mark.parametrize("transport", ["serve", "run"], indirect=True)
 def test_kilo_jail_holds_with_the_guard_off(jail_on: None, loop: Loop, fake_provider: FakeProvider,
                                             git_project: Path, agent_home: Path) -> None:
+    """Over 60 s under `run`: the battery is a dozen model turns, each one tool call in a real `kilo run`
+    session, and the jail's promise is that every one of them is held — a cheaper test would check fewer."""
     scene = set_scene(git_project, agent_home)
     script_kilo(fake_provider, scene)
 

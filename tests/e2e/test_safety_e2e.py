@@ -110,6 +110,9 @@ def test_failing_verify_blocks_the_stage_until_fixed(
 def test_guard_denies_before_execution_and_aborts_at_runtime(
     loop: Loop, fake_provider: FakeProvider, git_project: Path
 ) -> None:
+    """About 60 s on 2 cores: two `kilo run` sessions, five tool turns in the first (a commit kilo refuses
+    by the loop's rule, a command the user's own rule refuses, a push only the runtime guard catches and
+    the session is killed for), then the clean finish — the two guard layers are only seen in a real CLI."""
     project = git_project
     commits = commit_count(project)
     push = 'bash -c "git push origin main"'  # no "git push*" glob matches this; the runtime guard does

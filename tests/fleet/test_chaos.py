@@ -85,6 +85,8 @@ def sessions(log: Path) -> dict[str, list[dict[str, Any]]]:
 def test_every_job_ends_done_exactly_once_through_killed_workers_a_killed_and_a_frozen_redis(
     tmp_path: Path,
 ) -> None:
+    """Over 60 s by design: Redis is frozen for 20 s (longer than the 15 s lease and the 5 s heartbeat),
+    so the requeue, lease and replay paths are all taken, then 12 jobs must still end once each."""
     rng = random.Random(26)
     server = RedisServer(tmp_path / "redis", persistent=True).start()
     session_log = tmp_path / "sessions.jsonl"
