@@ -32,10 +32,22 @@ def _hidden(path: Path, policy: JailPolicy) -> bool:
     return any(is_under(path, root) for root in hidden)
 
 
+def program_roots(programs: Iterable[Path]) -> list[Path]:
+    """The directories right below a private /tmp that hold a program: bound read-only over the private
+    one, so a CLI, a venv or a clone under /tmp still runs in the jail (the project is bound after)."""
+    roots: list[Path] = []
+    for path in programs:
+        for private in PRIVATE_DIRS:
+            if path != private and is_under(path, private):
+                roots.append(private / path.relative_to(private).parts[0])
+    return roots
+
+
 def _base(policy: JailPolicy) -> list[str]:
     argv = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for private in PRIVATE_DIRS:
         argv += ["--tmpfs", str(private)]
+    argv += _binds("--ro-bind", program_roots(policy.programs))
     argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session",
              "--cap-drop", "ALL"]
     if policy.network != "full":

@@ -4,10 +4,13 @@ command and its environment for each child that runs code the agent controls."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import kilo_loop
 from kilo_loop.sandbox.bwrap import bwrap_argv
 from kilo_loop.sandbox.policy import (
     BASE_ENV_PREFIXES,
@@ -25,6 +28,18 @@ from kilo_loop.sandbox.policy import (
 
 def _existing(paths: list[Path | None]) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(p for p in paths if p is not None and p.exists()))
+
+
+def program_paths(command: Sequence[str], env: Mapping[str, str]) -> tuple[Path, ...]:
+    """Where what the jail runs comes from: the command (as named and as its links resolve), every PATH
+    directory, this Python and kilo_loop's own package (the agents' pre-tool hooks run `python -m`)."""
+    found: list[Path] = [Path(sys.executable), Path(sys.prefix), Path(kilo_loop.__file__).resolve().parent]
+    found += [Path(entry) for entry in env.get("PATH", "").split(os.pathsep) if entry.startswith("/")]
+    if command:
+        named = shutil.which(command[0], path=env.get("PATH")) or command[0]
+        if named.startswith("/"):
+            found += [Path(named), Path(os.path.realpath(named))]
+    return tuple(dict.fromkeys(found))
 
 
 def env_named_paths(env: Mapping[str, str]) -> tuple[Path, ...]:
@@ -45,7 +60,8 @@ class Jail:
     paths: JailPaths
     network: NetworkMode = "full"
 
-    def policy(self, env: Mapping[str, str], role: JailRole = "agent", review_file: Path | None = None) -> JailPolicy:
+    def policy(self, env: Mapping[str, str], role: JailRole = "agent", review_file: Path | None = None,
+               command: Sequence[str] = ()) -> JailPolicy:
         home_value = env.get("HOME")
         home = Path(home_value) if home_value and home_value != "/" else None
         rw_entries = self.paths.home_rw if role != "verify" else ()
@@ -58,13 +74,13 @@ class Jail:
             facts=self.facts, role=role, review_file=review_file, home=home,
             home_rw=_existing(home_rw), home_ro=_existing(home_ro), extra_ro=env_named_paths(env),
             network=self.network, env_prefixes=(*BASE_ENV_PREFIXES, *self.paths.env_prefixes),
-            keep_all_env=role == "verify",
+            keep_all_env=role == "verify", programs=program_paths(command, env),
         )
 
     def wrap(self, command: list[str], env: Mapping[str, str], role: JailRole = "agent",
              review_file: Path | None = None) -> tuple[list[str], dict[str, str]]:
         """The command run inside the jail, and the environment it gets."""
-        policy = self.policy(env, role, review_file)
+        policy = self.policy(env, role, review_file, command)
         if role == "reviewer" and review_file is not None and not review_file.exists():
             review_file.touch()  # bubblewrap binds existing paths only; an empty verdict is read as none
         kept = dict(env) if policy.keep_all_env else filter_env(env, policy.env_keep, policy.env_prefixes)

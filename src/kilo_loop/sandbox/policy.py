@@ -91,6 +91,9 @@ class JailPolicy:
     home_rw: tuple[Path, ...] = ()
     home_ro: tuple[Path, ...] = ()
     extra_ro: tuple[Path, ...] = ()  # files the child's environment names under a hidden directory
+    # Where the programs the jail runs live (the command, the PATH, this Python and kilo_loop itself, for
+    # the pre-tool hooks): under /tmp (a clone, a venv, CLIs installed there) they must be bound to be seen.
+    programs: tuple[Path, ...] = ()
     network: NetworkMode = "full"
     env_keep: tuple[str, ...] = BASE_ENV
     env_prefixes: tuple[str, ...] = BASE_ENV_PREFIXES

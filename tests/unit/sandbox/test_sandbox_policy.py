@@ -105,6 +105,20 @@ def test_project_under_tmp_is_bound_after_the_private_tmp(tmp_path: Path) -> Non
     assert order.index(("--tmpfs", "/tmp")) < order.index(("--bind", str(project)))
 
 
+def test_programs_under_the_private_tmp_stay_visible_read_only_and_the_project_writable_over_them() -> None:
+    """A clone or a venv under /tmp (CI's fresh clone, the CLIs installed into it) must still run in the
+    jail: the directory below /tmp that holds each program is bound read-only over the private /tmp."""
+    project = Path("/tmp/clone/work/project")
+    programs = (Path("/tmp/clone/.tools/node_modules/.bin/kilo"), Path("/tmp/clone/.venv/bin/python"),
+                Path("/var/tmp/tools/bin"), Path("/usr/bin/node"), Path("/tmp"))
+    argv = bwrap_argv(JailPolicy(facts(project), programs=programs), ["kilo", "run"])
+    assert last_mount_over(argv, programs[0]) == "--ro-bind"
+    assert last_mount_over(argv, Path("/var/tmp/tools/bin/x")) == "--ro-bind"
+    assert last_mount_over(argv, Path("/tmp/elsewhere/x")) == "--tmpfs"
+    assert last_mount_over(argv, project / "src" / "a.py") == "--bind"
+    assert [where for flag, where in mounts(argv) if flag == "--ro-bind"].count("/tmp/clone") == 1
+
+
 @pytest.mark.parametrize("network, unshared", [("full", False), ("none", True), ("model", True)])
 def test_network_modes(tmp_path: Path, network: str, unshared: bool) -> None:
     argv = bwrap_argv(JailPolicy(facts(tmp_path), network=network), ["true"])  # type: ignore[arg-type]
