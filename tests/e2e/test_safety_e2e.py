@@ -209,6 +209,8 @@ def test_secrets_never_reach_the_run_files(loop: Loop, fake_provider: FakeProvid
 def test_provider_failure_is_retried_in_the_same_session(
     loop: Loop, fake_provider: FakeProvider, git_project: Path
 ) -> None:
+    """About 60 s under `run`: kilo's own retry back-off runs between its two failed attempts before the
+    loop's retry starts a second `kilo run` on the same session — the retry path is kilo's and the loop's."""
     project = git_project
     fake_provider.add_turns(
         bash("echo FIRST-ATTEMPT-OUTPUT"),
