@@ -118,7 +118,7 @@ def test_kilo_two_stage_markdown_goal_with_handoff(
 def test_kilo_shared_context_continues_the_session(
     loop: Loop, fake_provider: FakeProvider, git_project: Path
 ) -> None:
-    """About 60 s on 2 cores: two `kilo run` processes (each starts kilo afresh, 15–25 s on a loaded
+    """About 60 s on 2 cores: two `kilo run` processes (each starts kilo afresh, 15 to 25 s on a loaded
     machine), the second with `--session`; nothing cheaper shows the CLI continuing its own session."""
     project = git_project
     fake_provider.add_turns(
