@@ -27,6 +27,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
              "Set up this project: pick the agent CLI, check its login, write config.json and a first plan."),
     "guard": ("kilo_loop.commands.guard:guard_group",
               "Check shell commands against the destructive-command guard."),
+    "merge": ("kilo_loop.commands.merge:merge_command",
+              "Land a parallel plan's result left needs-merge, after a fix (verified on the merged result)."),
     "new-plan": ("kilo_loop.commands.new_plan:new_plan_command",
                  "Scaffold a plan from <project>/.kilo/templates/plan.md ({{title}}, {{date}}, {{slug}})."),
     "redact": ("kilo_loop.commands.redact:redact_command",
@@ -126,6 +128,8 @@ def _options(func: Any) -> Any:
                      help="plans at once, each in its own git worktree (default: all given)"),
         click.option("--merge", type=click.Choice(["auto", "ask", "never"]),
                      help="parallel plans: apply each result to your tree (auto), ask, or only save it"),
+        click.option("--keep-branches", is_flag=True, default=None,
+                     help="parallel plans: keep each plan's kilo-loop/<runId> branch after its result landed"),
         click.option("--goal-text", help="inline goal (one implicit stage)"),
         click.option("-n", "--iterations", type=int, help="loop count (default 5)"),
         # Execution
@@ -243,7 +247,7 @@ def _given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
         values.setdefault("agent", values.pop("mode"))
     if "no_confirm" in values:
         values["confirm"] = not values.pop("no_confirm")
-    for parent_only in ("list_goals", "parallel", "merge"):
+    for parent_only in ("list_goals", "parallel", "merge", "keep_branches"):
         values.pop(parent_only, None)
     goals = values.pop("goal", ())
     if goals:
@@ -301,8 +305,10 @@ def ignored_flags(typed: set[str], settings: Settings) -> list[str]:
     if settings.dry_run:
         warnings += [f"{_as_typed(name, settings)} has no effect in a dry run (the simulated agent runs no command)"
                      for name in _REAL_RUN_ONLY if name in typed]
-    if "merge" in typed:
-        warnings.append("--merge has no effect on one plan (it applies to several --goal or --parallel)")
+    for parallel_only in ("merge", "keep_branches"):
+        if parallel_only in typed:
+            warnings.append(f"{_flag(parallel_only)} has no effect on one plan (it applies to several --goal or "
+                            "--parallel)")
     return [f"kilo-loop: warning: {warning}" for warning in warnings]
 
 
