@@ -18,7 +18,7 @@ from pathlib import Path
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "durations", "__init__"}),
     frozenset({"run"}),
-    frozenset({"git", "gitstatus", "treewatch", "goal", "guard_patterns", "safety", "agent", "notify", "doctor",
+    frozenset({"git", "gitstatus", "treewatch", "goal", "guard_patterns", "safety", "agent", "notify", "doctor", "tamper",
                "sandbox"}),
     frozenset({"settings"}),
     frozenset({"session"}),
