@@ -167,6 +167,9 @@ def _options(func: Any) -> Any:
                      help="jail the agent and verify in bubblewrap: auto (when it works here, default), bwrap "
                           "(required), off"),
         click.option("--guard-stop", is_flag=True, default=None, help="stop the run on the first guard hit"),
+        click.option("--tamper", type=click.Choice(["block", "warn", "off"]),
+                     help="a stage whose diff deletes, skips or weakens tests or edits what verify reads: block "
+                          "(not done though verify passed; default), warn, off"),
         click.option("--max-guard-blocks", type=int, help="consecutive guard hits tolerated (default 3)"),
         click.option("--redact/--no-redact", default=None, help="redact secrets in everything written"),
         click.option("--max-cost", type=float, help="stop at this cost in USD (stopped-budget)"),

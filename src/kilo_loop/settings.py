@@ -74,6 +74,8 @@ class Settings(BaseSettings):
     # The jail (bubblewrap) around every process that runs code the agent controls; see sandbox/.
     sandbox: Literal["auto", "bwrap", "off"] = "auto"
     guard_stop: bool = False
+    # A stage whose diff weakens its tests (tamper/): block = not done though verify passed; warn = say so only.
+    tamper: Literal["block", "warn", "off"] = "block"
     max_guard_blocks: int = Field(3, ge=1)
     guard_deny: list[str] = Field(default_factory=list)
     guard_allow: list[str] = Field(default_factory=list)

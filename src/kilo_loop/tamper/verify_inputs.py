@@ -62,6 +62,11 @@ def command_files(verify: str | None) -> set[str]:
     return found
 
 
+def is_runner_file(path: str) -> bool:
+    """A test runner's config or CI file (whichever lines of it changed)."""
+    return any(name_pattern.search(path) for name_pattern, _ in _RUNNER_FILES)
+
+
 def _names(file: FileDiff) -> set[str]:
     return {p for p in (file.old_path, file.new_path) if p}
 
