@@ -21,10 +21,11 @@ def detect(diff: str, verify: str | None = None) -> list[TamperFinding]:
     langs = {id(file): language_of(file.path) for file in files}
     # Net assertions each language's test files gained: tests moved between files are not tests lost.
     gained: Counter[str] = Counter()
+    balance: dict[int, tuple[int, int]] = {}
     for file in files:
         lang = langs[id(file)]
         if lang is not None and not file.deleted:
-            removed, added = assertion_balance(file, lang)
+            balance[id(file)] = removed, added = assertion_balance(file, lang)
             gained[lang.name] += added - removed
     found: list[TamperFinding] = []
     for file in files:
@@ -33,6 +34,7 @@ def detect(diff: str, verify: str | None = None) -> list[TamperFinding]:
         lang = langs[id(file)]
         if lang is None or by_config:
             continue
-        removed, added = (0, 0) if file.deleted else assertion_balance(file, lang)
-        found += test_file_findings(file, lang, _test_path(file, lang), gained[lang.name] - (added - removed))
+        removed, added = balance.get(id(file), (0, 0))
+        found += test_file_findings(file, lang, _test_path(file, lang), (removed, added),
+                                    gained[lang.name] - (added - removed))
     return found

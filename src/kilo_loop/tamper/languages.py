@@ -26,8 +26,18 @@ class Language:
     focus: re.Pattern[str]
     assertion: re.Pattern[str]
     test_opener: re.Pattern[str]
-    # Whole-file skips (`pytestmark = pytest.mark.skip`, `t.Skip` in TestMain…).
-    file_skip: re.Pattern[str] | None = None
+    # Whole-file skips (`pytestmark = pytest.mark.skip`, `collect_ignore`, a Go `ignore` build tag).
+    file_skip: re.Pattern[str] = re.compile(r"(?!x)x")
+
+    @property
+    def marks(self) -> tuple[re.Pattern[str], ...]:
+        return (self.skip_marker, self.skip_call, self.skip_opener, self.focus, self.file_skip)
+
+
+def any_mark(lang: Language) -> re.Pattern[str]:
+    """One pattern for every skip, focus and file-skip pattern of the language: a line that does not
+    match it is not looked at again (most lines of a diff)."""
+    return re.compile("|".join(f"(?:{p.pattern})" for p in lang.marks if p.pattern != _NEVER.pattern))
 
 
 def _rx(pattern: str) -> re.Pattern[str]:
@@ -100,7 +110,7 @@ JAVA = Language(
     suffixes=(".java", ".kt", ".kts", ".groovy", ".scala"),
     test_path=_rx(r"(^|/)src/(test|androidTest|jvmTest|commonTest|integrationTest)\w*/|Tests?\.(java|kt|groovy|scala)$|"
                   r"(^|/)tests?/"),
-    skip_marker=_rx(r"^\s*@\s*(org\.junit\.(jupiter\.api\.)?)?(Disabled\w*|Ignore|EnabledIf\w*|"
+    skip_marker=_rx(r"(^|\s)@\s*(org\.junit\.(jupiter\.api\.)?)?(Disabled\w*|Ignore|EnabledIf\w*|"
                     r"EnabledOn\w*|Flaky)\b"),
     skip_call=_rx(r"\b(Assume|Assumptions)\.\w+\s*\(|(^|[^\w.])assume(True|False|That|NotNull|NoException)\s*\("),
     skip_opener=_NEVER,
@@ -112,6 +122,7 @@ JAVA = Language(
 )
 
 LANGUAGES: tuple[Language, ...] = (PYTHON, JAVASCRIPT, GO, RUST, JAVA)
+ANY_MARK: dict[str, re.Pattern[str]] = {lang.name: any_mark(lang) for lang in LANGUAGES}
 
 
 def language_of(path: str) -> Language | None:

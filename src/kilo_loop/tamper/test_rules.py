@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from kilo_loop.tamper.diff import DiffLine, FileDiff, Hunk
 from kilo_loop.tamper.finding import TamperFinding
-from kilo_loop.tamper.languages import Language
+from kilo_loop.tamper.languages import ANY_MARK, Language
 
 _SKIP_WORDS = re.compile(r"\.(skip|todo|only|skipIf|runIf|fails)\b|\b[xf](?=(it|test|describe|context|specify)\s*\()")
 _TRIVIAL = re.compile(r"^\s*(pass|\.\.\.|return;?|\{\s*\}|[{}();,\]]*|//.*|#(?!\[).*|/\*.*|\*.*|todo!\(\)|"
@@ -78,9 +78,10 @@ def _was_there(line: DiffLine, hunk: Hunk, pattern: re.Pattern[str]) -> bool:
 
 
 def skip_markers(file: FileDiff, lang: Language) -> Iterator[TamperFinding]:
+    marks = ANY_MARK[lang.name]
     for hunk in file.hunks:
         for index, line in enumerate(hunk.lines):
-            if line.kind != "+":
+            if line.kind != "+" or not marks.search(line.text):
                 continue
             finding = _skip_finding(file, hunk, index, line, lang)
             if finding is not None:
@@ -91,7 +92,7 @@ def _skip_finding(file: FileDiff, hunk: Hunk, index: int, line: DiffLine, lang: 
     text = line.text
     if lang.focus.search(text) and not _was_there(line, hunk, lang.focus):
         return TamperFinding(file.path, line.number, "focus-marker", f"focus added: {_clip(text)}")
-    if lang.file_skip is not None and lang.file_skip.search(text) and not _was_there(line, hunk, lang.file_skip):
+    if lang.file_skip.search(text) and not _was_there(line, hunk, lang.file_skip):
         return TamperFinding(file.path, line.number, "skip-marker", f"whole file skipped: {_clip(text)}")
     for pattern, direction in ((lang.skip_marker, 1), (lang.skip_call, -1), (lang.skip_opener, 0)):
         if not pattern.search(text) or _was_there(line, hunk, pattern):
@@ -127,11 +128,12 @@ def opener_balance(file: FileDiff, lang: Language) -> tuple[int, int]:
     return removed, sum(1 for line in file.lines("+") if lang.test_opener.search(line.text))
 
 
-def fewer_assertions(file: FileDiff, lang: Language, elsewhere: int) -> Iterator[TamperFinding]:
+def fewer_assertions(file: FileDiff, lang: Language, balance: tuple[int, int],
+                     elsewhere: int) -> Iterator[TamperFinding]:
     """Fewer assertions than before, unless other test files of the diff gained as many (tests moved)."""
     if file.deleted:
         return
-    removed, added = assertion_balance(file, lang)
+    removed, added = balance
     if removed > added + max(elsewhere, 0):
         first = next(line for line in file.lines("-") if lang.assertion.search(line.text) and not _comment(line.text))
         yield TamperFinding(file.path, first.number, "fewer-assertions",
@@ -146,20 +148,25 @@ def emptied_tests(file: FileDiff, lang: Language) -> Iterator[TamperFinding]:
             continue
         if any(not _TRIVIAL.match(a.text) for a in added):
             continue
+        if _count([line for line in hunk.lines if line.kind == " "], lang):
+            continue  # an assertion is left in what the hunk shows: asserting less, not emptied
         openers = [line for line in hunk.lines if line.kind == " " and lang.test_opener.search(line.text)]
         if openers and not any(lang.test_opener.search(r.text) for r in removed):
             where = added[0].number if added else removed[0].number
             yield TamperFinding(file.path, where, "emptied-test", f"test body emptied: {_clip(openers[-1].text)}")
 
 
-def test_file_findings(file: FileDiff, lang: Language, test_path: bool, elsewhere: int = 0) -> list[TamperFinding]:
-    """`elsewhere`: assertions the diff's other test files of the language gained (net)."""
+def test_file_findings(file: FileDiff, lang: Language, test_path: bool, balance: tuple[int, int] | None = None,
+                       elsewhere: int = 0) -> list[TamperFinding]:
+    """`balance`: the file's (assertions removed, added), when known; `elsewhere`: assertions the diff's
+    other test files of the language gained (net)."""
     found = list(deleted_test_file(file, lang, test_path))
     if found or not _is_testy(file, lang, test_path):
         return found
     found += skip_markers(file, lang)
-    emptied = list(emptied_tests(file, lang))
+    balance = balance if balance is not None else assertion_balance(file, lang)
+    emptied = list(emptied_tests(file, lang)) if balance[0] else []
     found += emptied
     if not emptied:
-        found += fewer_assertions(file, lang, elsewhere)
+        found += fewer_assertions(file, lang, balance, elsewhere)
     return found
