@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-RuleId = Literal["deleted-test-file", "skip-marker", "focus-marker", "fewer-assertions", "emptied-test",
+RuleId = Literal["deleted-test-file", "removed-test", "skip-marker", "focus-marker", "fewer-assertions", "emptied-test",
                  "verify-input"]
 
 RULES: dict[RuleId, str] = {
     "deleted-test-file": "a test file was deleted",
+    "removed-test": "tests were taken out of a test file (and not moved to another one of the diff)",
     "skip-marker": "a test was marked to be skipped, ignored, disabled or expected to fail",
     "focus-marker": "a test was focused (.only, fit): the file's other tests stop running",
     "fewer-assertions": "a test file asserts less than before",

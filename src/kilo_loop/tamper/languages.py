@@ -26,6 +26,8 @@ class Language:
     focus: re.Pattern[str]
     assertion: re.Pattern[str]
     test_opener: re.Pattern[str]
+    # Opens any function (a test or a helper): where a skip call's enclosing function is looked for.
+    scope: re.Pattern[str] = re.compile(r"(?!x)x")
     # Whole-file skips (`pytestmark = pytest.mark.skip`, `collect_ignore`, a Go `ignore` build tag).
     file_skip: re.Pattern[str] = re.compile(r"(?!x)x")
 
@@ -50,17 +52,22 @@ PYTHON = Language(
     name="python",
     suffixes=(".py",),
     test_path=_rx(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_tests?\.py$|(^|/)conftest\.py$"),
-    skip_marker=_rx(r"^\s*@\s*(pytest\.mark\.(skip|skipif|xfail)\b|(unittest\.)?(skip|skipIf|skipUnless|"
-                    r"expectedFailure)\b|mark\.(skip|skipif|xfail)\b|pytest\.mark\.flaky\b|flaky\b)"),
-    skip_call=_rx(r"\b(pytest\.(skip|xfail)\s*\(|self\.skipTest\s*\(|raise\s+(unittest\.)?SkipTest\b|"
+    skip_marker=_rx(r"^\s*@\s*((py\.)?(pytest|test)\.mark\.(skip|skipif|xfail)\b|(unittest\.)?(skip|skipIf|"
+                    r"skipUnless|expectedFailure)\b|mark\.(skip|skipif|xfail)\b|pytest\.mark\.flaky\b|flaky\b)|"
+                    r"\bmarks\s*=\s*[\[(]?\s*(pytest\.)?mark\.(skip|skipif|xfail)\b"),
+    skip_call=_rx(r"\b((py\.)?(pytest|test)\.(skip|xfail)\s*\(|self\.skipTest\s*\(|raise\s+(unittest\.)?SkipTest\b|"
                   r"pytest\.importorskip\s*\()"),
     skip_opener=_NEVER,
     focus=_NEVER,
     assertion=_rx(r"^\s*assert\b|\.assert\w*\s*\(|\bassert_\w+\s*\(|\bpytest\.(raises|warns|approx)\b|"
                   r"\bself\.fail\w*\s*\(|\bpytest\.fail\s*\("),
     test_opener=_rx(r"^\s*(async\s+)?def\s+test\w*\s*\(|^\s*class\s+Test\w*"),
+    scope=_rx(r"^\s*(async\s+)?def\s"),
     file_skip=_rx(r"^\s*pytestmark\s*=.*\b(skip|skipif|xfail)\b|^\s*collect_ignore|"
-                  r"^\s*pytest\.skip\s*\(.*allow_module_level"),
+                  r"^\s*pytest\.skip\s*\(.*allow_module_level|"
+                  # a marker kept in a variable, to be put on tests: `xfail_if_x = pytest.mark.xfail(...)`
+                  r"^\w+\s*=\s*(py\.)?(pytest|test)\.mark\.(skip|skipif|xfail)\b|"
+                  r"^\s*def\s+pytest_(ignore_collect|collection_modifyitems)\b"),
 )
 
 _JS_TEST = r"(it|test|describe|context|suite|specify|bench)"
@@ -89,6 +96,7 @@ GO = Language(
     assertion=_rx(r"\b\w+\.(Error|Errorf|Fatal|Fatalf|Fail|FailNow)\s*\(|\b(assert|require)\.\w+\s*\(|"
                   r"\bExpect\s*\(|\bOmega\s*\(|\bdiff\.|\bcmp\.Diff\s*\("),
     test_opener=_rx(r"^\s*func\s+(\(\w+\s+\*?\w+\)\s+)?(Test|Benchmark|Example|Fuzz)\w*\s*\(|\bt\.Run\s*\("),
+    scope=_rx(r"^func\s"),
     file_skip=_rx(r"^//\s*\+build\s+ignore|^//go:build\s+ignore"),
 )
 
@@ -97,12 +105,14 @@ RUST = Language(
     suffixes=(".rs",),
     test_path=_rx(r"(^|/)tests?/.*\.rs$|(^|/)benches/.*\.rs$|_tests?\.rs$|(^|/)tests?\.rs$"),
     skip_marker=_rx(r"^\s*#\s*\[\s*(ignore\b|cfg_attr\s*\(.*\bignore\b|cfg\s*\(\s*not\s*\(\s*(windows|unix|darwin|macos|target_os|target_family)\b)"),
-    skip_call=_NEVER,
+    # An early `return;` added to an existing test skips the rest of it.
+    skip_call=_rx(r"^\s*return\s*;?\s*$"),
     skip_opener=_NEVER,
     focus=_NEVER,
     assertion=_rx(r"\b(debug_)?assert(_eq|_ne|_matches)?!\s*[(\[{]|#\s*\[\s*should_panic\b|\bprop_assert\w*!|"
                   r"\bpanic!\s*\(|\.expect_err\s*\(|\.unwrap_err\s*\("),
     test_opener=_rx(r"^\s*#\s*\[\s*(tokio::|async_std::)?test\b|^\s*(pub\s+)?(async\s+)?fn\s+test\w*\s*\("),
+    scope=_rx(r"^\s*(pub(\([\w:]+\))?\s+)?(async\s+)?fn\s"),
 )
 
 JAVA = Language(
@@ -119,6 +129,8 @@ JAVA = Language(
                   r"\bverify\w*\s*\(|\bexpect\w*\s*\(|^\s*assert\s"),
     test_opener=_rx(r"^\s*@\s*(org\.junit\.(jupiter\.api\.)?)?(Test|ParameterizedTest|RepeatedTest|TestFactory|"
                     r"TestTemplate)\b|^\s*(public\s+)?(fun|void)\s+test\w*\s*\("),
+    scope=_rx(r"^\s*((public|protected|private|static|final|synchronized|override|internal|suspend)\s+)*"
+              r"(fun\s+\w+|void\s+\w+|[\w<>\[\]]+\s+\w+)\s*\([^;]*$"),
 )
 
 LANGUAGES: tuple[Language, ...] = (PYTHON, JAVASCRIPT, GO, RUST, JAVA)

@@ -13,6 +13,9 @@ _SKIP_WORDS = re.compile(r"\.(skip|todo|only|skipIf|runIf|fails)\b|\b[xf](?=(it|
 _TRIVIAL = re.compile(r"^\s*(pass|\.\.\.|return;?|\{\s*\}|[{}();,\]]*|//.*|#(?!\[).*|/\*.*|\*.*|todo!\(\)|"
                       r"unimplemented!\(\)|@\w+.*)\s*$")
 _SHORT = 60
+_SETUP = re.compile(r"\b(def|void|fun|func)\s+(setup_module|setup_class|setUpClass|setUpModule|setUp|setup_method|"
+                    r"setup_function|setupClass|beforeAll|beforeEach|TestMain)\b|@(Before|BeforeClass|BeforeAll|"
+                    r"BeforeEach)\b|\b(beforeAll|beforeEach|before)\s*\(")
 _TEST_NAME = re.compile(r"(^|/)conftest\.py$|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$|Tests?\.\w+$|(^|/)tests?\.\w+$")
 
 
@@ -37,9 +40,10 @@ def _name(text: str) -> str | None:
     return match.group(2) or match.group(4)
 
 
-def _same_test(line: DiffLine, hunk: Hunk) -> bool:
-    """A removed line of the hunk opens the same test (the same line without the marker, or the same name)."""
-    name, norm = _name(line.text), _norm(line.text)
+def _same_test(line: DiffLine, hunk: Hunk, following: str = "") -> bool:
+    """A removed line of the hunk opens the same test (the same line without the marker, or the same name;
+    an opener without a name, such as `@Test`, takes it from the line that follows)."""
+    name, norm = _name(line.text) or _name(following), _norm(line.text)
     return any(_norm(r.text) == norm or (name is not None and _name(r.text) == name) for r in hunk.removed())
 
 
@@ -65,16 +69,26 @@ def _existing_opener(hunk: Hunk, index: int, lang: Language, direction: int) -> 
     i = index if direction > 0 else index + direction
     while 0 <= i < len(lines):
         line = lines[i]
-        if line.kind != "-" and lang.test_opener.search(line.text):
-            return line.kind == " " or _same_test(line, hunk)
+        if line.kind != "-" and _SETUP.search(line.text):
+            # A skip in a setup function skips every test it sets up: the old ones too, unless the hunk
+            # brings the tests it sets up along with it.
+            return line.kind == " " or not any(lang.test_opener.search(a.text) for a in hunk.added())
+        if line.kind != "-" and (lang.test_opener.search(line.text) or lang.scope.search(line.text)):
+            following = next((n.text for n in lines[i + 1:] if n.kind != "-"), "")
+            return line.kind == " " or _same_test(line, hunk, following)
         i += direction
     return None
 
 
+_LOOSE_MARK = re.compile(r"skip|xfail|[Ii]gnore|Disabled|\.only\b|\bx(it|test|describe)\b|\bf(it|describe)\b")
+
+
 def _was_there(line: DiffLine, hunk: Hunk, pattern: re.Pattern[str]) -> bool:
-    """The same marker was on a removed line of the hunk (moved or reworded, not added)."""
-    return any(r.kind == "-" and pattern.search(r.text) and _norm(r.text) == _norm(line.text) for r in hunk.lines) or \
-        sum(1 for r in hunk.removed() if pattern.search(r.text)) >= sum(1 for a in hunk.added() if pattern.search(a.text))
+    """The hunk removes as many markers as it adds: a marker moved or reworded, not added."""
+    if any(r.kind == "-" and pattern.search(r.text) and _norm(r.text) == _norm(line.text) for r in hunk.lines):
+        return True
+    added = sum(1 for a in hunk.added() if pattern.search(a.text))
+    return sum(1 for r in hunk.removed() if _LOOSE_MARK.search(r.text)) >= added
 
 
 def skip_markers(file: FileDiff, lang: Language) -> Iterator[TamperFinding]:
@@ -123,9 +137,26 @@ def assertion_balance(file: FileDiff, lang: Language) -> tuple[int, int]:
 
 
 def opener_balance(file: FileDiff, lang: Language) -> tuple[int, int]:
-    """(tests whose opener was removed, tests whose opener was added)."""
-    removed = sum(1 for line in file.lines("-") if lang.test_opener.search(line.text))
+    """(tests whose opener was removed, tests whose opener was added); a removed test that was skipped
+    already (a marker on the removed lines just above it) ran nothing and is not counted."""
+    gone = file.lines("-")
+    removed = sum(1 for i, line in enumerate(gone) if lang.test_opener.search(line.text)
+                  and not any(_LOOSE_MARK.search(g.text) for g in gone[max(i - 2, 0): i + 1]))
     return removed, sum(1 for line in file.lines("+") if lang.test_opener.search(line.text))
+
+
+def removed_tests(file: FileDiff, lang: Language, openers: tuple[int, int], balance: tuple[int, int],
+                  elsewhere: int) -> Iterator[TamperFinding]:
+    """More tests taken out of the file than put in, unless other test files of the diff gained as many,
+    or their assertions all stayed in the file (tests merged into one)."""
+    removed, added = openers
+    if file.deleted or removed <= added + max(elsewhere, 0):
+        return
+    if balance[0] and balance[1] >= balance[0]:
+        return
+    first = next(line for line in file.lines("-") if lang.test_opener.search(line.text))
+    yield TamperFinding(file.path, first.number, "removed-test",
+                        f"{removed - added} test(s) removed: {_clip(first.text)}")
 
 
 def fewer_assertions(file: FileDiff, lang: Language, balance: tuple[int, int],
@@ -157,14 +188,15 @@ def emptied_tests(file: FileDiff, lang: Language) -> Iterator[TamperFinding]:
 
 
 def test_file_findings(file: FileDiff, lang: Language, test_path: bool, balance: tuple[int, int] | None = None,
-                       elsewhere: int = 0) -> list[TamperFinding]:
-    """`balance`: the file's (assertions removed, added), when known; `elsewhere`: assertions the diff's
-    other test files of the language gained (net)."""
+                       elsewhere: int = 0, tests_elsewhere: int = 0) -> list[TamperFinding]:
+    """`balance`: the file's (assertions removed, added), when known; `elsewhere` and `tests_elsewhere`:
+    the assertions and the tests the diff's other files of the language gained (net)."""
     found = list(deleted_test_file(file, lang, test_path))
     if found or not _is_testy(file, lang, test_path):
         return found
     found += skip_markers(file, lang)
     balance = balance if balance is not None else assertion_balance(file, lang)
+    found += removed_tests(file, lang, opener_balance(file, lang), balance, tests_elsewhere)
     emptied = list(emptied_tests(file, lang)) if balance[0] else []
     found += emptied
     if not emptied:

@@ -138,3 +138,47 @@ def test_a_removed_line_that_looks_like_a_file_header_stays_in_its_hunk() -> Non
 def test_any_text_is_read_without_an_error(text: str, verify: str | None) -> None:
     detect(text, verify)
     detect("diff --git a/t/test_x.py b/t/test_x.py\n" + text, verify)
+
+
+def test_a_test_file_the_verify_command_names_is_judged_as_a_test() -> None:
+    added = diff("tests/test_a.py", " def test_a():", "     assert f()", "+def test_b():", "+    assert g()")
+    assert rules(added, "pytest -q tests/test_a.py") == []
+    skipped = diff("tests/test_a.py", "+@pytest.mark.skip", " def test_a():", "     assert f()")
+    assert rules(skipped, "pytest -q tests/test_a.py") == ["skip-marker"]
+
+
+def test_tests_taken_out_of_a_file_are_a_finding_unless_merged_or_moved() -> None:
+    gone = diff("tests/test_a.py", " def test_a():", "     assert f()", "-def test_b():", "-    run()")
+    assert rules(gone) == ["removed-test"]
+    merged = diff("t/a.test.js", "-it('one', () => {", "-  expect(a).toBe(1)", "-})", "-it('two', () => {",
+                  "-  expect(b).toBe(2)", "+it('both', () => {", "+  expect(a).toBe(1)", "+  expect(b).toBe(2)")
+    assert rules(merged) == []
+    already_ignored = diff("src/test/java/AT.java", "-  @Ignore", "-  @Test public void external() {",
+                           "-    run();", "-  }")
+    assert rules(already_ignored) == []
+
+
+@pytest.mark.parametrize("lines", [
+    (" def test_a():", "+    py.test.skip('broken on win32')", "     assert f()"),
+    ("+@py.test.mark.skipif(\"sys.platform == 'win32'\")", " def test_a():", "     assert f()"),
+    ("+@pytest.mark.parametrize('x', [pytest.param(1, marks=pytest.mark.skip)])", " def test_a(x):"),
+    ("+xfail_if_pypy = pytest.mark.xfail(hasattr(sys, 'pypy_version_info'))",),
+    ("+def setup_module(mod):", "+    pytest.skip('not on this platform')"),
+])
+def test_older_and_indirect_python_skips(lines: tuple[str, ...]) -> None:
+    assert "skip-marker" in rules(diff("testing/test_a.py", *lines))
+
+
+def test_a_skip_in_a_new_test_class_setup_is_not_a_finding() -> None:
+    text = diff("tests/test_a.py", "+class TestNew(unittest.TestCase):", "+    def setUp(self):",
+                "+        self.skipTest('needs x')", "+    def test_new(self):", "+        self.assertTrue(f())")
+    assert rules(text) == []
+
+
+def test_an_early_return_added_to_an_existing_rust_test_is_a_skip() -> None:
+    existing = diff("tests/fs.rs", " #[test]", " fn reads() {", "+    if !supported() {", "+        return;",
+                    "+    }", "     assert!(read());")
+    assert rules(existing) == ["skip-marker"]
+    new = diff("tests/fs.rs", "+#[test]", "+fn reads_new() {", "+    if !supported() {", "+        return;",
+               "+    }", "+    assert!(read());")
+    assert rules(new) == []
