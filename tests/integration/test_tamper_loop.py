@@ -71,3 +71,18 @@ def test_warn_lets_the_stage_pass_and_says_so(project: Path, fake: FakeKilo) -> 
     found = [e for e in run.events() if e["type"] == "tamper"]
     assert len(found) == 1 and not found[0]["data"]["blocked"] and found[0]["level"] == "warn"
     assert "[x] Make compute()" in goal.read_text()
+
+
+def test_a_resumed_run_still_judges_the_stage_from_its_first_iteration(project: Path, fake: FakeKilo) -> None:
+    """The skip was added before the run stopped; after --resume the agent only claims the stage done:
+    the check still reads the stage's diff from the checkpoint before its first iteration."""
+    goal = _project(project)
+    skipped = "import pytest\n\n\n@pytest.mark.skip(reason='later')\n" + TEST
+    scenario = [_iteration({"write": "tests/test_calc.py", "text": skipped}), _iteration()]
+    first = run_loop(fake, project, scenario, "--goal", str(goal), "-n", "1", "--run-id", "rt")
+    assert [e["type"] for e in first.events() if e["type"] == "tamper"] == ["tamper"], first.proc.stdout
+    resumed = run_loop(fake, project, scenario, "--goal", str(goal), "-n", "2", "--resume", "rt")
+    found = [e for e in resumed.events() if e["type"] == "tamper"]
+    assert len(found) >= 2 and all(e["data"]["blocked"] for e in found), resumed.proc.stdout
+    assert found[-1]["data"]["findings"][0]["rule"] == "skip-marker"
+    assert "[ ] Make compute()" in goal.read_text()

@@ -120,7 +120,7 @@ class Orchestrator:
         self._review_feedback: str | None = None
         self._protected: list[str] = []
         self._stage_start: dict[str, Snapshot] = {}
-        self._stage_first: dict[str, int] = {}  # the stage's first iteration in this process (tamper base)
+        self._stage_first: dict[str, int] = {}  # the stage's first iteration in the run (the tamper check's base)
         self.review = None if ctx.review is None else ctx.review(ReviewHooks(
             count_tokens=self._add_totals, verify=self._verify_unless_stopped,
             halted=lambda: self.state.stop_requested or self._budget_stop is not None))
@@ -189,7 +189,9 @@ class Orchestrator:
                 self._tree.forget()  # the baseline verify may have written files
         before = await self._checkpoint_and_snapshot(i)
         self._stage_start.setdefault(stage.id, before)
-        self._stage_first.setdefault(stage.id, i)
+        if stage.id not in self._stage_first:  # a resumed run's stage began before this process did
+            self._stage_first[stage.id] = next((it.iteration for it in self.state.iterations
+                                                if it.stage_id == stage.id), i)
         request = self._request(stage, i)
         outcome = await self._run_session(request, summary)
         return await self._after_session(stage, summary, outcome, before)
