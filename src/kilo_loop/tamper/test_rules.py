@@ -80,6 +80,9 @@ def _existing_opener(hunk: Hunk, index: int, lang: Language, direction: int) -> 
     return None
 
 
+# Skipped whatever the platform: a removed test marked so checked nothing (skipif / assume are conditions).
+_ALWAYS_SKIPPED = re.compile(r"@(pytest\.mark\.skip|unittest\.skip)\b|@Ignore\b|@Disabled\b|#\[\s*ignore\b|"
+                             r"\.skip\s*\(|(^|[^\w.])x(it|test|describe)\s*\(")
 _LOOSE_MARK = re.compile(r"skip|xfail|[Ii]gnore|Disabled|\.only\b|\bx(it|test|describe)\b|\bf(it|describe)\b")
 
 
@@ -127,13 +130,35 @@ def _count(lines: list[DiffLine], lang: Language) -> int:
     return sum(1 for line in lines if lang.assertion.search(line.text) and not _comment(line.text))
 
 
+_IMPORT = re.compile(r"^\s*(import\b|from\s+\S+\s+import\b|use\s+[\w:]+|package\b)")
+
+
 def _comment(text: str) -> bool:
-    return text.lstrip().startswith(("#", "//", "/*", "*"))
+    """A comment or an import: it names an assertion, it does not make one."""
+    return text.lstrip().startswith(("#", "//", "/*", "*")) or bool(_IMPORT.match(text))
+
+
+def _live_removed(file: FileDiff, lang: Language) -> list[DiffLine]:
+    """The removed lines, less those of a removed test that was skipped already (it checked nothing)."""
+    live: list[DiffLine] = []
+    for hunk in file.hunks:
+        skipped = False
+        recent: list[DiffLine] = []
+        for line in hunk.lines:
+            if line.kind != "-":
+                skipped, recent = False, []
+                continue
+            if lang.test_opener.search(line.text) or lang.scope.search(line.text):
+                skipped = any(_ALWAYS_SKIPPED.search(r.text) for r in (*recent[-2:], line))
+            recent.append(line)
+            if not skipped:
+                live.append(line)
+    return live
 
 
 def assertion_balance(file: FileDiff, lang: Language) -> tuple[int, int]:
-    """(assertions removed, assertions added) in the file's diff."""
-    return _count(file.lines("-"), lang), _count(file.lines("+"), lang)
+    """(assertions removed, assertions added) in the file's diff; a skipped test's do not count."""
+    return _count(_live_removed(file, lang), lang), _count(file.lines("+"), lang)
 
 
 def opener_balance(file: FileDiff, lang: Language) -> tuple[int, int]:
@@ -141,7 +166,7 @@ def opener_balance(file: FileDiff, lang: Language) -> tuple[int, int]:
     already (a marker on the removed lines just above it) ran nothing and is not counted."""
     gone = file.lines("-")
     removed = sum(1 for i, line in enumerate(gone) if lang.test_opener.search(line.text)
-                  and not any(_LOOSE_MARK.search(g.text) for g in gone[max(i - 2, 0): i + 1]))
+                  and not any(_ALWAYS_SKIPPED.search(g.text) for g in gone[max(i - 2, 0): i + 1]))
     return removed, sum(1 for line in file.lines("+") if lang.test_opener.search(line.text))
 
 

@@ -182,3 +182,9 @@ def test_an_early_return_added_to_an_existing_rust_test_is_a_skip() -> None:
     new = diff("tests/fs.rs", "+#[test]", "+fn reads_new() {", "+    if !supported() {", "+        return;",
                "+    }", "+    assert!(read());")
     assert rules(new) == []
+
+
+def test_an_import_of_an_assertion_is_not_an_assertion() -> None:
+    text = diff("src/test/java/AT.java", "-import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;",
+                "+import static org.junit.jupiter.api.Assertions.assertEquals;", "-import org.junit.Assert.fail")
+    assert rules(text) == []
