@@ -184,6 +184,8 @@ def _options(func: Any) -> Any:
                           "the remote's host)"),
         click.option("--forge-repo", metavar="OWNER/REPO", help="--finish pr: the repository, when the remote's URL "
                      "does not say"),
+        click.option("--issue-comments", is_flag=True, default=None,
+                     help="a goal from an issue (--goal github:OWNER/REPO#N): comment on it as each stage is committed"),
         click.option("--max-guard-blocks", type=int, help="consecutive guard hits tolerated (default 3)"),
         click.option("--redact/--no-redact", default=None, help="redact secrets in everything written"),
         click.option("--max-cost", type=float, help="stop at this cost in USD (stopped-budget)"),
@@ -266,7 +268,7 @@ _ACTS_ONLY_WITH: dict[str, tuple[str, str]] = {
 # Flags only a real agent CLI acts on: a dry run's simulated agent runs no command, so the loop runs
 # no verify after it (verify could change files; a dry run changes none but the loop's own).
 _REAL_RUN_ONLY = ("verify", "verify_timeout_minutes", "runtime", "transport", "isolate_home", "usage_db", "sandbox",
-                  "finish", "commit_author", "remote", "forge", "forge_url", "forge_repo",
+                  "finish", "commit_author", "remote", "forge", "forge_url", "forge_repo", "issue_comments",
                   "provider_config_mode", "thinking", "auto")
 
 # A flag that loses to another one typed with it: (the flag, the winning flag, what the winner does).
