@@ -171,6 +171,9 @@ def _options(func: Any) -> Any:
                      help="jail the agent and verify in bubblewrap: auto (when it works here, default), bwrap "
                           "(required), off"),
         click.option("--guard-stop", is_flag=True, default=None, help="stop the run on the first guard hit"),
+        click.option("--tamper", type=click.Choice(["block", "warn", "off"]),
+                     help="a stage whose diff deletes, skips or weakens tests or edits what verify reads: block "
+                          "(not done though verify passed; default), warn, off"),
         click.option("--finish", type=click.Choice(["none", "commit", "branch", "pr"]),
                      help="when a stage is done, the loop commits exactly its changes: on this branch (commit), on a "
                           "new branch kilo-loop/<slug>-<runId> (branch), that branch pushed with a pull request "

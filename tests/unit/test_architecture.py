@@ -19,7 +19,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "durations", "__init__"}),
     frozenset({"run"}),
     frozenset({"git", "gitstatus", "treewatch", "goal", "guard", "checkpoint", "safety", "agent", "notify", "doctor", "finish", "forge",
-               "sandbox", "verify", "process_group"}),
+               "sandbox", "verify", "process_group", "tamper"}),
     frozenset({"settings"}),
     frozenset({"session"}),
     frozenset({"loop", "review"}),

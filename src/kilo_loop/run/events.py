@@ -506,6 +506,16 @@ class ProtectedChanged(RunEvent):
     files: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True, kw_only=True)
+class TamperFound(RunEvent):
+    """The stage's diff weakens its tests: blocked (--tamper block) or only said (warn)."""
+
+    TYPE = "tamper"
+    level: str = "error"
+    stage_id: str = ""
+    blocked: bool = True
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
 
 @dataclass(frozen=True, kw_only=True)
 class UnknownEvent(RunEvent):
@@ -531,6 +541,7 @@ EVENT_TYPES: dict[str, type[RunEvent]] = {
         VerifyFinished, StageDone, StageBlocked, QuestionAsked, AnswerReceived, QuestionUnanswered, QuotaWait,
         ReviewStarted, ReviewFinished, ReviewRound, ReviewFinal, ReviewRecheck, ReviewDeferred, ReviewFixPass,
         ReviewResumed, ReviewGateOpened, ReviewGateAnswered, ReviewGateClosed, ReviewBlocked, ProtectedChanged,
+        TamperFound,
     )
 }
 

@@ -25,6 +25,7 @@ class StageReceipt:
     verify: str = "—"  # passed | failed (exit N) | timed out | — (never run)
     verify_command: str | None = None
     review: str = "—"
+    tamper_findings: int = 0
 
     def add(self, item: IterationSummary) -> None:
         self.iterations.append(item.iteration)
@@ -32,6 +33,7 @@ class StageReceipt:
         self.tokens += item.tokens
         self.cost += item.cost
         self.retries += item.retries
+        self.tamper_findings += len(item.tamper_findings)
         if item.verify is not None:
             v = item.verify
             self.verify = "passed" if v.passed else ("timed out" if v.timed_out else f"failed (exit {v.exit_code})")
@@ -54,6 +56,7 @@ class StageReceipt:
             "verify": self.verify,
             "verifyCommand": self.verify_command,
             "review": self.review,
+            "tamperFindings": self.tamper_findings,
         }
 
 

@@ -132,6 +132,8 @@ class IterationSummary(WireModel):
     guard_reason: str = ""
     verify: VerifyResult | None = None
     review: ReviewRoundSummary | None = None
+    # Test tampering found in the stage's diff when verify passed (tamper/): {file, line, rule, reason}
+    tamper_findings: list[dict[str, Any]] = Field(default_factory=list, exclude_if=lambda value: not value)
     progress_source: str = "agent"  # agent | fallback
     questions: list[Question] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
