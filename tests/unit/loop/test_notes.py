@@ -1,0 +1,150 @@
+"""Notes to the agent: what a note may be, its life as events (queued -> delivered -> acknowledged, or
+withdrawn), replayed into the same state, redacted, and carried first thing by the next prompt."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kilo_loop.agent.protocol import PromptCarried
+from kilo_loop.agent.serve.mapping import TurnMapper
+from kilo_loop.goal.model import Goal, Stage
+from kilo_loop.loop.commands import CommandHandler, CommandRefused, Refusal, SendNote, WithdrawNote, command_for
+from kilo_loop.loop.progress import progress_from_object
+from kilo_loop.loop.prompt import PromptInput, build_prompt
+from kilo_loop.run import notes
+from kilo_loop.run.bus import EventBus
+from kilo_loop.run.control import RunControl
+from kilo_loop.run.events import NoteAcknowledged, NoteDelivered, RunFinished, from_wire
+from kilo_loop.run.layout import RunLayout
+from kilo_loop.run.recorder import RunRecorder
+from kilo_loop.run.reducer import replay
+from kilo_loop.run.state import Note, RunState
+from kilo_loop.run.status import StopReason
+from kilo_loop.run.store import read_events
+from kilo_loop.safety.redact import Redactor
+
+SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def _recorder(tmp_path: Path) -> tuple[RunRecorder, CommandHandler, RunControl]:
+    layout = RunLayout(tmp_path / "run")
+    layout.dir.mkdir(parents=True)
+    redactor = Redactor()
+    bus = EventBus(layout.events, redactor.redact_value)
+    state = RunState(run_id="r1", project="/p", goal_title="g")
+    recorder = RunRecorder(layout, state, bus, redactor.redact_value)
+    recorder.open(state, resumed=False)
+
+    async def no_revert(path: Path, iteration: int, force: bool) -> None:
+        raise AssertionError("not sent")
+
+    control = RunControl()
+    return recorder, CommandHandler(control, recorder, no_revert, lambda run: layout.checkpoints), control
+
+
+async def _ask(handler: CommandHandler, command: Any) -> Any:
+    from kilo_loop.loop.commands import _Envelope
+
+    reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    await handler.handle(_Envelope(command, reply))
+    return (await reply).result
+
+
+def test_a_note_must_have_text_and_fit_in_8_kb() -> None:
+    with pytest.raises(notes.NoteRefused, match="empty"):
+        notes.check_text("   \n")
+    with pytest.raises(notes.NoteRefused, match="8 KB"):
+        notes.check_text("x" * (8 * 1024 + 1))
+    assert notes.check_text("  use utils/  ") == "use utils/"
+    assert len(notes.check_text("é" * 4096)) == 4096  # 8 KB of UTF-8 exactly
+
+
+async def test_a_note_lives_queued_delivered_acknowledged_and_replays_the_same(tmp_path: Path) -> None:
+    recorder, handler, control = _recorder(tmp_path)
+    first = await _ask(handler, SendNote("use the helper in utils/, not a new one", "api"))
+    assert first == {"id": "n1", "status": "queued", "masked": False}
+    second = await _ask(handler, SendNote("and keep the tests", "terminal"))
+    assert second["id"] == "n2"
+    await asyncio.wait_for(control.wait_for_notes(), 1)  # a live session's deliverer is woken
+    await _ask(handler, WithdrawNote("n2", "api"))
+    recorder.emit(NoteDelivered(message="d", note_ids=["n1", "n2"], via="live", session_id="ses_1"))
+    recorder.emit(NoteAcknowledged(message="a", note_ids=["n1"], how="reply"))
+    by_id = {n.id: n for n in recorder.state.notes}
+    assert by_id["n1"].status == "acknowledged" and by_id["n1"].delivered_via == "live"
+    assert by_id["n2"].status == "withdrawn"  # a withdrawn note is never delivered
+    rebuilt = replay([from_wire(w) for w in read_events(recorder.layout.events)])
+    assert rebuilt is not None and rebuilt.notes == recorder.state.notes
+
+
+async def test_bad_notes_get_a_clear_refusal_and_nothing_is_recorded(tmp_path: Path) -> None:
+    recorder, handler, _control = _recorder(tmp_path)
+    with pytest.raises(CommandRefused, match="empty") as empty:
+        await _ask(handler, SendNote(""))
+    assert empty.value.refusal is Refusal.INVALID
+    with pytest.raises(CommandRefused, match="8 KB"):
+        await _ask(handler, SendNote("y" * 9000))
+    with pytest.raises(CommandRefused, match="no note 'n9'") as missing:
+        await _ask(handler, WithdrawNote("n9"))
+    assert missing.value.refusal is Refusal.NOT_FOUND
+    await _ask(handler, SendNote("one"))
+    recorder.emit(NoteDelivered(message="d", note_ids=["n1"], via="prompt"))
+    with pytest.raises(CommandRefused, match="only a queued note"):
+        await _ask(handler, WithdrawNote("n1"))
+    recorder.emit(RunFinished(message="end", status=StopReason.DONE))
+    recorder.set_status(StopReason.DONE)
+    with pytest.raises(CommandRefused, match="a note would reach no agent") as finished:
+        await _ask(handler, SendNote("too late"))
+    assert finished.value.refusal is Refusal.CONFLICT
+    assert [n.id for n in recorder.state.notes] == ["n1"]
+
+
+async def test_a_note_holding_a_secret_is_redacted_in_every_record(tmp_path: Path) -> None:
+    recorder, handler, _control = _recorder(tmp_path)
+    reply = await _ask(handler, SendNote(f"the deploy token is {SECRET}, use it"))
+    assert reply["masked"] is True
+    assert SECRET not in recorder.state.notes[0].text and "use it" in recorder.state.notes[0].text
+    assert SECRET not in recorder.layout.events.read_text(encoding="utf-8")
+
+
+def test_the_inbox_and_fleet_name_notes_with_the_one_vocabulary() -> None:
+    assert command_for("note", "hello") == SendNote("hello", "inbox")
+    assert command_for("withdraw-note", "n3") == WithdrawNote("n3", "inbox")
+
+
+def test_queued_notes_come_first_in_the_prompt_with_how_to_confirm_them() -> None:
+    goal = Goal(title="g", kind="markdown", stages=[Stage(id="s1", title="one")])
+    prompt = build_prompt(PromptInput(goal=goal, stage=goal.stages[0], iteration=2, max_iterations=5,
+                                      completed=set(), prompt_extra="extra", notes=[Note(id="n1", text="use utils/")]))
+    assert prompt.startswith("## Notes from the operator")
+    assert "[n1] use utils/" in prompt and "noted n1" in prompt and '"n1"' in prompt
+    assert prompt.index("use utils/") < prompt.index("extra")
+
+
+def test_the_agent_acknowledges_in_its_reply_or_in_progress_json() -> None:
+    waiting = [Note(id="n1", text="a", status="delivered"), Note(id="n2", text="b", status="delivered")]
+    assert notes.acknowledged_in_reply("Noted n1 and n2. Now on to it", waiting) == ["n1", "n2"]
+    assert notes.acknowledged_in_reply("I read n1 somewhere", waiting) == []
+    seen = progress_from_object({"notesSeen": ["n2", 7]}).notes_seen
+    assert notes.acknowledged_in_progress(seen, waiting) == ["n2"]
+
+
+def test_the_serve_stream_shows_which_request_carried_an_injected_note() -> None:
+    mapper = TurnMapper("ses_1")
+    mapper.injected["## Notes n1"] = "n1"
+    part = {"id": "prt_1", "type": "text", "text": "## Notes n1", "messageID": "msg_u", "sessionID": "ses_1"}
+    assert mapper.feed({"type": "message.updated", "properties": {"info": {
+        "id": "msg_u", "role": "user", "sessionID": "ses_1"}}}) == []
+    assert mapper.feed({"type": "message.part.updated", "properties": {"part": part}}) == []  # the user's, not output
+    assert mapper.awaiting_injection
+    carried = mapper.feed({"type": "message.updated", "properties": {"info": {
+        "id": "msg_a", "role": "assistant", "parentID": "msg_u", "sessionID": "ses_1"}}})
+    assert carried == [PromptCarried("n1")] and not mapper.awaiting_injection
+
+
+def test_note_events_survive_the_wire() -> None:
+    event = NoteDelivered(message="d", note_ids=["n1"], via="live", session_id="s", seq=3, ts="t")
+    assert from_wire(event.to_wire()) == event
