@@ -12,7 +12,14 @@ import pytest
 from kilo_loop.agent.protocol import PromptCarried
 from kilo_loop.agent.serve.mapping import TurnMapper
 from kilo_loop.goal.model import Goal, Stage
-from kilo_loop.loop.commands import CommandHandler, CommandRefused, Refusal, SendNote, WithdrawNote, command_for
+from kilo_loop.loop.commands import (
+    CommandHandler,
+    CommandRefused,
+    Refusal,
+    SendNote,
+    WithdrawNote,
+    command_for,
+)
 from kilo_loop.loop.progress import progress_from_object
 from kilo_loop.loop.prompt import PromptInput, build_prompt
 from kilo_loop.run import notes
