@@ -131,7 +131,8 @@ def test_run_a_queued_note_survives_kill_9_and_is_the_resumed_iterations_first_r
     assert resumed.returncode == 0, resumed.describe()
     first = next(r for r in fake_provider.chat_requests
                  if r.body.get("tools") and r.user_texts and iteration_marker(2) in r.user_texts[-1])
-    assert first.user_texts[-1].startswith("## Notes from the operator") and NOTE in first.user_texts[-1]
+    text = first.user_texts[-1]  # kilo quotes the prompt and appends its environment details
+    assert text.lstrip('"').startswith("## Notes from the operator") and NOTE in text
     notes = resumed.state()["notes"]
     assert [(n["id"], n["status"], n["deliveredVia"], n["acknowledgedHow"]) for n in notes] == [
         ("n1", "acknowledged", "prompt", "progress")]

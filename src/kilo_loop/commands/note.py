@@ -20,8 +20,9 @@ class NoteNotTaken(KiloLoopError):
     """The run refused the note (or withdrawal) and said why."""
 
 
-@click.command(help='Send a note to the agent of a running loop: kilo-loop note "use utils/, not a new helper". '
-                    "It reaches a serve session at once, else the next iteration's prompt, first thing.")
+@click.command(help="Send a note to the agent of a running loop, or withdraw one still queued.\n\n"
+                    'kilo-loop note "use utils/, not a new helper" reaches a serve session at once, else the next '
+                    "iteration's prompt, first thing.")
 @click.argument("text", required=False)
 @click.option("--run", "run_id", default="last", show_default=True, help="the run's id, or last")
 @click.option("--withdraw", "withdraw", metavar="ID", help="withdraw a still-queued note (n1, n2, …) instead")

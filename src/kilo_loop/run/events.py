@@ -409,6 +409,23 @@ class NoteAcknowledged(RunEvent):
     how: str = ""
 
 
+@dataclass(frozen=True, kw_only=True)
+class McpCalled(RunEvent):
+    """A chat agent steered the run through `kilo-loop mcp` (a start, an answer, a note, pause, stop)."""
+
+    TYPE = "mcp-call"
+    tool: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class McpRead(RunEvent):
+    """A chat agent read the run through `kilo-loop mcp` (status, a wait for change, the report): recorded, not logged."""
+
+    TYPE = "mcp-read"
+    RECORD_ONLY = True
+    tool: str = ""
+
+
 # ------------------------------------------------------------------ the review wave
 @dataclass(frozen=True, kw_only=True)
 class ReviewStarted(RunEvent):
@@ -537,7 +554,7 @@ EVENT_TYPES: dict[str, type[RunEvent]] = {
         VerifyFinished, StageDone, StageBlocked, QuestionAsked, AnswerReceived, QuestionUnanswered, QuotaWait,
         ReviewStarted, ReviewFinished, ReviewRound, ReviewFinal, ReviewRecheck, ReviewDeferred, ReviewFixPass,
         ReviewResumed, ReviewGateOpened, ReviewGateAnswered, ReviewGateClosed, ReviewBlocked, ProtectedChanged,
-        NoteQueued, NoteWithdrawn, NoteDelivered, NoteAcknowledged,
+        NoteQueued, NoteWithdrawn, NoteDelivered, NoteAcknowledged, McpCalled, McpRead,
     )
 }
 

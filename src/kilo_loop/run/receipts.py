@@ -25,6 +25,7 @@ class StageReceipt:
     verify: str = "—"  # passed | failed (exit N) | timed out | — (never run)
     verify_command: str | None = None
     review: str = "—"
+    notes: list[str] = field(default_factory=list)  # the operator's notes its iterations' sessions carried
 
     def add(self, item: IterationSummary) -> None:
         self.iterations.append(item.iteration)
@@ -54,6 +55,7 @@ class StageReceipt:
             "verify": self.verify,
             "verifyCommand": self.verify_command,
             "review": self.review,
+            **({"notes": self.notes} if self.notes else {}),  # only where notes went: older receipts keep their shape
         }
 
 
@@ -76,4 +78,6 @@ def stage_receipts(state: RunState, iterations: Iterable[IterationSummary] | Non
         receipt = receipts.get(item.stage_id or "")
         if receipt is not None and item.outcome != "running":
             receipt.add(item)
+    for receipt in receipts.values():
+        receipt.notes = [n.id for n in state.notes if n.iteration is not None and n.iteration in receipt.iterations]
     return list(receipts.values())
