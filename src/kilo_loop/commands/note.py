@@ -39,7 +39,7 @@ def note_command(text: str | None, run_id: str, withdraw: str | None, project: P
     try:
         with httpx.Client(base_url=api.url, headers=headers, timeout=30.0) as client:
             if withdraw is not None:
-                response = client.delete(f"api/notes/{withdraw}", params={"source": "cli"})
+                response = client.post(f"api/notes/{withdraw}/withdraw", params={"source": "cli"}, json={})
             else:
                 response = client.post("api/notes", params={"source": "cli"}, json={"text": text})
     except httpx.HTTPError as exc:

@@ -216,6 +216,8 @@ class CommandHandler:
         try:
             result = await self._apply(envelope.command)
         except CommandRefused as refused:
+            if envelope.reply is None and isinstance(envelope.command, SendNote | WithdrawNote):
+                self._recorder.warn(f"note refused: {refused.message}")  # nobody waits for the reply: say it here
             _settle(envelope, refused)
         except ControlError as exc:
             _settle(envelope, CommandRefused(Refusal.INVALID, str(exc)))

@@ -104,7 +104,7 @@ def run_router(ctx: DashboardContext) -> APIRouter:
         reply = await live.ask(SendNote(body.text, source))
         return json_response({"ok": True, **reply.result}, status=201)
 
-    @router.delete("/notes/{note_id}", summary="Withdraw a note that is still queued")
+    @router.post("/notes/{note_id}/withdraw", summary="Withdraw a note that is still queued")
     async def delete_note(note_id: str, source: Annotated[str, Query(max_length=40,
                           pattern=r"^[a-z-]+$")] = "dashboard") -> Response:
         live = _steerable(ctx)

@@ -155,3 +155,42 @@ def test_the_serve_stream_shows_which_request_carried_an_injected_note() -> None
 def test_note_events_survive_the_wire() -> None:
     event = NoteDelivered(message="d", note_ids=["n1"], via="live", session_id="s", seq=3, ts="t")
     assert from_wire(event.to_wire()) == event
+
+
+def _terminal(sent: list[Any], said: list[str]) -> Any:
+    import os
+
+    from kilo_loop.ui.terminal import TerminalInput
+
+    state = RunState(run_id="r", project="/p", goal_title="g")
+    read_end, write_end = os.pipe()  # keys are fed by hand; the pipe only stands in for stdin
+    os.close(write_end)
+    terminal = TerminalInput(sent.append, lambda: state, said.append, fd=read_end, echo=lambda _text: None)
+    os.close(read_end)
+    return terminal
+
+
+def test_the_terminal_sends_a_note_after_n_and_refuses_a_bad_one_in_words() -> None:
+    sent: list[Any] = []
+    said: list[str] = []
+    terminal = _terminal(sent, said)
+    for char in "nuse utils/ quietly\n":  # the typed `q` and `p` are the note's, not Stop and Pause
+        terminal.handle_char(char)
+    assert sent == [SendNote("use utils/ quietly", "terminal")]
+    terminal.handle_line("n")
+    terminal.handle_line("")  # an empty line cancels
+    assert "no note sent" in said[-1] and len(sent) == 1
+    terminal.handle_line("n")
+    terminal.handle_line("z" * 9000)
+    assert "8 KB" in said[-1] and len(sent) == 1
+
+
+def test_the_fleet_inbox_carries_notes_and_withdrawals() -> None:
+    from kilo_loop.fleet.inbox import InboxCommand, parse_command
+
+    note = parse_command({"command": "note", "text": "keep utils/"})
+    assert note == InboxCommand("note", text="keep utils/")
+    assert parse_command(note.to_wire()) == note
+    assert parse_command({"command": "withdraw-note", "text": "n2"}).text == "n2"
+    with pytest.raises(ValueError, match="'text'"):
+        parse_command({"command": "note", "value": True})
