@@ -19,6 +19,7 @@ Target: p95 ≤ 1 s. Exits 1 when it is missed. Everything happens in a temporar
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -121,7 +122,7 @@ def measure(runtime: str, notes: int, step: float) -> tuple[list[float], float]:
                 process.kill()
                 process.wait(timeout=30)
         times = [at for at, _record in provider.arrived]
-        gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+        gaps = [b - a for a, b in itertools.pairwise(times)]
         return latencies, statistics.median(gaps)
 
 
@@ -136,9 +137,10 @@ async def _one_way(runtime: str, way: str) -> dict[str, Any]:
     step's work (its tool call writes kept.txt) survive, and when did a model request carry the note?"""
     import asyncio
 
+    from tests.e2e.fake_provider import hold
+
     from kilo_loop.agent.serve.client import ServerClient
     from kilo_loop.agent.serve.process import AgentServer, ServerSpec
-    from tests.e2e.fake_provider import hold
 
     with tempfile.TemporaryDirectory(prefix=f"bench-notes-{way}-") as tmp, TimedProvider() as provider:
         root = Path(tmp)
