@@ -83,6 +83,7 @@ class TerminalInput:
         self._mode = TerminalMode(self._fd) if self._is_tty else None
         self._buffer = b""
         self._typed = ""
+        self._help_shown = False  # `?` was the line so far: its Enter closes the line, it answers nothing
         self._early_answers: list[str] = []
         self._round: list[str] = []
         self._noting = False  # after N: the next line is a note to the agent
@@ -131,10 +132,11 @@ class TerminalInput:
     def handle_char(self, char: str) -> None:
         if char in ("\r", "\n"):
             line, self._typed = self._typed, ""
+            after_help, self._help_shown = self._help_shown, False
             self._echo("\n")
             if self._noting:
                 self._note(line)
-            elif line.strip() or self._pending():  # an empty Enter answers "nothing to add"
+            elif line.strip() or (self._pending() and not after_help):  # an empty Enter answers "nothing to add"
                 self.answer(line.strip())
             return
         if char in _ERASE:
@@ -143,7 +145,9 @@ class TerminalInput:
                 self._echo("\b \b")
             return
         if not self._typed and not self._noting and (char == "?" or not self._pending()) and self.handle_key(char):
+            self._help_shown = char == "?"
             return  # `?` shows the keys even at a question (no answer is a lone "?")
+        self._help_shown = False
         if char.isprintable():
             self._typed += char
             self._echo(char)
