@@ -244,7 +244,7 @@ class Orchestrator:
     async def _run_session(self, request: AgentRequest, summary: IterationSummary) -> SessionOutcome:
         ctx, rec, s = self.ctx, self.ctx.recorder, self.ctx.settings
         runner = SessionRunner(ctx.backend, rec, ctx.control, ctx.guard, lambda step: self._on_step(step, summary),
-                               on_question=self._answer_agent, guard_stop=s.guard_stop)
+                               on_question=self._answer_agent, guard_stop=s.guard_stop, takes_notes=True)
         started_ms = int(time.time() * 1000)
         attempt = 0
         prompt_notes: list[str] | None = [n.id for n in notes.queued(self.state.notes)]

@@ -100,6 +100,7 @@ class SessionRunner:
         on_tokens: Callable[[StepFinished], str | None],
         on_question: Callable[[AgentQuestion], Awaitable[list[str] | None]] | None = None,
         guard_stop: bool = False,
+        takes_notes: bool = False,
     ) -> None:
         self._backend = backend
         self._recorder = recorder
@@ -108,6 +109,7 @@ class SessionRunner:
         self._on_tokens = on_tokens
         self._on_question = on_question
         self._guard_stop = guard_stop
+        self._takes_notes = takes_notes  # the operator's notes go to this session (the loop's, not a reviewer's)
         self._prompt_notes: list[str] = []  # notes the session's prompt carries, until delivered
         self._injected: dict[str, list[str]] = {}  # token -> notes injected into the live session
         self._session_id: str | None = None
@@ -119,7 +121,9 @@ class SessionRunner:
         run = self._backend.start(request)
         outcome = SessionOutcome(result=run.result)
         stop_watch = asyncio.create_task(self._kill_on_stop(run, outcome))
-        notes_in = asyncio.create_task(self._deliver_live(run)) if isinstance(run, InjectingRun) else None
+        notes_in = None
+        if self._takes_notes and isinstance(run, InjectingRun):
+            notes_in = asyncio.create_task(self._deliver_live(run))
         try:
             # aclosing: on an early break the backend's cleanup (reaping, stderr, exit code) runs now.
             async with contextlib.aclosing(run.events()) as events:
@@ -182,7 +186,8 @@ class SessionRunner:
             return await self._check_guard(event, run, outcome, cwd)
         if isinstance(event, Text) and event.text.strip():
             rec.emit(TextOut(message=event.text.strip()[:4000]))
-            self._acknowledged(event.text)
+            if self._takes_notes:
+                self._acknowledged(event.text)
         elif isinstance(event, Reasoning) and event.text.strip():
             rec.emit(ReasoningOut(message=event.text.strip()[:4000]))
         elif isinstance(event, StepFinished):

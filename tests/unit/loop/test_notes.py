@@ -194,3 +194,77 @@ def test_the_fleet_inbox_carries_notes_and_withdrawals() -> None:
     assert parse_command({"command": "withdraw-note", "text": "n2"}).text == "n2"
     with pytest.raises(ValueError, match="'text'"):
         parse_command({"command": "note", "value": True})
+
+
+class _LiveRun:
+    """A serve-like run: it works until told, takes injected text, and answers it as kilo's server does."""
+
+    def __init__(self) -> None:
+        from kilo_loop.agent.protocol import AgentResult
+
+        self.result = AgentResult(exit_code=None)
+        self.injected: list[tuple[str, str]] = []
+        self._events: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def inject(self, text: str, token: str) -> bool:
+        from kilo_loop.agent.protocol import Text
+
+        self.injected.append((text, token))
+        self._events.put_nowait(PromptCarried(token))
+        self._events.put_nowait(Text(f"noted {token}: on it"))
+        self._events.put_nowait(None)
+        return True
+
+    async def kill(self, reason: str) -> None:
+        self._events.put_nowait(None)
+
+    async def events(self) -> Any:
+        from kilo_loop.agent.protocol import SessionStarted
+
+        yield SessionStarted("ses_live")
+        while (event := await self._events.get()) is not None:
+            yield event
+        self.result.exit_code = 0
+
+
+class _Backend:
+    name = "live"
+
+    def __init__(self) -> None:
+        self.run = _LiveRun()
+
+    def start(self, request: Any) -> _LiveRun:
+        return self.run
+
+
+async def test_a_note_queued_mid_session_goes_into_the_live_session_and_its_reply_acknowledges_it(
+        tmp_path: Path) -> None:
+    from kilo_loop.agent.protocol import AgentRequest
+    from kilo_loop.session.runner import SessionRunner
+
+    recorder, handler, control = _recorder(tmp_path)
+    backend = _Backend()
+    runner = SessionRunner(backend, recorder, control, None, lambda step: None, takes_notes=True)  # type: ignore[arg-type]
+    session = asyncio.create_task(runner.run(AgentRequest(prompt="work", cwd=tmp_path, title="t"), []))
+    await _ask(handler, SendNote("use utils/", "api"))
+    await asyncio.wait_for(session, 5)
+    assert [token for _text, token in backend.run.injected] == ["n1"]
+    assert backend.run.injected[0][0].startswith("## Notes from the operator") and "[n1] use utils/" in (
+        backend.run.injected[0][0])
+    [note] = recorder.state.notes
+    assert (note.status, note.delivered_via, note.acknowledged_how) == ("acknowledged", "live", "reply")
+
+
+async def test_a_reviewers_session_takes_no_notes(tmp_path: Path) -> None:
+    from kilo_loop.agent.protocol import AgentRequest
+    from kilo_loop.session.runner import SessionRunner
+
+    recorder, handler, control = _recorder(tmp_path)
+    backend = _Backend()
+    runner = SessionRunner(backend, recorder, control, None, lambda step: None)  # type: ignore[arg-type]
+    session = asyncio.create_task(runner.run(AgentRequest(prompt="review", cwd=tmp_path, title="t")))
+    await _ask(handler, SendNote("use utils/", "api"))
+    await asyncio.sleep(0)
+    await backend.run.kill("done")
+    await asyncio.wait_for(session, 5)
+    assert backend.run.injected == [] and recorder.state.notes[0].status == "queued"
