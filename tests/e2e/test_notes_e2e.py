@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
-from .conftest import LOOP_DIR, REPO_ROOT, Loop, iteration_marker, write, write_progress
-from .fake_provider import FakeProvider, hold, say
+from .agent_loop import AgentLoop, progress_report, write_two_file_plan
+from .conftest import LOOP_DIR, REPO_ROOT, Loop, find_cli, iteration_marker, write, write_progress
+from .fake_anthropic import FakeAnthropic, claude_env
+from .fake_provider import FakeProvider, call, hold, say
 
 pytestmark = pytest.mark.e2e
 
@@ -44,8 +46,8 @@ def _wait_for_event(project: Path, kind: str, timeout: float = 60.0) -> dict[str
     raise AssertionError(f"no {kind} event within {timeout}s: {[e.get('type') for e in _events(project)]}")
 
 
-def _send_note(loop: Loop, project: Path, text: str) -> subprocess.CompletedProcess[str]:
-    env = loop.environment("kilo")
+def _send_note(loop: Loop | AgentLoop, project: Path, text: str) -> subprocess.CompletedProcess[str]:
+    env = loop.environment("kilo") if isinstance(loop, Loop) else loop.environment()
     return subprocess.run([sys.executable, "-m", "kilo_loop", "note", "-C", str(project), text], cwd=REPO_ROOT,
                           env=env, capture_output=True, text=True, timeout=60)
 
@@ -136,3 +138,47 @@ def test_run_a_queued_note_survives_kill_9_and_is_the_resumed_iterations_first_r
     notes = resumed.state()["notes"]
     assert [(n["id"], n["status"], n["deliveredVia"], n["acknowledgedHow"]) for n in notes] == [
         ("n1", "acknowledged", "prompt", "progress")]
+
+
+def test_claude_code_a_note_sent_mid_iteration_opens_the_next_iterations_prompt(
+    git_project: Path, agent_home: Path
+) -> None:
+    """Claude Code takes the note as every CLI without a server does: the next iteration's prompt, first thing."""
+    project = git_project
+    write_two_file_plan(project)
+    with FakeAnthropic() as anthropic:
+        claude = AgentLoop("claude", find_cli("claude"), claude_env(anthropic.port, agent_home))
+        write_file = "Write"
+        anthropic.add_turns(
+            hold(HELD_S, then=call("Bash", {"command": "echo a > a.txt", "description": "a"})),
+            call(write_file, {"file_path": str(project / LOOP_DIR / "progress.json"),
+                              "content": progress_report(1, "stage-1")}),
+            say("a made"), marker=iteration_marker(1))
+        seen = {**json.loads(progress_report(2, "stage-2")), "notesSeen": ["n1"]}
+        anthropic.add_turns(
+            call("Bash", {"command": "echo b > b.txt", "description": "b"}),
+            call(write_file, {"file_path": str(project / LOOP_DIR / "progress.json"), "content": json.dumps(seen)}),
+            say("b made"), marker=iteration_marker(2))
+        command = claude.command(project, ("--goal", "plan.md", "-n", "3", "--dashboard", "--port", "0"))
+        process = subprocess.Popen(command, cwd=project, env=claude.environment(), stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert anthropic.wait_for_hold(START_TIMEOUT_S), "Claude Code never reached the held reply"
+            _with_api(project)
+            sent = _send_note(claude, project, NOTE)
+            assert sent.returncode == 0, sent.stdout + sent.stderr
+            _wait_for_event(project, "note-queued")
+            anthropic.release()
+            out, err = _finish(process)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate(timeout=30)
+        assert process.returncode == 0, out[-3000:] + err[-2000:]
+        first = anthropic.requests_with(iteration_marker(2))[0]
+        prompt = anthropic.prompt_text(first.body)
+        assert prompt.lstrip('"').startswith("## Notes from the operator") and NOTE in prompt
+        assert not any(NOTE in anthropic.prompt_text(r.body) for r in anthropic.requests_with(iteration_marker(1)))
+    [state_file] = (project / LOOP_DIR / "runs").glob("*/state.json")
+    [note] = json.loads(state_file.read_text(encoding="utf-8"))["notes"]
+    assert (note["status"], note["deliveredVia"], note["iteration"]) == ("acknowledged", "prompt", 2)
