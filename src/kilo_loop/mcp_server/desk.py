@@ -102,9 +102,9 @@ class Desk:
     def live(self, run_id: str | None) -> LiveRun:
         """The run this server started (the latest when no id is given)."""
         live = self.controller.live
-        if live is None or (run_id not in (None, "", "last", live.run_id)):
-            raise DeskRefused(f"no run {run_id or ''} started here is active: start_run starts one; report reads "
-                              "a saved run".replace("  ", " "))
+        if live is None or run_id not in (None, "", "last", live.run_id):
+            named = f" {run_id}" if run_id else ""
+            raise DeskRefused(f"no run{named} started here is active: start_run starts one; report reads a saved run")
         return live
 
     def saved(self, run_id: str | None) -> tuple[RunLayout, RunState]:
