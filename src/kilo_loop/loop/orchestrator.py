@@ -35,6 +35,7 @@ from kilo_loop.loop.protected import protected_feedback
 from kilo_loop.loop.retry import QuotaLimit, backoff_delay_ms, quota_limit, transient_reason
 from kilo_loop.loop.stages import StageBook
 from kilo_loop.loop.tamper_check import check_stage, tamper_feedback, tamper_rows
+from kilo_loop.run import notes
 from kilo_loop.run.control import RunControl
 from kilo_loop.run.events import (
     AgentFailed,
@@ -43,6 +44,7 @@ from kilo_loop.run.events import (
     Crashed,
     IterationFinished,
     IterationStarted,
+    NoteAcknowledged,
     ProtectedChanged,
     QuestionAsked,
     QuestionUnanswered,
@@ -233,7 +235,7 @@ class Orchestrator:
                 shared_context=shared and not handoff, safety_feedback=state.guard_note or None,
                 verify_feedback=state.verify_feedback or None,
                 unanswered=[q.question for q in state.unanswered], review_feedback=self._review_feedback,
-                jailed=state.sandbox.startswith("bwrap"),
+                jailed=state.sandbox.startswith("bwrap"), notes=notes.queued(state.notes),
             )
         )
         ctx.recorder.archive(iteration, "prompt.md", prompt)
@@ -250,11 +252,13 @@ class Orchestrator:
     async def _run_session(self, request: AgentRequest, summary: IterationSummary) -> SessionOutcome:
         ctx, rec, s = self.ctx, self.ctx.recorder, self.ctx.settings
         runner = SessionRunner(ctx.backend, rec, ctx.control, ctx.guard, lambda step: self._on_step(step, summary),
-                               on_question=self._answer_agent, guard_stop=s.guard_stop)
+                               on_question=self._answer_agent, guard_stop=s.guard_stop, takes_notes=True)
         started_ms = int(time.time() * 1000)
         attempt = 0
+        prompt_notes: list[str] | None = [n.id for n in notes.queued(self.state.notes)]
         while True:
-            outcome = await runner.run(request)
+            outcome = await runner.run(request, prompt_notes)
+            prompt_notes = None
             quota = quota_limit(outcome.result, datetime.now(UTC)) if outcome.guard is None else None
             if quota is not None and not self.state.stop_requested:
                 if not await self._wait_for_quota(quota):
@@ -363,6 +367,7 @@ class Orchestrator:
         if outcome.rejections:  # refused before they ran (serve): the session went on
             summary.guard_hits, summary.guard_reason = len(outcome.rejections), outcome.rejections[-1].reason
         progress = read_progress(self.layout.progress, result.text)
+        self._notes_seen(progress)
         for warning in progress.warnings:
             rec.warn(warning)
         after = self._tree.snapshot(await asyncio.to_thread(self._tree.read))
@@ -413,6 +418,12 @@ class Orchestrator:
         if shared and outcome.guard is None and outcome.result.session_id:
             return outcome.result.session_id
         return None
+
+    def _notes_seen(self, progress: Progress) -> None:
+        ids = notes.acknowledged_in_progress(progress.notes_seen, notes.awaiting_ack(self.state.notes))
+        if ids:
+            self.ctx.recorder.emit(NoteAcknowledged(message=f"note {', '.join(ids)} acknowledged in progress.json",
+                                                    note_ids=ids, how="progress"))
 
     def _fill_summary(self, summary: IterationSummary, progress: Progress, changed: list[str]) -> None:
         summary.topic = progress.topic

@@ -26,6 +26,7 @@ class StageReceipt:
     verify_command: str | None = None
     review: str = "—"
     tamper_findings: int = 0
+    notes: list[str] = field(default_factory=list)  # the operator's notes its iterations' sessions carried
 
     def add(self, item: IterationSummary) -> None:
         self.iterations.append(item.iteration)
@@ -57,6 +58,7 @@ class StageReceipt:
             "verifyCommand": self.verify_command,
             "review": self.review,
             "tamperFindings": self.tamper_findings,
+            **({"notes": self.notes} if self.notes else {}),  # only where notes went: older receipts keep their shape
         }
 
 
@@ -79,4 +81,6 @@ def stage_receipts(state: RunState, iterations: Iterable[IterationSummary] | Non
         receipt = receipts.get(item.stage_id or "")
         if receipt is not None and item.outcome != "running":
             receipt.add(item)
+    for receipt in receipts.values():
+        receipt.notes = [n.id for n in state.notes if n.iteration is not None and n.iteration in receipt.iterations]
     return list(receipts.values())
