@@ -50,6 +50,7 @@ class SessionOutcome:
     stopped: bool = False
     # Tool calls the loop refused before they ran (serve transport); the session went on.
     rejections: list[GuardRejected] = field(default_factory=list)
+    ended_early: str | None = None  # why the loop ended a doom-looping session
 
 
 _TOOL_VERBS = {
@@ -95,6 +96,7 @@ class SessionRunner:
         on_tokens: Callable[[StepFinished], str | None],
         on_question: Callable[[AgentQuestion], Awaitable[list[str] | None]] | None = None,
         guard_stop: bool = False,
+        watch: Callable[[ToolUse], str | None] | None = None,
     ) -> None:
         self._backend = backend
         self._recorder = recorder
@@ -103,6 +105,7 @@ class SessionRunner:
         self._on_tokens = on_tokens
         self._on_question = on_question
         self._guard_stop = guard_stop
+        self._watch = watch  # a doom-loop counter: a reason to end the session now, or None
 
     async def run(self, request: AgentRequest) -> SessionOutcome:
         run = self._backend.start(request)
@@ -135,7 +138,9 @@ class SessionRunner:
             if paths := refused_paths(f"{event.output}\n{event.error}"):
                 rec.emit(JailRefused(message=f"the jail refused a write (read-only here): {', '.join(paths)}",
                                      tool=event.tool, paths=paths))
-            return await self._check_guard(event, run, outcome, cwd)
+            if await self._check_guard(event, run, outcome, cwd):
+                return True
+            return await self._doom(event, run, outcome)
         if isinstance(event, Text) and event.text.strip():
             rec.emit(TextOut(message=event.text.strip()[:4000]))
         elif isinstance(event, Reasoning) and event.text.strip():
@@ -160,6 +165,14 @@ class SessionRunner:
             if isinstance(run, AnsweringRun):
                 await run.answer(event.request_id, answers)
         return False
+
+    async def _doom(self, event: ToolUse, run: Any, outcome: SessionOutcome) -> bool:
+        reason = self._watch(event) if self._watch is not None else None
+        if reason is None:
+            return False
+        outcome.ended_early = reason
+        await run.kill(f"doom loop: {reason}")  # serve: aborted through the server's API; run: the process group
+        return True
 
     async def _rejected(self, event: GuardRejected, run: Any, outcome: SessionOutcome) -> bool:
         """The loop refused a call before it ran; the agent goes on (unless --guard-stop)."""

@@ -1,0 +1,113 @@
+"""A verify failure's signature: the failing test ids and the first error lines of its output,
+with what changes from run to run taken out (paths, line numbers, addresses, timings, temp names,
+dates, ids), hashed. The same failure gives the same signature; a different one another.
+
+The input is bounded: only the output's last `TAIL_BYTES` are read, bytes that are not UTF-8 are
+replaced, and control bytes dropped, so binary or 100 MB output costs the same as a short one."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+TAIL_BYTES = 64 * 1024
+MAX_IDS = 20
+MAX_ERROR_LINES = 6
+MAX_LINE = 300
+
+# Failing test ids, as the common runners print them (pytest, unittest, Jest/Vitest/Mocha, Go, cargo, JUnit).
+_TEST_ID = [
+    re.compile(r"^(?:FAILED|ERROR)\s+(\S+?)(?:\s+-\s.*)?$"),  # pytest's short summary
+    re.compile(r"^(?:FAIL|ERROR):\s+(\w+)\s+\(([\w.]+)\)"),  # unittest
+    re.compile(r"^\s*--- FAIL:\s+(\S+)"),  # go test
+    re.compile(r"^test\s+(\S+)\s+\.\.\.\s+FAILED$"),  # cargo test
+    re.compile(r"^\s*(?:✕|\u00d7|✗)\s+(.+?)(?:\s+\(\d+(?:\.\d+)?\s*m?s\))?$"),  # jest / vitest
+    re.compile(r"^\s*●\s+(.+?)$"),  # jest's failure headings
+    re.compile(r"^\s*\d+\)\s+(.+)$"),  # mocha
+    re.compile(r"^\[ERROR\]\s+(\S+)\s+.*(?:FAILURE|ERROR)!?"),  # maven surefire
+]
+_ERROR_LINE = re.compile(
+    r"(?:\b[A-Z]\w*(?:Error|Exception|Failure)\b|\berror(?:\[\w+\])?:|\bpanic:|\bassert(?:ion)?\b|^E\s{2,}|"
+    r"\bexpected\b|\bFAIL\b|\bfailed\b|\bTraceback\b|\bcannot\b|\bundefined\b|\bnot found\b)",
+    re.IGNORECASE,
+)
+_NOISE = re.compile(r"^(?:=+|-+|_+|\s*\d+ (?:passed|failed|errors?|skipped|warnings?)\b.*)$")
+
+# What differs between two runs of the same failure, in the order they are replaced.
+_NORMALISE: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\x1b\[[0-9;?]*[A-Za-z]"), ""),  # terminal colours
+    (re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"), "<time>"),
+    (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<time>"),
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<uuid>"),
+    (re.compile(r"\b0x[0-9a-f]+\b", re.I), "<addr>"),
+    # a path: its file name only (a folder has a letter in its name, so 1/2 is not a path)
+    (re.compile(r"(?:[A-Za-z]:)?(?:[\w.@+~-]*[A-Za-z_~.][\w.@+~-]*[/\\])+(?=[\w.@+-])"), ""),
+    (re.compile(r"\b(?:tmp|temp)[\w-]{4,}\b|\bpytest-(?:of-[\w-]+|\d+)\b", re.I), "<tmp>"),
+    # file.py:12, file.ts(12,4), Foo.java:12:5
+    (re.compile(r"(\.[A-Za-z]{1,6})[:(]\d+(?:[:,]\d+)?\)?"), r"\1:<n>"),
+    (re.compile(r"\bline \d+\b", re.I), "line <n>"),
+    (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|sec|secs|seconds?|µs|us|ns|min)\b"), "<dur>"),
+    (re.compile(r"\b(?:pid|process|thread|port)[ =:#]*\d+\b", re.I), "<id>"),
+    (re.compile(r"\b(?=[0-9a-f]*[a-f])[0-9a-f]{12,}\b", re.I), "<hex>"),
+    (re.compile(r"[ \t]+"), " "),
+]
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufffd]")
+
+
+@dataclass(frozen=True)
+class Signature:
+    digest: str  # "" when the output names nothing to sign (then only the exit code is signed)
+    text: str  # the normalised lines it was made from, for a person to read
+
+
+def normalise(line: str) -> str:
+    for pattern, replacement in _NORMALISE:
+        line = pattern.sub(replacement, line)
+    return line.strip()[:MAX_LINE]
+
+
+def bounded_text(output: str | bytes) -> str:
+    """The output's tail as text: at most TAIL_BYTES, invalid UTF-8 replaced, control bytes gone."""
+    if isinstance(output, str):
+        output = output[-TAIL_BYTES:].encode("utf-8", "replace")
+    tail = output[-TAIL_BYTES:]
+    return _CONTROL.sub("", tail.decode("utf-8", "replace"))
+
+
+def _test_ids(lines: list[str]) -> list[str]:
+    found: dict[str, None] = {}
+    for line in lines:
+        for pattern in _TEST_ID:
+            match = pattern.match(line)
+            if match:
+                found[normalise(" ".join(g for g in match.groups() if g))] = None
+                break
+        if len(found) >= MAX_IDS:
+            break
+    return sorted(found)
+
+
+def _error_lines(lines: list[str]) -> list[str]:
+    picked: list[str] = []
+    for line in lines:
+        if _ERROR_LINE.search(line) and not _NOISE.match(line.strip()):
+            norm = normalise(line)
+            if norm and norm not in picked:
+                picked.append(norm)
+        if len(picked) >= MAX_ERROR_LINES:
+            break
+    return picked
+
+
+def failure_signature(output: str | bytes, exit_code: int | None = None, timed_out: bool = False) -> Signature:
+    """The signature of one failed verify run (its output, exit code and whether it timed out)."""
+    lines = bounded_text(output).splitlines()
+    ids = _test_ids(lines)
+    errors = _error_lines(lines)
+    if not ids and not errors:  # nothing recognisable: the last lines stand for the failure
+        errors = [n for n in (normalise(line) for line in lines[-5:]) if n]
+    head = "timed out" if timed_out else f"exit {exit_code}"
+    parts = [head, *(f"test {i}" for i in ids), *errors]
+    text = "\n".join(parts)
+    return Signature(hashlib.blake2b(text.encode("utf-8"), digest_size=10).hexdigest(), text)
