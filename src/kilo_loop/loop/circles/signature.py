@@ -29,7 +29,8 @@ _TEST_ID = [
 ]
 _ERROR_LINE = re.compile(
     r"(?:\b[A-Z]\w*(?:Error|Exception|Failure)\b|\berror(?:\[\w+\])?:|\bpanic:|\bassert(?:ion)?\b|^E\s{2,}|"
-    r"\bexpected\b|\bFAIL\b|\bfailed\b|\bTraceback\b|\bcannot\b|\bundefined\b|\bnot found\b)",
+    r"\bexpected\b|\bFAIL\b|\bfailed\b|\bTraceback\b|\bcannot\b|\bundefined\b|\bnot found\b|"
+    r"\.[A-Za-z]{1,6}:<n>:\s)",  # a location with a message (go test, compilers)
     re.IGNORECASE,
 )
 _NOISE = re.compile(r"^(?:=+|-+|_+|\s*\d+ (?:passed|failed|errors?|skipped|warnings?)\b.*)$")
@@ -91,10 +92,11 @@ def _test_ids(lines: list[str]) -> list[str]:
 def _error_lines(lines: list[str]) -> list[str]:
     picked: list[str] = []
     for line in lines:
-        if _ERROR_LINE.search(line) and not _NOISE.match(line.strip()):
-            norm = normalise(line)
-            if norm and norm not in picked:
-                picked.append(norm)
+        if _NOISE.match(line.strip()):
+            continue
+        norm = normalise(line)  # judged without paths and temp names: a folder named "error" is no error
+        if norm and _ERROR_LINE.search(norm) and norm not in picked:
+            picked.append(norm)
         if len(picked) >= MAX_ERROR_LINES:
             break
     return picked
