@@ -3,7 +3,6 @@ times, or M failing tool calls in a row. One `DoomWatch` per session; it only co
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -17,8 +16,9 @@ _SPACE = re.compile(r"\s+")
 
 def call_key(tool: str, arguments: Mapping[str, Any]) -> str:
     """The tool and its arguments, whitespace collapsed and descriptive keys dropped, as one string."""
-    kept = {key: _normal(value) for key, value in arguments.items() if key not in _DESCRIPTIVE}
-    return tool.strip().lower() + " " + json.dumps(kept, sort_keys=True, ensure_ascii=False, default=str)
+    kept = sorted((str(key), _normal(value)) for key, value in arguments.items() if key not in _DESCRIPTIVE)
+    shown = ", ".join(f"{key}={value!r}" for key, value in kept)
+    return f"{tool.strip().lower()}({shown})"
 
 
 def _normal(value: Any) -> Any:

@@ -53,10 +53,8 @@ class ContentIds:
 
 def tree_print(head: str | None, snap: Snapshot, ids: ContentIds) -> TreePrint:
     contents = {path: ids.of(path, mtime, size) for path, (_code, mtime, size) in sorted(snap.items())}
-    digest = hashlib.blake2b(digest_size=12)
-    digest.update((head or "-").encode())
-    for path, content in contents.items():
-        digest.update(b"\0" + path.encode("utf-8", "replace") + b"\0" + content.encode())
+    listing = "\0".join(f"{path}\0{content}" for path, content in contents.items())
+    digest = hashlib.blake2b(f"{head or '-'}\0{listing}".encode("utf-8", "replace"), digest_size=12)
     return TreePrint(digest.hexdigest(), contents)
 
 

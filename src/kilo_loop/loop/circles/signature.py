@@ -11,7 +11,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-TAIL_BYTES = 64 * 1024
+TAIL_BYTES = 16 * 1024  # the loop keeps verify's last 40 lines / 4 KiB; other callers are bounded here
 MAX_IDS = 20
 MAX_ERROR_LINES = 6
 MAX_LINE = 300
@@ -33,26 +33,38 @@ _ERROR_LINE = re.compile(
     r"\.[A-Za-z]{1,6}:<n>:\s)",  # a location with a message (go test, compilers)
     re.IGNORECASE,
 )
-_NOISE = re.compile(r"^(?:=+|-+|_+|\s*\d+ (?:passed|failed|errors?|skipped|warnings?)\b.*)$")
+# Rules and tallies ("===== 1 failed, 41 passed in 3.2s =====") change with the number of tests, not the failure.
+_NOISE = re.compile(r"^[\s=_*-]*(?:\d+ (?:passed|failed|errors?|skipped|warnings?|deselected|xfailed|xpassed)\b.*)?"
+                    r"[\s=_*-]*$|^={3,} .* ={3,}$")
 
-# What differs between two runs of the same failure, in the order they are replaced.
-_NORMALISE: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\x1b\[[0-9;?]*[A-Za-z]"), ""),  # terminal colours
-    (re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"), "<time>"),
-    (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<time>"),
-    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<uuid>"),
-    (re.compile(r"\b0x[0-9a-f]+\b", re.I), "<addr>"),
-    # a path: its file name only (a folder has a letter in its name, so 1/2 is not a path)
-    (re.compile(r"(?:[A-Za-z]:)?(?:[\w.@+~-]*[A-Za-z_~.][\w.@+~-]*[/\\])+(?=[\w.@+-])"), ""),
-    (re.compile(r"\b(?:tmp|temp)[\w-]{4,}\b|\bpytest-(?:of-[\w-]+|\d+)\b", re.I), "<tmp>"),
+# Words a failing line carries (lower case); only lines holding one are looked at, so a long passing
+# log costs a few substring searches, not a regular expression per line.
+_NEEDLES = ("error", "exception", "failure", "fail", "panic", "assert", "expected", "traceback", "cannot",
+            "undefined", "not found", "want", "\ne  ", "\u2715", "\u00d7", "\u2717", "\u25cf")
+MAX_CANDIDATES = 400
+
+_A = re.ASCII
+# What differs between two runs of the same failure, in the order they are replaced; each with a
+# substring the line must hold for the pattern to be tried at all.
+_NORMALISE: list[tuple[str, re.Pattern[str], str]] = [
+    ("\x1b", re.compile(r"\x1b\[[0-9;?]*[A-Za-z]"), ""),  # terminal colours
+    ("-", re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?", _A), "<time>"),
+    (":", re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b", _A), "<time>"),
+    ("-", re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", _A | re.I), "<uuid>"),
+    ("0x", re.compile(r"\b0x[0-9a-f]+\b", _A | re.I), "<addr>"),
+    ("tmp", re.compile(r"\btmp[\w-]{4,}\b", _A | re.I), "<tmp>"),
+    ("temp", re.compile(r"\btemp[\w-]{4,}\b", _A | re.I), "<tmp>"),
+    ("pytest-", re.compile(r"\bpytest-(?:of-[\w-]+|\d+)\b", _A), "<tmp>"),
     # file.py:12, file.ts(12,4), Foo.java:12:5
-    (re.compile(r"(\.[A-Za-z]{1,6})[:(]\d+(?:[:,]\d+)?\)?"), r"\1:<n>"),
-    (re.compile(r"\bline \d+\b", re.I), "line <n>"),
-    (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|sec|secs|seconds?|µs|us|ns|min)\b"), "<dur>"),
-    (re.compile(r"\b(?:pid|process|thread|port)[ =:#]*\d+\b", re.I), "<id>"),
-    (re.compile(r"\b(?=[0-9a-f]*[a-f])[0-9a-f]{12,}\b", re.I), "<hex>"),
-    (re.compile(r"[ \t]+"), " "),
+    (".", re.compile(r"(\.[A-Za-z]{1,6})[:(]\d+(?:[:,]\d+)?\)?", _A), r"\1:<n>"),
+    ("line ", re.compile(r"\bline \d+\b", _A | re.I), "line <n>"),
+    ("", re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|sec|secs|seconds?|us|ns|min)\b", _A), "<dur>"),
+    ("", re.compile(r"\b(?:pid|process|thread|port)[ =:#]*\d+\b", _A | re.I), "<id>"),
+    ("", re.compile(r"\b(?=[0-9a-f]*[a-f])[0-9a-f]{12,}\b", _A | re.I), "<hex>"),
 ]
+_PATH = re.compile(r"(?:[A-Za-z]:)?[\w.@+~-]*[/\\][\w.@+~/\\-]*", _A)
+_FOLDER_NAME = re.compile(r"[A-Za-z_~.]")
+_SPACES = re.compile(r"[ \t]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufffd]")
 
 
@@ -62,10 +74,21 @@ class Signature:
     text: str  # the normalised lines it was made from, for a person to read
 
 
+def _file_name(match: re.Match[str]) -> str:
+    """A path as its file name only; a folder has a letter in its name, so 1/2 is no path."""
+    token = match.group(0)
+    cut = max(token.rfind("/"), token.rfind("\\"))
+    return token[cut + 1:] if _FOLDER_NAME.search(token, 0, cut) else token
+
+
 def normalise(line: str) -> str:
-    for pattern, replacement in _NORMALISE:
-        line = pattern.sub(replacement, line)
-    return line.strip()[:MAX_LINE]
+    line = line[:MAX_LINE * 2]
+    if "/" in line or "\\" in line:
+        line = _PATH.sub(_file_name, line)
+    for needle, pattern, replacement in _NORMALISE:
+        if needle in line:
+            line = pattern.sub(replacement, line)
+    return _SPACES.sub(" ", line).strip()[:MAX_LINE]
 
 
 def bounded_text(output: str | bytes) -> str:
@@ -74,6 +97,24 @@ def bounded_text(output: str | bytes) -> str:
         output = output[-TAIL_BYTES:].encode("utf-8", "replace")
     tail = output[-TAIL_BYTES:]
     return _CONTROL.sub("", tail.decode("utf-8", "replace"))
+
+
+def candidate_lines(text: str) -> list[str]:
+    """The lines that hold a word failing lines carry, in order (at most MAX_CANDIDATES)."""
+    low = "\n" + text.lower()
+    starts: set[int] = set()
+    for needle in _NEEDLES:
+        at = low.find(needle)
+        while at >= 0 and len(starts) < MAX_CANDIDATES * 2:
+            start = low.rfind("\n", 0, at + 1 if needle.startswith("\n") else at) + 1
+            starts.add(start)
+            end = low.find("\n", at + 1)
+            at = -1 if end < 0 else low.find(needle, end)
+    lines = []
+    for start in sorted(starts)[:MAX_CANDIDATES]:
+        end = low.find("\n", start)
+        lines.append(text[start - 1:None if end < 0 else end - 1])
+    return lines
 
 
 def _test_ids(lines: list[str]) -> list[str]:
@@ -104,11 +145,12 @@ def _error_lines(lines: list[str]) -> list[str]:
 
 def failure_signature(output: str | bytes, exit_code: int | None = None, timed_out: bool = False) -> Signature:
     """The signature of one failed verify run (its output, exit code and whether it timed out)."""
-    lines = bounded_text(output).splitlines()
+    text = bounded_text(output)
+    lines = candidate_lines(text)
     ids = _test_ids(lines)
     errors = _error_lines(lines)
     if not ids and not errors:  # nothing recognisable: the last lines stand for the failure
-        errors = [n for n in (normalise(line) for line in lines[-5:]) if n]
+        errors = [n for n in (normalise(line) for line in text.splitlines()[-5:]) if n]
     head = "timed out" if timed_out else f"exit {exit_code}"
     parts = [head, *(f"test {i}" for i in ids), *errors]
     text = "\n".join(parts)
