@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from kilo_loop.loop.circles.watch import CircleWatch
+from kilo_loop.loop.commands import SubmitAnswers
+from kilo_loop.run.control import AnswerItem
 from kilo_loop.run.status import StopReason
 from tests.integration.inprocess import Action, progress, start_loop, step, tool, write
 
@@ -48,6 +50,17 @@ async def test_thrash_asks_the_operator_and_stops_when_nobody_answers_in_time(pr
     assert circle_steps(run) == ["fresh-session", "ask-operator", "stop"]
     assert state.status == StopReason.STALLED and state.iteration == 4
     assert any(e.type == "question" and "going in circles" in e.message for e in run.seen)
+
+
+async def test_an_operators_answer_goes_to_the_agent_and_the_next_repeat_stops(project: Path) -> None:
+    run = start_loop(project, [edit_and_claim_done(n) for n in range(1, 8)], VERIFIED, iterations=10)
+    state = await run.until(lambda s: bool(s.pending_questions))
+    question = state.pending_questions[0].question
+    await run.ask(SubmitAnswers((AnswerItem(question, "the fixture path is wrong: use tests/data", "dashboard"),)))
+    state = await run.finish()
+    assert circle_steps(run) == ["fresh-session", "ask-operator", "stop"]
+    assert state.iteration == 5  # K=3, the fresh session (4), the operator's answer (5), then the stop
+    assert "use tests/data" in run.backend.prompt(5)
 
 
 async def test_oscillation_is_caught_on_the_first_return(project: Path) -> None:
