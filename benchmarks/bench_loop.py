@@ -563,7 +563,7 @@ def bench_circles(tmp: Path, files: int, iterations: int, seed: int = 7) -> list
     from kilo_loop.run.events import StateOpened
     from kilo_loop.run.reducer import reduce
     from kilo_loop.run.state import RunState, VerifyResult
-    from kilo_loop.safety.verify import output_tail
+    from kilo_loop.verify import output_tail
 
     root = tmp / "circles"
     repo, _goal = make_repo(root, files, 1)
@@ -584,7 +584,7 @@ def bench_circles(tmp: Path, files: int, iterations: int, seed: int = 7) -> list
         status = read_status(repo)
         floor.append(time.perf_counter() - started)
         after = snapshot(repo, status, ".kilocode-loop")
-        # what the loop holds of a verify run: its tail (safety/verify.py), as the detectors are given it
+        # what the loop holds of a verify run: its tail (verify.py), as the detectors are given it
         tail = output_tail(_verify_output(rng, 2000))
         verify = VerifyResult(command="pytest", exit_code=1, passed=False, output_tail=tail)
         started = time.perf_counter()
