@@ -39,6 +39,7 @@ async def test_thrash_with_nobody_to_ask_takes_a_fresh_session_then_stops(projec
     assert "## Going in circles" in prompt and "Step back" in prompt and "exit 1" in prompt
     report = run.handle.layout.report.read_text()
     assert "## Going in circles" in report and "Iterations: 1, 2, 3, 4" in report and "app.py" in report
+    assert "Ladder: iteration 3: thrash -> fresh-session; iteration 4: thrash -> stop" in report
     assert "| Make it pass | 4 |" in report  # the receipts' streak column
     assert state.circles.streak == 4
 

@@ -46,6 +46,7 @@ class CircleState(WireModel):
     files: dict[str, list[str]] = Field(default_factory=dict)  # path -> its recent content ids, oldest first
     ladder: int = 0  # rungs taken for the current circle (0: none)
     diagnosis: str = ""  # the last circle's diagnosis (report.md's "Going in circles")
+    steps: list[str] = Field(default_factory=list)  # the ladder's rungs taken this run, newest last
     note: str = ""  # what the next prompt says about it
     note_iteration: int = 0  # the iteration the note was written in (the next one's prompt carries it)
     oscillations: int = 0  # returns seen this run
@@ -77,7 +78,7 @@ def observed(circles: CircleState, iteration: int, *, stage_id: str, signature: 
         circles = CircleState(stage_id=stage_id, oscillations=circles.oscillations,
                               sessions_ended_early=circles.sessions_ended_early, saved_tokens=circles.saved_tokens,
                               saved_cost=circles.saved_cost, note=circles.note, note_iteration=circles.note_iteration,
-                              diagnosis=circles.diagnosis)
+                              diagnosis=circles.diagnosis, steps=circles.steps)
     changes: dict[str, object] = {"signature": signature, "signature_text": signature_text, "streak": streak}
     if streak <= 1:
         changes.update(streak_iterations=[iteration] if streak else [], streak_files=files_changed[:LIST_KEPT] if
@@ -108,9 +109,10 @@ def observed(circles: CircleState, iteration: int, *, stage_id: str, signature: 
     return circles.model_copy(update=changes)
 
 
-def found(circles: CircleState, iteration: int, *, step: str, diagnosis: str, note: str) -> CircleState:
+def found(circles: CircleState, iteration: int, *, kind: str, step: str, diagnosis: str, note: str) -> CircleState:
     rung = LADDER.index(step) + 1 if step in LADDER else circles.ladder
-    return circles.model_copy(update={"ladder": rung, "diagnosis": diagnosis or circles.diagnosis,
+    steps = [*circles.steps, f"iteration {iteration}: {kind} -> {step}"][-LIST_KEPT:]
+    return circles.model_copy(update={"ladder": rung, "diagnosis": diagnosis or circles.diagnosis, "steps": steps,
                                       **_noted(circles, note, iteration)})
 
 

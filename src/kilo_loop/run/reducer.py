@@ -300,7 +300,8 @@ def _circles_observed(state: RunState, event: CirclesObserved) -> Changes:
 
 
 def _circle_found(state: RunState, event: CircleFound) -> Changes:
-    changes: Changes = {"circles": circles.found(state.circles, event.iteration or state.iteration, step=event.step,
+    changes: Changes = {"circles": circles.found(state.circles, event.iteration or state.iteration, kind=event.kind,
+                                                 step=event.step,
                                                  diagnosis=event.diagnosis, note=event.note)}
     if event.step == circles.STEP_FRESH:
         changes["session_id"] = None  # a shared session starts afresh

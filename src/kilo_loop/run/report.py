@@ -189,6 +189,8 @@ def _circles_section(state: RunState) -> list[str]:
     lines = ["", "## Going in circles", ""]
     if c.diagnosis:
         lines += [c.diagnosis, ""]
+    if c.steps:
+        lines.append("- Ladder: " + "; ".join(c.steps[-10:]))
     if c.oscillations:
         lines.append(f"- Oscillations: {c.oscillations}")
     if c.sessions_ended_early:
