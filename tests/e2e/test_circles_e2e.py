@@ -88,8 +88,11 @@ def test_oscillation_is_caught_on_the_first_return(loop: Loop, fake_provider: Fa
 
 
 @BOTH_TRANSPORTS
+@pytest.mark.timeout(360)
 def test_a_session_repeating_one_call_is_ended_after_eight(loop: Loop, fake_provider: FakeProvider,
                                                            git_project: Path, transport: str) -> None:
+    """Two kilo starts under `run` (each took 40-50 s of a shared 2-core machine here: 131 s in all),
+    hence the longer timeout."""
     project = git_project
     (project / "plan.md").write_text("# Notes\n\n- [ ] Write notes.txt :: verify: test -f notes.txt\n",
                                      encoding="utf-8")
