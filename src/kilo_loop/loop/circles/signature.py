@@ -75,10 +75,14 @@ class Signature:
 
 
 def _file_name(match: re.Match[str]) -> str:
-    """A path as its file name only; a folder has a letter in its name, so 1/2 is no path."""
+    """A path as its file name only (a folder as `<path>`); a folder has a letter in its name, so 1/2 is no path."""
     token = match.group(0)
     cut = max(token.rfind("/"), token.rfind("\\"))
-    return token[cut + 1:] if _FOLDER_NAME.search(token, 0, cut) else token
+    absolute = token[0] in "/\\" and _FOLDER_NAME.search(token)
+    if not (absolute or _FOLDER_NAME.search(token, 0, cut)):
+        return token
+    name = token[cut + 1:]
+    return name if "." in name.strip(".") else "<path>"  # a folder's name is no file's: "rootdir: <path>"
 
 
 def normalise(line: str) -> str:
