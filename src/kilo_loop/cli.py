@@ -199,6 +199,13 @@ def _options(func: Any) -> Any:
         click.option("--max-cost", type=float, help="stop at this cost in USD (stopped-budget)"),
         click.option("--max-tokens", type=int, help="stop at this many tokens (stopped-budget)"),
         click.option("--max-stale-iterations", type=int, help="stop after N iterations with no change (default 3)"),
+        click.option("--max-same-failure", type=int,
+                     help="the same verify failure this many times in a row is thrash: fresh session, then ask, "
+                          "then stop (default 3; 0 off)"),
+        click.option("--max-repeat-calls", type=int,
+                     help="end a session that makes the same tool call this many times (default 8; 0 off)"),
+        click.option("--max-failed-calls", type=int,
+                     help="end a session after this many failing tool calls in a row (default 12; 0 off)"),
         click.option("--retry/--no-retry", default=None, help="retry an iteration on a transient model error"),
         click.option("--max-quota-wait", help="longest wait for a usage-limit reset, e.g. 30m, 6h (default 12h; "
                      "past it the run stops resumable, exit 3)"),

@@ -96,6 +96,11 @@ class Settings(BaseSettings):
     max_cost: float | None = Field(None, ge=0)
     max_tokens: int | None = Field(None, ge=0)
     max_stale_iterations: int | None = Field(3, ge=1)
+    # Going in circles (loop/circles; 0 turns a detector off): the same verify failure K times in a row,
+    # the same tool call N times in one session, M failing tool calls in a row
+    max_same_failure: int = Field(3, ge=0)
+    max_repeat_calls: int = Field(8, ge=0)
+    max_failed_calls: int = Field(12, ge=0)
     retry: bool = True
     max_retries: int = Field(3, ge=0, le=100)
     retry_delay: int = Field(2000, ge=0)

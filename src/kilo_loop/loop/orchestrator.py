@@ -27,6 +27,8 @@ from kilo_loop.durations import format_duration
 from kilo_loop.gitstatus import TreeStatus
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.loop import stop_policy
+from kilo_loop.loop.circles.hooks import CircleHooks
+from kilo_loop.loop.circles.watch import Iteration
 from kilo_loop.loop.handoff import HandoffStore
 from kilo_loop.loop.hitl import AnswerBook, collect_answers
 from kilo_loop.loop.progress import Progress, completion_percent, first_open_stage_title, read_progress
@@ -72,7 +74,7 @@ from kilo_loop.settings import Settings
 Stop = stop_policy.Stop
 QUOTA_COUNTDOWN_S = 300.0  # a countdown line this often while waiting for a usage-limit reset
 ALWAYS_QUESTION = "Any instructions or corrections for the next iteration? (empty to continue)"
-_DONE_OUTCOMES = ("ok", "failed", "timeout", "stopped")
+_DONE_OUTCOMES = ("ok", "failed", "timeout", "stopped", "ended-early")
 
 
 class Hooks(Protocol):
@@ -125,6 +127,9 @@ class Orchestrator:
         self._protected: list[str] = []
         self._stage_start: dict[str, Snapshot] = {}
         self._stage_first: dict[str, int] = {}  # the stage's first iteration in the run (the tamper check's base)
+        s = ctx.settings
+        self.circles = CircleHooks(ctx.project, ctx.recorder, max_same_failure=s.max_same_failure,
+                                   max_repeat_calls=s.max_repeat_calls, max_failed_calls=s.max_failed_calls)
         self.review = None if ctx.review is None else ctx.review(ReviewHooks(
             count_tokens=self._add_totals, verify=self._verify_unless_stopped,
             halted=lambda: self.state.stop_requested or self._budget_stop is not None))
@@ -236,6 +241,7 @@ class Orchestrator:
                 verify_feedback=state.verify_feedback or None,
                 unanswered=[q.question for q in state.unanswered], review_feedback=self._review_feedback,
                 jailed=state.sandbox.startswith("bwrap"), notes=notes.queued(state.notes),
+                circle_feedback=state.circles.note or None,
             )
         )
         ctx.recorder.archive(iteration, "prompt.md", prompt)
@@ -252,7 +258,8 @@ class Orchestrator:
     async def _run_session(self, request: AgentRequest, summary: IterationSummary) -> SessionOutcome:
         ctx, rec, s = self.ctx, self.ctx.recorder, self.ctx.settings
         runner = SessionRunner(ctx.backend, rec, ctx.control, ctx.guard, lambda step: self._on_step(step, summary),
-                               on_question=self._answer_agent, guard_stop=s.guard_stop, takes_notes=True)
+                               on_question=self._answer_agent, guard_stop=s.guard_stop, takes_notes=True,
+                               watch=self.circles.session())
         started_ms = int(time.time() * 1000)
         attempt = 0
         prompt_notes: list[str] | None = [n.id for n in notes.queued(self.state.notes)]
@@ -370,7 +377,8 @@ class Orchestrator:
         self._notes_seen(progress)
         for warning in progress.warnings:
             rec.warn(warning)
-        after = self._tree.snapshot(await asyncio.to_thread(self._tree.read))
+        after_status = await asyncio.to_thread(self._tree.read)
+        after = self._tree.snapshot(after_status)
         tree_changes = changed_between(before, after)
         changed = sorted(set(tree_changes) | set(progress.files_changed))
         self._run_files.update(dict.fromkeys(changed))
@@ -383,7 +391,11 @@ class Orchestrator:
             summary.outcome, summary.error = "stopped", "stopped by the operator"
             rec.record_iteration(summary, session_id)
             return stop_policy.STOPPED
+        self.circles.ended_early(outcome.ended_early, outcome.tool_calls, summary,
+                                 ctx.settings.max_iteration_minutes * 60)
         advanced = await self._settle_stage(stage, summary, outcome, progress)
+        self.circles.observe(Iteration(summary.iteration, stage.id, summary.verify, tree_changes, before, after,
+                                       after_status.head, summary.cost), summary)
         percent = self._update_percent(summary, progress)
         stale = stop_policy.next_stale_count(self.state.stale_iterations, bool(tree_changes), advanced)
         if self.state.stop_requested:
@@ -441,6 +453,8 @@ class Orchestrator:
     ) -> bool:
         """Decide the stage's status; True when it became done this iteration."""
         result = outcome.result
+        if outcome.ended_early:
+            return False  # a doom loop: the session was cut short, its report is not to be trusted
         if result.failed:
             summary.outcome = "timeout" if result.timed_out else "failed"
             summary.error = result.error or "agent failed"
@@ -604,6 +618,10 @@ class Orchestrator:
         stop = await self._ask_operator(summary)
         if stop:
             return stop
+        can_ask = self.ctx.settings.hitl != "off" and self.ctx.answer_channel_open()
+        stop = await self.circles.respond(summary, can_ask, self._ask_about_circle)
+        if stop:
+            return stop
         why = stop_policy.stale_reason(self.limits, self.state.stale_iterations,
                                        self.stages.next_stage(self.state) is not None)
         return (StopReason.STALLED, why) if why else None
@@ -641,6 +659,12 @@ class Orchestrator:
             return StopReason.ABORTED, "stopped while waiting for an answer"
         rec.set_status(Phase.RUNNING)
         return None
+
+    async def _ask_about_circle(self, questions: list[Question], iteration: int) -> list[Answer] | None:
+        self._tree.forget()  # the operator may edit files while deciding
+        answers = await self._put_questions(questions, iteration)
+        self.ctx.recorder.set_status(Phase.RUNNING)
+        return answers
 
     async def _put_questions(self, questions: list[Question], iteration: int) -> list[Answer] | None:
         """Ask the operator and wait; the answers are recorded. None when the run was stopped; an empty

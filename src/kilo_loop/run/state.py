@@ -8,22 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
+from kilo_loop.run.circles import CircleMark, CircleState
 from kilo_loop.run.status import Phase, RunStatus, StageStatus
+from kilo_loop.run.wire import WireModel as WireModel  # the state models' base, imported from here too
 
+_NO_CIRCLES = CircleState()
 LOG_TAIL_LINES = 200
 # state.json keeps the newest iterations only (each one's whole report is iterations/NN-report.json),
 # so its size, and the bytes written per iteration, do not grow with the run.
 ITERATIONS_KEPT = 50
-
-
-class WireModel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
-
-    def wire(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
 
 
 class StageState(WireModel):
@@ -156,6 +151,8 @@ class IterationSummary(WireModel):
     started_at: str = ""
     finished_at: str = ""
     duration_ms: int = 0
+    # going in circles (loop/circles): left out of the wire while nothing was seen
+    circles: CircleMark | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class RetryState(WireModel):
@@ -216,6 +213,8 @@ class RunState(WireModel):
     resume_command: str = ""
     review_gate: ReviewGateState | None = None
     notes: list[Note] = Field(default_factory=list)  # the operator's notes to the agent, oldest first
+    # the circle detectors' memory (run/circles.py); left out of state.json until something is in it
+    circles: CircleState = Field(default_factory=CircleState, exclude_if=lambda value: value == _NO_CIRCLES)
     seq: int = 0  # the last event folded into this state: resume replays events.jsonl past it
     log_tail: list[dict[str, Any]] = Field(default_factory=list)
 
