@@ -24,6 +24,7 @@ from kilo_loop.sandbox.policy import (
     filter_env,
     resolve_home_path,
 )
+from kilo_loop.sandbox.toolshell import write_tool_shell
 
 
 def _existing(paths: list[Path | None]) -> tuple[Path, ...]:
@@ -59,6 +60,13 @@ class Jail:
     facts: ProjectFacts
     paths: JailPaths
     network: NetworkMode = "full"
+    unshare: str | None = None  # util-linux `unshare` when a command in the jail can take a user namespace
+
+    def tool_shell(self, directory: Path, env: Mapping[str, str]) -> Path | None:
+        """The SHELL a jailed agent server gets (see `sandbox.toolshell`), or None where it cannot work."""
+        if self.unshare is None:
+            return None
+        return write_tool_shell(directory, self.unshare, env.get("SHELL"))
 
     def policy(self, env: Mapping[str, str], role: JailRole = "agent", review_file: Path | None = None,
                command: Sequence[str] = ()) -> JailPolicy:

@@ -14,6 +14,7 @@ from kilo_loop.sandbox.jail import Jail
 from kilo_loop.sandbox.layout import project_facts
 from kilo_loop.sandbox.policy import JailPaths, SandboxError, merge_paths
 from kilo_loop.sandbox.probe import BwrapStatus, probe_bwrap
+from kilo_loop.sandbox.toolshell import nested_userns
 
 
 class SandboxUnavailable(UsageError):
@@ -51,14 +52,18 @@ def backend_paths(backend: object) -> JailPaths:
 
 
 def open_jail(status: BwrapStatus, project: Path, protect: Sequence[str], paths: JailPaths,
-              goal_file: Path | None = None) -> Jail:
+              goal_file: Path | None = None, warn: Callable[[str], None] | None = None) -> Jail:
     """The run's jail; a project the jail cannot hold (a submodule) is a SandboxUnavailable."""
     assert status.binary is not None
     try:
         facts = project_facts(project, protect, paths.project_config, goal_file)
     except SandboxError as exc:
         raise SandboxUnavailable(str(exc)) from exc
-    return Jail(status.binary, facts, paths)
+    unshare, why_not = nested_userns(status.binary)
+    if why_not is not None and warn is not None:
+        warn(f"commands in the jail cannot get a user namespace of their own ({why_not}): under the serve "
+             "transport they could read the agent server's password; use --transport run to keep it out of reach")
+    return Jail(status.binary, facts, paths, unshare=unshare)
 
 
 def all_protect(globs: Iterable[str]) -> tuple[str, ...]:
@@ -86,7 +91,7 @@ def run_jail(mode: str, dry_run: bool, project: Path, protect: Sequence[str], ba
         warn(warning)
     if status is None:
         return None
-    return open_jail(status, project, protect, backend_paths(backend), goal_file)
+    return open_jail(status, project, protect, backend_paths(backend), goal_file, warn)
 
 
 def preview(mode: str, dry_run: bool, protected: int) -> str:

@@ -142,7 +142,7 @@ class AgentServer:
         command = [self.spec.binary, "serve", "--port", str(self.port), "--hostname", "127.0.0.1"]
         env = self.child_env()
         if self.spec.jail is not None:
-            command, env = self.spec.jail.wrap(command, env)
+            command, env = self._jailed(command, env)
         try:
             self._process = await asyncio.create_subprocess_exec(
                 *command, cwd=self.spec.project, env=env, stdin=asyncio.subprocess.DEVNULL,
@@ -166,6 +166,16 @@ class AgentServer:
             await asyncio.sleep(0.2)
         await self.stop()
         raise ServerStartError(f"`{self.spec.runtime} serve` did not answer within {self.spec.start_timeout_s:.0f} s")
+
+    def _jailed(self, command: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+        """The server in the run's jail, its commands each in a user namespace of their own (so none can
+        read the password from the server's /proc entries: `sandbox.toolshell`)."""
+        assert self.spec.jail is not None
+        if self.pidfile is not None:
+            shell = self.spec.jail.tool_shell(self.pidfile.parent / "jail", env)
+            if shell is not None:
+                env["SHELL"] = str(shell)
+        return self.spec.jail.wrap(command, env)
 
     def _write_pidfile(self) -> None:
         if self.pidfile is None or self._process is None:
