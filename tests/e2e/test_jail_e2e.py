@@ -29,7 +29,7 @@ import pytest
 from kilo_loop.sandbox.probe import probe_bwrap
 
 from .agent_loop import AgentLoop
-from .conftest import LOOP_DIR, Loop, LoopRun, find_cli, iteration_marker, write, write_progress
+from .conftest import LOOP_DIR, AgentBins, Loop, LoopRun, find_cli, iteration_marker, write, write_progress
 from .fake_anthropic import FakeAnthropic, claude_env
 from .fake_provider import Calls, FakeProvider, call, hold, say
 from .fake_responses import codex_env
@@ -418,3 +418,29 @@ def wait_until(condition: Callable[[], bool], seconds: float = 30.0) -> bool:
             return False
         time.sleep(0.1)
     return True
+
+
+@pytest.mark.parametrize("transport", ["run"], indirect=True)
+def test_an_agent_the_jail_cannot_start_says_what_failed_and_what_to_do(
+        jail_on: None, loop: Loop, git_project: Path, agent_home: Path, agent_bins: AgentBins) -> None:
+    """A CLI whose interpreter lives under HOME, which the jail replaces (the CLI itself the jail binds, as
+    the environment names it): bubblewrap cannot exec it. The run says so with bubblewrap's own words
+    and the fix, not "agent produced no events"."""
+    (git_project / "plan.md").write_text("# P\n\n- [ ] Write a.txt\n", encoding="utf-8")
+    interpreter = agent_home / "bin" / "sh"
+    interpreter.parent.mkdir()
+    interpreter.symlink_to("/bin/sh")
+    hidden = agent_home / "cli" / "kilo"
+    hidden.parent.mkdir()
+    hidden.write_text(f'#!{interpreter}\nexec {agent_bins.for_runtime("kilo")} "$@"\n', encoding="utf-8")
+    hidden.chmod(0o755)
+
+    run = loop.run("kilo", git_project, "--goal", "plan.md", "-n", "1", "--sandbox", "bwrap", "--no-retry",
+                   extra_env={"KILO_BIN": str(hidden)})
+
+    failed = run.events("agent-failed")
+    assert failed, run.describe()
+    assert "the jail could not start the agent" in failed[0]["message"], failed[0]["data"]
+    assert f"bwrap: execvp {hidden}" in failed[0]["message"] and "--sandbox off" in failed[0]["message"], failed
+    assert "bwrap: execvp" in failed[0]["data"]["stderr"], failed
+    assert "the jail could not start the agent" in run.stdout, run.describe()

@@ -27,6 +27,7 @@ import orjson
 
 from kilo_loop.errors import KiloLoopError
 from kilo_loop.safety.process_group import signal_group, terminate_process_group
+from kilo_loop.sandbox.failure import jail_failure
 
 if TYPE_CHECKING:
     from kilo_loop.sandbox.jail import Jail
@@ -159,7 +160,8 @@ class AgentServer:
         while time.monotonic() < deadline:
             if not self.alive:
                 await asyncio.sleep(0.2)  # let the last output lines arrive
-                raise ServerStartError(f"`{self.spec.runtime} serve` exited with status {self.returncode}: "
+                failure = jail_failure(self.log_tail(), self.returncode) if self.spec.jail is not None else None
+                raise ServerStartError(failure or f"`{self.spec.runtime} serve` exited with status {self.returncode}: "
                                        f"{self.log_tail()[-600:] or 'no output'}")
             if await healthy():
                 return
