@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from kilo_loop.safety import checkpoint as checkpoint_module
-from kilo_loop.safety import undoable
-from kilo_loop.safety.checkpoint import (
+from kilo_loop.checkpoint import store as checkpoint_module
+from kilo_loop.checkpoint import undoable
+from kilo_loop.checkpoint.store import (
     capture_checkpoint,
     load_checkpoint,
     plan_revert,
     revert_to_checkpoint,
     untracked_kept,
 )
-from kilo_loop.safety.guard import Guard
+from kilo_loop.guard.runtime import Guard
 
 
 @pytest.fixture(autouse=True)

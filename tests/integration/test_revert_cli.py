@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from kilo_loop.checkpoint.store import capture_checkpoint, capture_patch_checkpoint
 from kilo_loop.cli import main
 from kilo_loop.commands import revert as revert_module
 from kilo_loop.commands.revert import show_path
-from kilo_loop.safety.checkpoint import capture_checkpoint, capture_patch_checkpoint
 from tests.support.git import git
 
 
