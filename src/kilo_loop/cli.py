@@ -166,6 +166,11 @@ def _options(func: Any) -> Any:
         click.option("--sandbox", type=click.Choice(["auto", "bwrap", "off"]),
                      help="jail the agent and verify in bubblewrap: auto (when it works here, default), bwrap "
                           "(required), off"),
+        click.option("--sandbox-network", type=click.Choice(["full", "model", "none"]),
+                     help="the jail's network: full (default), model (the model endpoint and --sandbox-allow-host "
+                          "only, through the loop's proxy), none (the model endpoint only)"),
+        click.option("--sandbox-allow-host", "sandbox_allow_hosts", multiple=True,
+                     help="with --sandbox-network model: a host (host, host:port, *.domain) the jail may reach too"),
         click.option("--guard-stop", is_flag=True, default=None, help="stop the run on the first guard hit"),
         click.option("--max-guard-blocks", type=int, help="consecutive guard hits tolerated (default 3)"),
         click.option("--redact/--no-redact", default=None, help="redact secrets in everything written"),
@@ -249,6 +254,7 @@ _ACTS_ONLY_WITH: dict[str, tuple[str, str]] = {
 # Flags only a real agent CLI acts on: a dry run's simulated agent runs no command, so the loop runs
 # no verify after it (verify could change files; a dry run changes none but the loop's own).
 _REAL_RUN_ONLY = ("verify", "verify_timeout_minutes", "runtime", "transport", "isolate_home", "usage_db", "sandbox",
+                  "sandbox_network", "sandbox_allow_hosts",
                   "provider_config_mode", "thinking", "auto")
 
 # A flag that loses to another one typed with it: (the flag, the winning flag, what the winner does).

@@ -13,6 +13,7 @@ only under the test's temporary directory.
 from __future__ import annotations
 
 import base64
+import http.server
 import json
 import os
 import secrets
@@ -23,6 +24,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -444,3 +446,68 @@ def test_an_agent_the_jail_cannot_start_says_what_failed_and_what_to_do(
     assert f"bwrap: execvp {hidden}" in failed[0]["message"] and "--sandbox off" in failed[0]["message"], failed
     assert "bwrap: execvp" in failed[0]["data"]["stderr"], failed
     assert "the jail could not start the agent" in run.stdout, run.describe()
+
+
+# --------------------------------------------------------------------------- the jail's own network
+
+# Data: the agent tries a second local HTTP server directly and through the jail's proxy; it writes
+# what happened to net.txt.
+REACH_ANOTHER_SERVER = (
+    "python3 -c '"
+    "import json, os, urllib.request\n"
+    "os.environ.pop(\"no_proxy\", None), os.environ.pop(\"NO_PROXY\", None)\n"
+    "out = {}\n"
+    "for name, opener in ((\"direct\", urllib.request.build_opener(urllib.request.ProxyHandler({}))),\n"
+    "        (\"proxy\", urllib.request.build_opener(urllib.request.ProxyHandler({\"http\": os.environ.get(\"HTTP_PROXY\", \"http://127.0.0.1:3128\")})))):\n"
+    "    try:\n"
+    "        out[name] = opener.open(\"http://127.0.0.1:OTHER_PORT/secret\", timeout=10).status\n"
+    "    except Exception as exc:\n"
+    "        out[name] = f\"{type(exc).__name__}: {exc}\"[:200]\n"
+    "open(\"net.txt\", \"w\").write(json.dumps(out))\n"
+    "'"
+)
+
+
+class _Counting(http.server.BaseHTTPRequestHandler):
+    hits: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.hits.append(self.path)
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("transport", ["run"], indirect=True)
+def test_sandbox_network_model_reaches_the_model_and_nothing_else(
+        jail_on: None, loop: Loop, fake_provider: FakeProvider, git_project: Path) -> None:
+    """The jail in its own network namespace: the model server (loopback, forwarded by the in-jail
+    bridge) is reached; a second local server is not, directly or through the loop's proxy, whose
+    refusal is a guard event."""
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Counting)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        (git_project / "plan.md").write_text("# P\n\n- [ ] Write a.txt\n", encoding="utf-8")
+        fake_provider.add_turns(
+            call("bash", {"command": REACH_ANOTHER_SERVER.replace("OTHER_PORT", str(other.server_address[1])),
+                          "description": "Scripted command"}),
+            write(git_project / "a.txt", "a\n"), write_progress(git_project, 1, "stage-1", "done", percent=100),
+            say("Done."), marker=iteration_marker(1),
+        )
+
+        run = loop.run("kilo", git_project, "--goal", "plan.md", "-n", "2", "--sandbox", "bwrap",
+                       "--sandbox-network", "model")
+    finally:
+        other.shutdown()
+
+    assert run.returncode == 0, run.describe()
+    assert (git_project / "a.txt").read_text(encoding="utf-8") == "a\n"  # the model was reached
+    assert "network model" in run.state()["sandbox"], run.state()["sandbox"]
+    assert (git_project / "net.txt").exists(), [e["data"] for e in run.events("tool")]
+    reached = json.loads((git_project / "net.txt").read_text(encoding="utf-8"))
+    assert "Connection refused" in str(reached["direct"]) and "403" in str(reached["proxy"]), reached
+    assert _Counting.hits == []
+    refused = [e for e in run.events("guard") if e["data"].get("rule") == "network"]
+    assert refused and f"127.0.0.1:{other.server_address[1]}" in refused[0]["message"], run.describe()

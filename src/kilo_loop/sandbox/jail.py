@@ -12,6 +12,7 @@ from pathlib import Path
 
 import kilo_loop
 from kilo_loop.sandbox.bwrap import bwrap_argv
+from kilo_loop.sandbox.network import PROXY_PORT, model_endpoints, proxy_env
 from kilo_loop.sandbox.policy import (
     BASE_ENV_PREFIXES,
     COMMON_HOME_RO,
@@ -24,6 +25,7 @@ from kilo_loop.sandbox.policy import (
     filter_env,
     resolve_home_path,
 )
+from kilo_loop.sandbox.proxy import NetworkProxy
 from kilo_loop.sandbox.toolshell import write_tool_shell
 
 
@@ -61,6 +63,7 @@ class Jail:
     paths: JailPaths
     network: NetworkMode = "full"
     unshare: str | None = None  # util-linux `unshare` when a command in the jail can take a user namespace
+    proxy: NetworkProxy | None = None  # the loop's proxy: the only way out of a jail with its own network
 
     def tool_shell(self, directory: Path, env: Mapping[str, str]) -> Path | None:
         """The SHELL a jailed agent server gets (see `sandbox.toolshell`), or None where it cannot work."""
@@ -94,10 +97,25 @@ class Jail:
         kept = dict(env) if policy.keep_all_env else filter_env(env, policy.env_keep, policy.env_prefixes)
         if kept.get("TMPDIR", "/tmp") != "/tmp":
             kept["TMPDIR"] = "/tmp"  # the jail's /tmp is private: a TMPDIR under the real one is not there
-        return bwrap_argv(policy, command, self.bwrap), kept
+        command, kept, sockets = self._network(command, kept, role)
+        return bwrap_argv(replace(policy, bind_ro=sockets), command, self.bwrap), kept
+
+    def _network(self, command: list[str], env: dict[str, str],
+                 role: JailRole) -> tuple[list[str], dict[str, str], tuple[Path, ...]]:
+        """In a jail with its own network, the command runs behind the bridge to the loop's proxy (the
+        verify command of `none` gets no way out at all)."""
+        proxy = self.proxy
+        if self.network == "full" or proxy is None or (role == "verify" and self.network == "none"):
+            return command, env, ()
+        proxy.allow_model(model_endpoints(env, self.paths.model_hosts))
+        forwards = [arg for target in proxy.policy.forwards for arg in ("--forward", str(target))]
+        bridged = [sys.executable, "-m", "kilo_loop.sandbox.bridge", str(proxy.socket), str(PROXY_PORT), *forwards,
+                   "--", *command]
+        return bridged, {**env, **proxy_env()}, (proxy.directory,)
 
     def describe(self) -> str:
-        return describe(JailPolicy(facts=self.facts, network=self.network))
+        line = describe(JailPolicy(facts=self.facts, network=self.network))
+        return f"{line} ({self.proxy.policy.describe()})" if self.proxy is not None else line
 
     def with_facts(self, facts: ProjectFacts) -> Jail:
         return replace(self, facts=facts)

@@ -103,6 +103,10 @@ class ServeBackend:
         """Start the run's server; False (said once through `warn`) when it cannot, and `run` is used.
         `reviewer_guard` (a run with reviewers) judges their sessions, and makes every edit ask."""
         self._warn = warn
+        if self._jail is not None and self._jail.network != "full":
+            warn(f"--sandbox-network {self._jail.network}: the loop reaches no server inside a jail with its own "
+                 f"network yet; `{self.name} run` is used for this run")
+            return False
         killed = kill_leftovers(run_dir.parent)
         if killed:
             warn(f"stopped {killed} agent server(s) left running by an earlier loop that was killed")
