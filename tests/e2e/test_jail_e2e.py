@@ -480,12 +480,13 @@ class _Counting(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.mark.parametrize("transport", ["run"], indirect=True)
+@pytest.mark.parametrize("transport", ["serve", "run"], indirect=True)
 def test_sandbox_network_model_reaches_the_model_and_nothing_else(
         jail_on: None, loop: Loop, fake_provider: FakeProvider, git_project: Path) -> None:
     """The jail in its own network namespace: the model server (loopback, forwarded by the in-jail
     bridge) is reached; a second local server is not, directly or through the loop's proxy, whose
-    refusal is a guard event."""
+    refusal is a guard event. Under serve the loop reaches the warm server inside the jail's network
+    through a socket the bridge inherited."""
     other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Counting)
     threading.Thread(target=other.serve_forever, daemon=True).start()
     try:
@@ -505,6 +506,8 @@ def test_sandbox_network_model_reaches_the_model_and_nothing_else(
     assert run.returncode == 0, run.describe()
     assert (git_project / "a.txt").read_text(encoding="utf-8") == "a\n"  # the model was reached
     assert "network model" in run.state()["sandbox"], run.state()["sandbox"]
+    if loop.transport == "serve":
+        assert "agent server up" in run.stdout, run.describe()
     assert (git_project / "net.txt").exists(), [e["data"] for e in run.events("tool")]
     reached = json.loads((git_project / "net.txt").read_text(encoding="utf-8"))
     assert "Connection refused" in str(reached["direct"]) and "403" in str(reached["proxy"]), reached

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import socket
 import sys
 
 from kilo_loop.sandbox.proxy import pipe_both
@@ -42,23 +43,49 @@ async def _listen(socket_path: str, port: int, preface: bytes) -> asyncio.base_e
     return await asyncio.start_server(lambda r, w: _relay(socket_path, preface, r, w), _LISTEN_HOST, port)
 
 
-def parse(argv: list[str]) -> tuple[str, int, list[str], list[str]]:
+async def _inward(port: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """The loop, from outside, to a server inside the jail's network (the warm agent server)."""
+    try:
+        inside = await asyncio.open_connection(_LISTEN_HOST, port)
+    except OSError:
+        writer.close()
+        return
+    await pipe_both((reader, writer), inside)
+
+
+async def _inbound(entry: str) -> asyncio.base_events.Server:
+    """`FD:PORT`: accept on the inherited listening socket FD, relay each connection to PORT inside."""
+    fd, _, port = entry.partition(":")
+    inside = int(port)
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _inward(inside, reader, writer)
+
+    return await asyncio.start_unix_server(relay, sock=socket.socket(fileno=int(fd)))
+
+
+def _option(head: list[str], name: str) -> list[str]:
+    return [head[i + 1] for i, arg in enumerate(head) if arg == name and i + 1 < len(head)]
+
+
+def parse(argv: list[str]) -> tuple[str, int, list[str], list[str], list[str]]:
     if "--" not in argv or len(argv) < 2:
-        raise SystemExit("usage: bridge SOCKET PROXY_PORT [--forward HOST:PORT ...] -- COMMAND ...")
+        raise SystemExit("usage: bridge SOCKET PROXY_PORT [--forward HOST:PORT ...] [--inbound FD:PORT] -- COMMAND ...")
     split = argv.index("--")
     head, command = argv[:split], argv[split + 1:]
-    forwards = [head[i + 1] for i, arg in enumerate(head) if arg == "--forward" and i + 1 < len(head)]
     if not command:
         raise SystemExit("bridge: nothing to run")
-    return head[0], int(head[1]), forwards, command
+    return head[0], int(head[1]), _option(head, "--forward"), _option(head, "--inbound"), command
 
 
 async def main(argv: list[str]) -> int:
-    socket_path, proxy_port, forwards, command = parse(argv)
+    socket_path, proxy_port, forwards, inbound, command = parse(argv)
     servers = [await _listen(socket_path, proxy_port, b"")]
+    for entry in inbound:  # a listening Unix socket the loop made and handed down by descriptor
+        servers.append(await _inbound(entry))
     for target in forwards:
-        port = int(target.rpartition(":")[2])
-        servers.append(await _listen(socket_path, port, f"CONNECT {target} HTTP/1.1\r\n\r\n".encode()))
+        forwarded = int(target.rpartition(":")[2])
+        servers.append(await _listen(socket_path, forwarded, f"CONNECT {target} HTTP/1.1\r\n\r\n".encode()))
     try:
         child = await asyncio.create_subprocess_exec(*command)
     except OSError as exc:

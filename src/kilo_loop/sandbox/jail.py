@@ -89,7 +89,7 @@ class Jail:
         )
 
     def wrap(self, command: list[str], env: Mapping[str, str], role: JailRole = "agent",
-             review_file: Path | None = None) -> tuple[list[str], dict[str, str]]:
+             review_file: Path | None = None, inbound: tuple[int, int] | None = None) -> tuple[list[str], dict[str, str]]:
         """The command run inside the jail, and the environment it gets."""
         policy = self.policy(env, role, review_file, command)
         if role == "reviewer" and review_file is not None and not review_file.exists():
@@ -97,18 +97,21 @@ class Jail:
         kept = dict(env) if policy.keep_all_env else filter_env(env, policy.env_keep, policy.env_prefixes)
         if kept.get("TMPDIR", "/tmp") != "/tmp":
             kept["TMPDIR"] = "/tmp"  # the jail's /tmp is private: a TMPDIR under the real one is not there
-        command, kept, sockets = self._network(command, kept, role)
+        command, kept, sockets = self._network(command, kept, role, inbound)
         return bwrap_argv(replace(policy, bind_ro=sockets), command, self.bwrap), kept
 
-    def _network(self, command: list[str], env: dict[str, str],
-                 role: JailRole) -> tuple[list[str], dict[str, str], tuple[Path, ...]]:
+    def _network(self, command: list[str], env: dict[str, str], role: JailRole,
+                 inbound: tuple[int, int] | None = None) -> tuple[list[str], dict[str, str], tuple[Path, ...]]:
         """In a jail with its own network, the command runs behind the bridge to the loop's proxy (the
-        verify command of `none` gets no way out at all)."""
+        verify command of `none` gets no way out at all); `inbound` (a listening socket's descriptor, a
+        port inside) lets the loop reach a server in the jail, the warm agent server."""
         proxy = self.proxy
         if self.network == "full" or proxy is None or (role == "verify" and self.network == "none"):
             return command, env, ()
         proxy.allow_model(model_endpoints(env, self.paths.model_hosts))
         forwards = [arg for target in proxy.policy.forwards for arg in ("--forward", str(target))]
+        if inbound is not None:
+            forwards += ["--inbound", f"{inbound[0]}:{inbound[1]}"]
         bridged = [sys.executable, "-m", "kilo_loop.sandbox.bridge", str(proxy.socket), str(PROXY_PORT), *forwards,
                    "--", *command]
         return bridged, {**env, **proxy_env()}, (proxy.directory,)

@@ -3,6 +3,7 @@ request parsing, and the jail's command behind the bridge."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -100,3 +101,34 @@ def test_a_jail_with_its_own_network_runs_the_command_behind_the_bridge(tmp_path
         assert "--unshare-net" not in full_argv
     finally:
         proxy.directory.rmdir()
+
+
+def test_the_proxy_tunnels_what_the_policy_allows_and_refuses_the_rest() -> None:
+    """The loop's proxy on its Unix socket, against a throwaway local server (no jail needed)."""
+
+    async def scenario() -> tuple[bytes, bytes, list[str]]:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.0 200 OK\r\n\r\nhello")
+            writer.close()
+
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        proxy = NetworkProxy(NetworkPolicy("model", (Endpoint("127.0.0.1", port),)))
+        await proxy.start()
+        try:
+            reader, writer = await asyncio.open_unix_connection(str(proxy.socket))
+            writer.write(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\nGET / HTTP/1.0\r\n\r\n".encode())
+            allowed = await reader.read()
+            reader, writer = await asyncio.open_unix_connection(str(proxy.socket))
+            writer.write(b"GET http://127.0.0.1:1/x HTTP/1.1\r\nHost: a\r\n\r\n")
+            refused = await reader.read()
+            return allowed, refused, [r.target for r in proxy.drain()]
+        finally:
+            await proxy.aclose()
+            server.close()
+
+    allowed, refused, refusals = asyncio.run(scenario())
+    assert allowed.startswith(b"HTTP/1.1 200 Connection established") and allowed.endswith(b"hello")
+    assert refused.startswith(b"HTTP/1.1 403") and b"127.0.0.1:1" in refused
+    assert refusals == ["127.0.0.1:1"]

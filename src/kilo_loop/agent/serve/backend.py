@@ -103,10 +103,6 @@ class ServeBackend:
         """Start the run's server; False (said once through `warn`) when it cannot, and `run` is used.
         `reviewer_guard` (a run with reviewers) judges their sessions, and makes every edit ask."""
         self._warn = warn
-        if self._jail is not None and self._jail.network != "full":
-            warn(f"--sandbox-network {self._jail.network}: the loop reaches no server inside a jail with its own "
-                 f"network yet; `{self.name} run` is used for this run")
-            return False
         killed = kill_leftovers(run_dir.parent)
         if killed:
             warn(f"stopped {killed} agent server(s) left running by an earlier loop that was killed")
@@ -133,7 +129,7 @@ class ServeBackend:
         assert self._spec is not None
         await self._stop_server()
         server = AgentServer(self._spec, self._pidfile)
-        client = ServerClient(server.base_url, server.username, server.password)
+        client = ServerClient(server.base_url, server.username, server.password, uds=server.uds)
         self._server, self._client = server, client
         await server.start(client.healthy)
         if self._permissions is None:
