@@ -174,6 +174,11 @@ def _options(func: Any) -> Any:
         click.option("--sandbox", type=click.Choice(["auto", "bwrap", "off"]),
                      help="jail the agent and verify in bubblewrap: auto (when it works here, default), bwrap "
                           "(required), off"),
+        click.option("--sandbox-network", type=click.Choice(["full", "model", "none"]),
+                     help="the jail's network: full (default), model (the model endpoint and --sandbox-allow-host "
+                          "only, through the loop's proxy), none (the model endpoint only)"),
+        click.option("--sandbox-allow-host", "sandbox_allow_hosts", multiple=True,
+                     help="with --sandbox-network model: a host (host, host:port, *.domain) the jail may reach too"),
         click.option("--guard-stop", is_flag=True, default=None, help="stop the run on the first guard hit"),
         click.option("--tamper", type=click.Choice(["block", "warn", "off"]),
                      help="a stage whose diff deletes, skips or weakens tests or edits what verify reads: block "
@@ -283,6 +288,7 @@ _ACTS_ONLY_WITH: dict[str, tuple[str, str]] = {
 # Flags only a real agent CLI acts on: a dry run's simulated agent runs no command, so the loop runs
 # no verify after it (verify could change files; a dry run changes none but the loop's own).
 _REAL_RUN_ONLY = ("verify", "verify_timeout_minutes", "runtime", "transport", "isolate_home", "usage_db", "sandbox",
+                  "sandbox_network", "sandbox_allow_hosts",
                   "finish", "commit_author", "remote", "forge", "forge_url", "forge_repo", "issue_comments",
                   "provider_config_mode", "thinking", "auto")
 

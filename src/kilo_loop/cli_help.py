@@ -17,6 +17,7 @@ PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "session_mode", "auto_fresh_tokens", "context_warn_tokens", "prompt_extra", "isolate_home",
                "provider_config_mode", "usage_db", "max_iteration_minutes")),
     ("Safety", ("verify", "verify_timeout_minutes", "guard", "guard_stop", "max_guard_blocks", "sandbox", "tamper",
+                "sandbox_network", "sandbox_allow_hosts",
                 "checkpoint", "redact")),
     ("Budgets", ("max_cost", "max_tokens", "max_stale_iterations", "max_same_failure", "max_repeat_calls",
                  "max_failed_calls", "max_quota_wait", "retry", "max_retries",

@@ -73,6 +73,9 @@ class Settings(BaseSettings):
     guard: bool = True
     # The jail (bubblewrap) around every process that runs code the agent controls; see sandbox/.
     sandbox: Literal["auto", "bwrap", "off"] = "auto"
+    # The jail's network: the machine's (full), or its own with the loop's proxy as the only way out.
+    sandbox_network: Literal["full", "model", "none"] = "full"
+    sandbox_allow_hosts: list[str] = Field(default_factory=list)  # `model`: hosts beyond the model's
     # Handing the work over (finish/): the loop, never the agent, commits each finished stage
     finish: Literal["none", "commit", "branch", "pr"] = "none"
     commit_author: str | None = None  # "Name <email>" for the loop's commits (default: git's own identity)

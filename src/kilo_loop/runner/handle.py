@@ -53,6 +53,7 @@ from kilo_loop.safety.known_secrets import KnownSecrets, collect, from_env, scre
 from kilo_loop.safety.redact import Redactor
 from kilo_loop.sandbox.jail import Jail
 from kilo_loop.sandbox.setup import run_jail
+from kilo_loop.sandbox.watch import WatchedBackend
 from kilo_loop.settings import Settings
 
 
@@ -131,6 +132,9 @@ class RunHandle:
     async def run(self) -> RunState:
         """Drive the loop to its end; the final state is always saved to disk."""
         self._open_state()
+        proxy = self.jail.proxy if self.jail is not None else None
+        if proxy is not None:
+            await proxy.start()
         guard = self._guard()
         agent_env = self._prepare_agents()
         notifier = self._notifier()
@@ -153,6 +157,8 @@ class RunHandle:
                 await finisher.after_run(self.state, self.recorder.emit)
         finally:
             self._over = True
+            if proxy is not None:
+                await proxy.aclose()
             if server is not None:
                 await server.aclose()
             await stop_serving(serving)
@@ -166,7 +172,8 @@ class RunHandle:
         """The run's first event: its state (a resumed run's carried over), then what the resume warns of."""
         warnings = self.answers.load_for_resume() if self.resumed else []
         self.jail = run_jail(self.settings.sandbox, self.settings.dry_run, self.project, all_protect_globs(self.goal),
-                             self._backend, self.goal.source, warnings.append)
+                             self._backend, self.goal.source, warnings.append, self.settings.sandbox_network,
+                             self.settings.sandbox_allow_hosts)
         start = self.state.model_copy(update={
             "sandbox": self.jail.describe() if self.jail is not None else "off",
             "answers": len(self.answers.answers), "max_iterations": self.state.iteration + self.settings.iterations,
@@ -234,8 +241,10 @@ class RunHandle:
 
     def _loop_context(self, guard: Guard | None, review: ReviewOptions | None) -> LoopContext:
         settings = self.settings
+        proxy = self.jail.proxy if self.jail is not None else None
+        backend = WatchedBackend(self._backend, proxy) if proxy is not None else self._backend
         ctx = LoopContext(
-            settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
+            settings=settings, goal=self.goal, project=self.project, backend=backend, control=self.control,
             recorder=self.recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact, self.jail), guard=guard,
             answer_channel_open=self.answer_channel_open,
             answer_timeout=effective_answer_timeout(settings.answer_timeout, settings.dry_run, stdin_is_tty()),

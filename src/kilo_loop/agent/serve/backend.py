@@ -112,7 +112,7 @@ class ServeBackend:
         self.broker = PermissionBroker(guard, str(project), user_bash_rules(runtime, project, os.environ),
                                        reviewer_guard)
         ask_edits = self._ask_edits or reviewer_guard is not None
-        self._spec = ServerSpec(self.binary, runtime, project, serve_env(runtime, child_env, ask_edits),
+        self._spec = ServerSpec(self.binary, runtime, project, serve_env(runtime, child_env, ask_edits, self._jail is not None),
                                 self.start_timeout_s, self._jail)
         self._pidfile = run_dir / PIDFILE
         self._config_files = snapshot(config_files(project, runtime))
@@ -129,7 +129,7 @@ class ServeBackend:
         assert self._spec is not None
         await self._stop_server()
         server = AgentServer(self._spec, self._pidfile)
-        client = ServerClient(server.base_url, server.username, server.password)
+        client = ServerClient(server.base_url, server.username, server.password, uds=server.uds)
         self._server, self._client = server, client
         await server.start(client.healthy)
         if self._permissions is None:
