@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kilo_loop.git import GitError, run_git
-from kilo_loop.safety import secret_patterns as sp
-from kilo_loop.safety.redact_known import MIN_LENGTH
+from kilo_loop.redact import _patterns as sp
+from kilo_loop.redact._masker import MIN_LENGTH
 
 __all__ = ["DEFAULT_MASK_FILES", "KnownSecrets", "collect", "from_env", "from_mask_files", "values_in"]
 

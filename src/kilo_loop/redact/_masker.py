@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kilo_loop.safety.secret_patterns import REDACTED
+from kilo_loop.redact._patterns import REDACTED
 
 try:  # pragma: no cover - exercised by whichever environment runs the tests
     import re2

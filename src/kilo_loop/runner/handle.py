@@ -25,6 +25,7 @@ from kilo_loop.loop.commands import (
 from kilo_loop.loop.hitl import AnswerBook, effective_answer_timeout
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
 from kilo_loop.notify import Notifier
+from kilo_loop.redact import KnownSecrets, Redactor, collect, from_env, screen
 from kilo_loop.review.controller import ReviewOptions
 from kilo_loop.review.options import review_options
 from kilo_loop.review.readonly import ReadOnlyGuard
@@ -47,8 +48,6 @@ from kilo_loop.safety.checkpoint import (
     revert_to_checkpoint,
 )
 from kilo_loop.safety.guard import Guard
-from kilo_loop.safety.known_secrets import KnownSecrets, collect, from_env, screen
-from kilo_loop.safety.redact import Redactor
 from kilo_loop.sandbox.jail import Jail
 from kilo_loop.sandbox.setup import run_jail
 from kilo_loop.settings import Settings

@@ -1,5 +1,5 @@
-"""Known secrets masked by value (``safety.redact_known``) and collected at start
-(``safety.known_secrets``).  Every value here is a fake made for this file."""
+"""Known secrets masked by value (``redact._masker``) and collected at start
+(``redact._known``).  Every value here is a fake made for this file."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kilo_loop.safety.known_secrets import collect, dotenv_values, from_env, secret_env_name, values_in
-from kilo_loop.safety.redact import REDACTED, Redactor
-from kilo_loop.safety.redact_known import KnownMasker, encodings
+from kilo_loop.redact import REDACTED, Redactor
+from kilo_loop.redact._known import collect, dotenv_values, from_env, secret_env_name, values_in
+from kilo_loop.redact._masker import KnownMasker, encodings
 
 VALUE = "Qm4vT9xLp2Wz7Rk1Bn8Hc5Yd3Fg6Js0Ue"  # 34 characters, matches no pattern rule alone
 TOKEN_ALPHABET = string.ascii_letters + string.digits + "-_.~+/=!@#%^&*"
