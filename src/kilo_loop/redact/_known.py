@@ -79,10 +79,11 @@ def values_in(text: str) -> Iterator[str]:
     stripped = text.strip()
     if stripped.startswith("{"):
         try:
-            yield from _json_secrets(json.loads(stripped), 0)
-        except ValueError:
+            parsed = json.loads(stripped)
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to read: its lines are the values
             pass
         else:
+            yield from _json_secrets(parsed, 0)
             return
     lines = [line.strip() for line in stripped.splitlines() if line.strip()]
     yield from (line for line in lines if not line.startswith("-----"))

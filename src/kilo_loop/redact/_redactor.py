@@ -173,8 +173,8 @@ class Redactor:
             return _failed_block(block), b"", [(0, "internal error: the whole block redacted")]
 
     def redact_value(self, value: Any) -> Any:
-        """Redact strings inside dicts/lists/tuples; keys stay as they are, and a string under a
-        secret-named key (``password``, ``apiKey``, ``authorization`` …) is redacted wholesale."""
+        """Redact strings (and bytes, as text) inside dicts/lists/tuples; keys stay as they are, and a
+        string under a secret-named key (``password``, ``apiKey``, ``authorization`` …) is redacted wholesale."""
         if not self.enabled:
             return value
         try:
@@ -185,6 +185,8 @@ class Redactor:
     def _value(self, value: Any, depth: int) -> Any:
         if isinstance(value, str):
             return self.redact(value)
+        if isinstance(value, (bytes, bytearray)):  # never written as they are: text, redacted
+            return self.redact(_as_text(value))
         if depth >= _MAX_DEPTH and isinstance(value, (dict, list, tuple)):
             return REDACTED
         if isinstance(value, dict):
