@@ -18,8 +18,8 @@ from pathlib import Path
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "durations", "__init__"}),
     frozenset({"run"}),
-    frozenset({"git", "gitstatus", "treewatch", "goal", "guard_patterns", "safety", "redact", "agent", "notify",
-               "doctor", "sandbox"}),
+    frozenset({"git", "gitstatus", "treewatch", "goal", "guard", "checkpoint", "redact", "agent", "notify", "doctor",
+               "sandbox", "verify", "process_group"}),
     frozenset({"settings"}),
     frozenset({"session"}),
     frozenset({"loop", "review"}),
@@ -39,8 +39,8 @@ KNOWN_AGAINST_LAYERS: frozenset[tuple[str, str]] = frozenset({
 KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset({
     # The same validator; review/options names Settings only for its type (issue 22 item 7).
     frozenset({"kilo_loop.settings", "kilo_loop.review.options"}),
-    # safety/ waits for its split by concept (issue 22 item 5) until the guard branch lands.
-    frozenset({"kilo_loop.safety.shell.analyze", "kilo_loop.safety.shell.parse"}),
+    # The shell analyzer and parser of the guard call each other (the split by concept left them as they were).
+    frozenset({"kilo_loop.guard.shell.analyze", "kilo_loop.guard.shell.parse"}),
 })
 
 ROOT = Path(__file__).resolve().parents[2]
