@@ -73,6 +73,9 @@ class Settings(BaseSettings):
     guard: bool = True
     # The jail (bubblewrap) around every process that runs code the agent controls; see sandbox/.
     sandbox: Literal["auto", "bwrap", "off"] = "auto"
+    # Handing the work over (finish/): the loop, never the agent, commits each finished stage
+    finish: Literal["none", "commit", "branch"] = "none"
+    commit_author: str | None = None  # "Name <email>" for the loop's commits (default: git's own identity)
     guard_stop: bool = False
     max_guard_blocks: int = Field(3, ge=1)
     guard_deny: list[str] = Field(default_factory=list)
@@ -132,6 +135,18 @@ class Settings(BaseSettings):
     def _split_list(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [item for item in re.split(r"[\s,]+", value) if item]
+        return value
+
+    @field_validator("commit_author", mode="after")
+    @classmethod
+    def _author(cls, value: str | None) -> str | None:
+        """`Name <email>`, checked before the run starts (not at its first commit)."""
+        from kilo_loop.finish.commits import FinishError, author_env
+
+        try:
+            author_env(value)
+        except FinishError as exc:
+            raise ValueError(str(exc)) from None
         return value
 
     @field_validator("guard_deny", "guard_allow", mode="after")
