@@ -167,11 +167,20 @@ def _options(func: Any) -> Any:
                      help="jail the agent and verify in bubblewrap: auto (when it works here, default), bwrap "
                           "(required), off"),
         click.option("--guard-stop", is_flag=True, default=None, help="stop the run on the first guard hit"),
-        click.option("--finish", type=click.Choice(["none", "commit", "branch"]),
+        click.option("--finish", type=click.Choice(["none", "commit", "branch", "pr"]),
                      help="when a stage is done, the loop commits exactly its changes: on this branch (commit), on a "
-                          "new branch kilo-loop/<slug>-<runId> (branch), or not at all (none, default)"),
+                          "new branch kilo-loop/<slug>-<runId> (branch), that branch pushed with a pull request "
+                          "(pr; token from GITHUB_TOKEN, GITLAB_TOKEN or GITEA_TOKEN), or not at all (none, default)"),
         click.option("--commit-author", metavar='"NAME <EMAIL>"',
                      help="author of the loop's commits (default: git's configured identity)"),
+        click.option("--remote", help="--finish pr: the git remote to push to (default origin)"),
+        click.option("--forge", type=click.Choice(["auto", "github", "gitlab", "gitea"]),
+                     help="--finish pr: the forge (default: from the remote's host)"),
+        click.option("--forge-url", metavar="URL",
+                     help="--finish pr: the forge's REST API (default: GITHUB_API_URL, CI_API_V4_URL, GITEA_URL or "
+                          "the remote's host)"),
+        click.option("--forge-repo", metavar="OWNER/REPO", help="--finish pr: the repository, when the remote's URL "
+                     "does not say"),
         click.option("--max-guard-blocks", type=int, help="consecutive guard hits tolerated (default 3)"),
         click.option("--redact/--no-redact", default=None, help="redact secrets in everything written"),
         click.option("--max-cost", type=float, help="stop at this cost in USD (stopped-budget)"),
@@ -254,7 +263,7 @@ _ACTS_ONLY_WITH: dict[str, tuple[str, str]] = {
 # Flags only a real agent CLI acts on: a dry run's simulated agent runs no command, so the loop runs
 # no verify after it (verify could change files; a dry run changes none but the loop's own).
 _REAL_RUN_ONLY = ("verify", "verify_timeout_minutes", "runtime", "transport", "isolate_home", "usage_db", "sandbox",
-                  "finish", "commit_author",
+                  "finish", "commit_author", "remote", "forge", "forge_url", "forge_repo",
                   "provider_config_mode", "thinking", "auto")
 
 # A flag that loses to another one typed with it: (the flag, the winning flag, what the winner does).
