@@ -80,6 +80,7 @@ class Settings(BaseSettings):
     forge: Literal["auto", "github", "gitlab", "gitea"] = "auto"  # auto: from the remote's host
     forge_url: str | None = None  # the forge's REST API base (GitHub Enterprise, self-hosted GitLab/Gitea)
     forge_repo: str | None = None  # OWNER/REPO when the remote's URL does not say (a local path, an SSH alias)
+    issue_comments: bool = False  # a goal from an issue: comment on it as each stage is committed
     guard_stop: bool = False
     max_guard_blocks: int = Field(3, ge=1)
     guard_deny: list[str] = Field(default_factory=list)

@@ -18,6 +18,8 @@ class ScriptedGitHub:
     repo: str = "acme/app"
     default_branch: str = "main"
     pulls: list[dict[str, Any]] = field(default_factory=list)
+    issues: dict[int, dict[str, Any]] = field(default_factory=dict)  # number -> {"title", "body", "state"}
+    comments: list[tuple[int, str]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     refuse_with: int | None = None  # answer every call with this status (401, 403, 404, …)
     url: str = ""
@@ -47,6 +49,15 @@ class ScriptedGitHub:
             pull = self.pulls[int(path.rsplit("/", 1)[1]) - 1]
             pull.update({key: body[key] for key in ("title", "body") if key in body})
             return 200, pull
+        if path.startswith(f"{base}/issues/"):
+            number = int(path.split("/")[5])
+            if number not in self.issues:
+                return 404, {"message": "Not Found"}
+            if method == "POST" and path.endswith("/comments"):
+                self.comments.append((number, body["body"]))
+                return 201, {"id": len(self.comments), "body": body["body"]}
+            issue = self.issues[number]
+            return 200, {"number": number, "html_url": f"https://github.example/{self.repo}/issues/{number}", **issue}
         if method == "POST" and path == "/graphql":
             node = body["variables"]["id"]
             for pull in self.pulls:

@@ -19,7 +19,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "durations", "__init__"}),
     frozenset({"run"}),
     frozenset({"git", "gitstatus", "treewatch", "goal", "guard", "checkpoint", "redact", "agent", "notify", "doctor",
-               "finish", "sandbox", "verify", "process_group"}),
+               "finish", "forge", "sandbox", "verify", "process_group"}),
     frozenset({"settings"}),
     frozenset({"session"}),
     frozenset({"loop", "review"}),

@@ -22,11 +22,12 @@ from kilo_loop.finish.commits import (
     current_branch,
     switch_to_run_branch,
 )
-from kilo_loop.finish.forges import ForgeError
 from kilo_loop.finish.handover import ForgeOptions, PullRequester, build_pull_requester
 from kilo_loop.finish.message import commit_message
 from kilo_loop.finish.paths import stage_paths
+from kilo_loop.forge.api import Forge, ForgeError
 from kilo_loop.gitstatus import read_status
+from kilo_loop.goal.issue import IssueRef, issue_forge
 from kilo_loop.run.events import FinishPlanned, PullRequestOpened, RunEvent, StageCommitted, Warned
 from kilo_loop.run.receipts import stage_receipts
 from kilo_loop.run.state import RunState
@@ -52,6 +53,7 @@ class StageFinisher:
     author: dict[str, str] = field(default_factory=dict)
     loop_files: frozenset[str] = frozenset()  # the goal file, relative to the project
     pr: PullRequester | None = None  # --finish pr: push after each stage, the pull request at the end
+    issue_comments: tuple[Forge, int] | None = None  # --issue-comments: the goal's issue hears of each stage
     _committed: set[str] = field(default_factory=set)
     _dirty_at_start: frozenset[str] = frozenset()
 
@@ -83,6 +85,13 @@ class StageFinisher:
             done.append(Committed(stage.id, stage.title, commit, paths.commit, paths.left_out))
         return done
 
+    def _comment(self, commits: list[Committed]) -> None:
+        forge, number = self.issue_comments or (None, 0)
+        for item in commits:
+            if forge is not None:
+                forge.comment(number, f"kilo-loop run `{self.run_id}`: stage **{item.title}** is done and committed "
+                                      f"({item.commit[:10]}, {len(item.files)} file(s)).")
+
     def _baseline(self) -> frozenset[str]:
         if self.baseline_file.is_file():
             return frozenset(orjson.loads(self.baseline_file.read_bytes()))
@@ -98,7 +107,9 @@ class StageFinisher:
             commits = await asyncio.to_thread(self.commit_done, state)
             if commits and self.pr is not None:
                 await asyncio.to_thread(self.pr.push)
-        except (FinishError, OSError) as exc:
+            if commits and self.issue_comments is not None:
+                await asyncio.to_thread(self._comment, commits)
+        except (FinishError, ForgeError, OSError) as exc:
             emit(Warned(message=f"finish: {exc}", reason=str(exc), about="finish"))
             return
         for item in commits:
@@ -139,15 +150,17 @@ def run_branch_name(goal_title: str, run_id: str) -> str:
 
 def build_finisher(mode: str, project: Path, run_id: str, run_dir: Path, goal_title: str,
                    goal_file: Path | None, author: str | None, forge: ForgeOptions | None = None,
-                   closes: int | None = None) -> StageFinisher | None:
+                   issue: IssueRef | None = None, issue_comments: bool = False) -> StageFinisher | None:
     """The finisher for `--finish` (None for `none`); FinishError for what would stop it later (a bad
     --commit-author; with `pr`, no remote, an unknown forge, no token)."""
     if mode == "none":
         return None
     branch = run_branch_name(goal_title, run_id) if mode in ("branch", "pr") else None
-    pr = build_pull_requester(project, branch, forge or ForgeOptions(), closes) if mode == "pr" and branch else None
+    pr = build_pull_requester(project, branch, forge or ForgeOptions(), issue) if mode == "pr" and branch else None
+    comments = (issue_forge(issue), issue.number) if issue is not None and issue_comments else None
     goal = goal_file.resolve() if goal_file is not None else None
     inside = goal is not None and goal.is_relative_to(project.resolve())  # one outside is not in the work tree
     loop_files = frozenset({goal.relative_to(project.resolve()).as_posix()}) if goal and inside else frozenset()
     return StageFinisher(project=project, run_id=run_id, baseline_file=run_dir / "finish-baseline.json",
-                         branch=branch, author=author_env(author), loop_files=loop_files, pr=pr)
+                         branch=branch, author=author_env(author), loop_files=loop_files, pr=pr,
+                         issue_comments=comments)

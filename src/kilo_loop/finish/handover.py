@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from kilo_loop.finish.commits import FinishError, push_branch, remote_url
-from kilo_loop.finish.forges import ChangeRequest, Forge, ForgeError, RateLimited
 from kilo_loop.finish.pr_body import pr_body, pr_title
-from kilo_loop.finish.remote import ForgeUnknown, forge_target
+from kilo_loop.forge.api import ChangeRequest, Forge, ForgeError, RateLimited
+from kilo_loop.forge.remote import ForgeUnknown, forge_target
+from kilo_loop.goal.issue import IssueRef
 from kilo_loop.run.state import RunState
 
 T = TypeVar("T")
@@ -33,7 +34,7 @@ class PullRequester:
     remote: str
     branch: str
     forge: Forge
-    closes: int | None = None
+    closes: str | None = None  # `#12` or `owner/repo#12`: the issue the goal came from
 
     def push(self) -> None:
         push_branch(self.project, self.remote, self.branch)
@@ -60,7 +61,7 @@ class PullRequester:
             return call()
 
 
-def build_pull_requester(project: Path, branch: str, options: ForgeOptions, closes: int | None = None,
+def build_pull_requester(project: Path, branch: str, options: ForgeOptions, issue: IssueRef | None = None,
                          env: Mapping[str, str] | None = None) -> PullRequester:
     """Checked at the run's start, before anything is paid for: the remote, the forge, the token."""
     environ = os.environ if env is None else env
@@ -73,6 +74,7 @@ def build_pull_requester(project: Path, branch: str, options: ForgeOptions, clos
     if not token:
         raise FinishError(f"--finish pr needs a {target.kind} token: set {target.token_variable} (it is read from the "
                           "environment and never written anywhere)")
+    closes = None if issue is None else (f"#{issue.number}" if issue.repo == target.repo else issue.label.split(":", 1)[1])
     return PullRequester(project, options.remote, branch, Forge(target, token), closes)
 
 

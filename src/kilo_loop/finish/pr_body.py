@@ -14,13 +14,14 @@ def pr_title(state: RunState) -> str:
     return " ".join(state.goal_title.split())[:200] or f"kilo-loop run {state.run_id}"
 
 
-def pr_body(state: RunState, closes: int | None = None) -> str:
+def pr_body(state: RunState, closes: str | None = None) -> str:
+    """`closes`: the issue the run's goal came from (`#12`, or `owner/repo#12` in another repository)."""
     receipts = stage_receipts(state)
     done = [r for r in receipts if r.status == "done"]
     left = [r for r in receipts if r.status != "done"]
     lines = [MARKER, ""]
     if closes is not None:
-        lines += [f"Closes #{closes}", ""]
+        lines += [f"Closes {closes}", ""]
     summary = (f"kilo-loop run `{state.run_id}`: {len(done)} of {len(receipts)} stage(s) done, each verified by "
                f"the loop and committed on its own · {format_tokens(state.totals.tokens)} tokens · "
                f"{format_cost(state.totals.cost)}.")

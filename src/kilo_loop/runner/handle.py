@@ -18,6 +18,7 @@ from kilo_loop.checkpoint.store import (
     revert_to_checkpoint,
 )
 from kilo_loop.finish import ForgeOptions, StageFinisher, build_finisher
+from kilo_loop.goal.issue import parse_issue_ref
 from kilo_loop.goal.model import Goal
 from kilo_loop.guard.runtime import Guard
 from kilo_loop.loop.commands import (
@@ -218,8 +219,9 @@ class RunHandle:
         """--finish: the loop commits each finished stage (on the run's own branch with `branch` and `pr`)."""
         s = self.settings
         forge = ForgeOptions(remote=s.remote, kind=s.forge, api=s.forge_url, repo=s.forge_repo)
+        issue = parse_issue_ref(str(s.goal)) if s.goal else None
         finisher = build_finisher("none" if s.dry_run else s.finish, self.project, self.run_id, self.layout.dir,
-                                  self.goal.title, self.goal.source, s.commit_author, forge)
+                                  self.goal.title, self.goal.source, s.commit_author, forge, issue, s.issue_comments)
         if finisher is not None:
             self.recorder.emit(finisher.start())
         return finisher

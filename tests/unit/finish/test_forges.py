@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from kilo_loop.finish.forges import Forge, ForgeError, RateLimited
-from kilo_loop.finish.remote import ForgeTarget, ForgeUnknown, forge_target, parse_remote
+from kilo_loop.forge.api import Forge, ForgeError, RateLimited
+from kilo_loop.forge.remote import ForgeTarget, ForgeUnknown, forge_target, parse_remote
 
 
 @pytest.mark.parametrize(("url", "expected"), [

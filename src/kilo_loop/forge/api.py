@@ -15,7 +15,7 @@ from urllib.parse import quote
 import httpx
 
 from kilo_loop.errors import KiloLoopError
-from kilo_loop.finish.remote import ForgeTarget
+from kilo_loop.forge.remote import ForgeTarget
 
 DRAFT_PREFIX = {"gitlab": "Draft: ", "gitea": "WIP: "}  # GitHub has a real draft flag
 
@@ -149,6 +149,8 @@ class Forge:
 
 
 def _auth_header(kind: str, token: str) -> dict[str, str]:
+    if not token:  # a public repository's issue can be read without one
+        return {"Accept": "application/vnd.github+json"} if kind == "github" else {}
     if kind == "gitlab":
         return {"PRIVATE-TOKEN": token}
     if kind == "github":
