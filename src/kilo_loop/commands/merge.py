@@ -32,8 +32,9 @@ def plan_goal(project: Path, worktree: Path, run_id: str) -> Path | None:
     return None
 
 
-@click.command(help="Land a parallel plan's result left needs-merge, after a fix: the merge check, the plan's "
-                    "verify on the merged result, then the result applied to your working tree.")
+@click.command(help="Land a parallel plan's result left needs-merge, after a fix (verified on the merged result).\n\n"
+                    "The merge check against your tree, the plan's verify commands on the merged result, then "
+                    "the result applied to your working tree, whole or not at all.")
 @click.argument("run_id")
 @click.option("--keep-branch", is_flag=True, help="keep the plan's kilo-loop/<runId> branch after it landed")
 @click.option("--sandbox", type=click.Choice(["auto", "bwrap", "off"]), default="auto", show_default=True,
