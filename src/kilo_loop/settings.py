@@ -92,7 +92,7 @@ class Settings(BaseSettings):
     guard_allow: list[str] = Field(default_factory=list)
     guard_packs: dict[str, bool] = Field(default_factory=dict)  # rule packs switched on/off by name
     redact: bool = True
-    # Known secrets masked by value (safety/known_secrets.py): dotenv-style files of the project
+    # Known secrets masked by value (redact/_known.py): dotenv-style files of the project
     # (globs; [] to opt out) and values given outright (also KILO_LOOP_MASK, one per line)
     mask_files: list[str] = Field(default_factory=lambda: [".env*"])
     mask_values: list[str] = Field(default_factory=list, repr=False)

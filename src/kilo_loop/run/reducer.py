@@ -287,7 +287,8 @@ def _masked(state: RunState, event: SecretsMasked) -> Changes:
         return {}
     masked = dict(state.masked)
     for source, count in event.counts.items():
-        masked[source] = masked.get(source, 0) + int(count)
+        if isinstance(count, int):  # not a count the redactor took for a PIN (a source named like `.env.secret`)
+            masked[source] = masked.get(source, 0) + count
     return {"masked": masked}
 
 

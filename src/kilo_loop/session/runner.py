@@ -86,7 +86,10 @@ def tool_heading(event: ToolUse) -> str:
     target = next((str(event.input[k]) for k in _TARGET_KEYS if event.input.get(k)), "")
     target = " ".join(target.split())
     if len(target) > 160:
-        target = target[:157] + "…"
+        # cut at a blank where one is near: a secret cut in two would leave its head to the log,
+        # where masking by value no longer knows it
+        blank = target.rfind(" ", 96, 157)
+        target = target[:blank if blank > 0 else 157] + "…"
     suffix = "" if event.status == "completed" else f" ({event.status})"
     return f"▸ {verb} {target}".rstrip() + suffix
 
