@@ -38,6 +38,7 @@ from kilo_loop.review.gate import (
 )
 from kilo_loop.review.gate_view import gate_label, gate_listing, reviewer_summaries
 from kilo_loop.review.log import ReviewLog
+from kilo_loop.review.loop_policy import ask_loop_policy, needs_question
 from kilo_loop.review.prompt import ReviewPromptInput, build_review_prompt, implementer_feedback
 from kilo_loop.review.tree import diff_since, tree_of_worktree
 from kilo_loop.review.wave import RoleResult, RoleSpec, WaveContext, run_wave
@@ -94,6 +95,7 @@ class ReviewController:
         self.host = host
         self._stages: dict[str, _StageReview] = {}
         self._iteration = 0
+        self._large_answer: int | None = None  # the loop policy asked in the run (review.loop_policy)
 
     @property
     def _log(self) -> ReviewLog:
@@ -108,6 +110,10 @@ class ReviewController:
         if state is not None and state.base_tree is not None:
             return False
         state = state or self._stages.setdefault(stage.id, _StageReview())
+        if self._large_answer is None and needs_question(stage, self.options.retries, self.options.large_budget):
+            host = self.host
+            self._large_answer = await ask_loop_policy(host.wave.control, self._log, stage, len(self.options.roles),
+                                                       host.project, host.answer_timeout, host.answer_channel_open) or 0
         try:
             state.base_tree = await asyncio.to_thread(tree_of_worktree, self.host.project)
         except GitError as exc:
@@ -134,7 +140,8 @@ class ReviewController:
         if state.fix is not None:
             return await self._recheck(stage, state, verify)
         if state.loop is None:
-            budget = resolve_budget(_size(stage), stage.auto_fix, self.options.retries, self.options.large_budget)
+            large = self.options.large_budget if self.options.large_budget is not None else self._large_answer
+            budget = resolve_budget(_size(stage), stage.auto_fix, self.options.retries, large)
             state.loop = ReviewLoop(stage_id=stage.id, budget=budget)
             state.next_roles = self.options.role_names
         results = await self._run_roles(stage, state, state.next_roles, verify)
