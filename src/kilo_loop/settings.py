@@ -114,6 +114,8 @@ class Settings(BaseSettings):
     dashboard: bool = True
     # Utility
     dry_run: bool = False
+    # the dry run's simulated reviewer: pass (one low nit), block (2 → 1 → 0 blocking), thrash (1 every round)
+    dry_run_review: Literal["pass", "block", "thrash"] = "pass"
     resume: str | None = None
     run_id: str | None = None
     quiet: bool = False
