@@ -141,7 +141,7 @@ class Settings(BaseSettings):
     def _valid_patterns(cls, value: list[str], info: ValidationInfo) -> list[str]:
         """A pattern RE2 refuses stops the run here, before its run directory exists."""
         if value:  # only when set: the guard imports the shell parser
-            from kilo_loop.safety.guard import compile_patterns
+            from kilo_loop.guard.runtime import compile_patterns
 
             compile_patterns(value, "guardDeny" if info.field_name == "guard_deny" else "guardAllow")
         return value
@@ -166,7 +166,7 @@ class Settings(BaseSettings):
     @classmethod
     def _known_packs(cls, value: dict[str, bool]) -> dict[str, bool]:
         if value:
-            from kilo_loop.safety.packs import PACK_NAMES  # only when set: the packs import the shell parser
+            from kilo_loop.guard.packs import PACK_NAMES  # only when set: the packs import the shell parser
 
             unknown = sorted(set(value) - set(PACK_NAMES))
             if unknown:

@@ -13,11 +13,7 @@ from pathlib import Path
 
 import click
 
-from kilo_loop.errors import KiloLoopError
-from kilo_loop.git import project_root
-from kilo_loop.run.layout import ProjectLayout
-from kilo_loop.run.store import resolve_run
-from kilo_loop.safety.checkpoint import (
+from kilo_loop.checkpoint.store import (
     CheckpointError,
     RevertPlan,
     RevertResult,
@@ -25,6 +21,10 @@ from kilo_loop.safety.checkpoint import (
     plan_revert,
     revert_to_checkpoint,
 )
+from kilo_loop.errors import KiloLoopError
+from kilo_loop.git import project_root
+from kilo_loop.run.layout import ProjectLayout
+from kilo_loop.run.store import resolve_run
 
 SHOW_AT_MOST = 50
 

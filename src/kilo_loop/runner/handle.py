@@ -12,7 +12,13 @@ from kilo_loop.agent.protect_check import AGENT_CONFIG_GLOBS
 from kilo_loop.agent.protocol import AgentBackend, prepare_backend
 from kilo_loop.agent.router import runtimes_without_cost
 from kilo_loop.agent.serve import ServeBackend
+from kilo_loop.checkpoint.store import (
+    CheckpointError,
+    RevertResult,
+    revert_to_checkpoint,
+)
 from kilo_loop.goal.model import Goal
+from kilo_loop.guard.runtime import Guard
 from kilo_loop.loop.commands import (
     Command,
     CommandHandler,
@@ -41,12 +47,6 @@ from kilo_loop.runner.backends import agent_policy, all_protect_globs, serve_bac
 from kilo_loop.runner.hooks import SafetyHooks
 from kilo_loop.runner.setup import PreparedRun, read_prompt_extra
 from kilo_loop.runner.terminal import stdin_is_tty
-from kilo_loop.safety.checkpoint import (
-    CheckpointError,
-    RevertResult,
-    revert_to_checkpoint,
-)
-from kilo_loop.safety.guard import Guard
 from kilo_loop.safety.known_secrets import KnownSecrets, collect, from_env, screen
 from kilo_loop.safety.redact import Redactor
 from kilo_loop.sandbox.jail import Jail
