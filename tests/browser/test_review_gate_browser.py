@@ -158,7 +158,11 @@ def test_the_large_question_and_its_estimate_are_answered_in_the_dashboard(tmp_p
         expect(page.locator("#review-gate-submit")).to_have_text("Continue")
         page.click("#review-gate-submit")
         expect(gate).not_to_be_visible()
-        report = next(project.glob(".kilocode-loop/runs/2026120*/iterations/01-report.json"), None)
+        reports = ".kilocode-loop/runs/*/iterations/01-report.json"  # the earlier run has no iterations/
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not list(project.glob(reports)):
+            time.sleep(0.2)  # written once the iteration ends, just after the gate
+        report = next(project.glob(reports), None)
         assert report is not None and json.loads(report.read_text())["review"]["budget"] == 2
     finally:
         _stop(process)
