@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.integration.loop_harness import FakeKilo, LoopRun, run_loop
@@ -135,3 +136,54 @@ def _close(terminal: Terminal) -> int:
         terminal.process.wait()
         os.close(terminal.fd)
         raise
+
+
+def test_the_large_question_is_answered_through_a_steered_runs_inbox(project: Path, fake: FakeKilo) -> None:
+    """No terminal, no dashboard: a fleet worker's or a parallel plan's run takes the loop-policy
+    answer (and the clean gate's) from its inbox instead of silently running on manual."""
+    goal = write_goal(project, "# Big\n\n- [ ] Rework it :: size: large :: verify: test -f feature.txt\n")
+    with (project.parent / "loop.log").open("w") as sink:
+        loop = subprocess.Popen(
+            [sys.executable, "-m", "kilo_loop", "-C", str(project), "--no-confirm", "--no-dashboard", "--goal",
+             str(goal), "--review", "-n", "2"], cwd=project, stdin=subprocess.DEVNULL, stdout=sink,
+            stderr=subprocess.STDOUT, env={**fake.env([implement(), review("pass")]), "KILO_LOOP_INBOX": "1"})
+    try:
+        for event_type, reply, answered in (("question", "Auto — 1 retry", "answer"),
+                                            ("review-gate", "none", "review-gate-answer")):
+            run_dir = _wait_for_event(project, loop, event_type)
+            assert run_dir is not None
+            # Sent again when not taken within 5 s: a line appended in the instant the run's inbox
+            # follower starts was seen lost about one time in three here (noted in the report).
+            for _attempt in range(3):
+                with (run_dir / "inbox.jsonl").open("a") as inbox:
+                    inbox.write(json.dumps({"command": "answer", "answers": [reply]}) + "\n")
+                if _wait_for_event(project, loop, answered, within=5.0, required=False):
+                    break
+        loop.wait(90)
+    finally:
+        if loop.poll() is None:
+            loop.kill()
+            loop.wait()
+    out = (project.parent / "loop.log").read_text()
+    assert loop.returncode == 0, out
+    question = next(e for e in LoopRun(subprocess.CompletedProcess([], 0, out, ""), project, fake.log).events()
+                    if e["type"] == "question")
+    assert "Cost estimate (1 reviewer role" in question["data"]["question"]
+    assert question["data"]["options"][1] == "Auto — 1 retry"
+    report = next(project.glob(".kilocode-loop/runs/*/iterations/01-report.json"))
+    assert json.loads(report.read_text())["review"]["budget"] == 1
+
+
+def _wait_for_event(project: Path, loop: subprocess.Popen[bytes], event_type: str, within: float = 60.0,
+                    required: bool = True) -> Path | None:
+    """The run directory once its events.jsonl has an event of this type."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and loop.poll() is None:
+        for events in project.glob(".kilocode-loop/runs/*/events.jsonl"):
+            if any(json.loads(line)["type"] == event_type for line in events.read_text().splitlines() if line):
+                return events.parent
+        time.sleep(0.1)
+    if not required:
+        return None
+    raise AssertionError(f"no {event_type} event (loop exit {loop.poll()}):\n"
+                         + (project.parent / "loop.log").read_text(errors="replace")[-3000:])
