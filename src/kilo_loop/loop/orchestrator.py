@@ -34,6 +34,8 @@ from kilo_loop.loop.prompt import PromptInput, build_prompt
 from kilo_loop.loop.protected import protected_feedback
 from kilo_loop.loop.retry import QuotaLimit, backoff_delay_ms, quota_limit, transient_reason
 from kilo_loop.loop.stages import StageBook
+from kilo_loop.loop.tamper_check import check_stage, tamper_feedback, tamper_rows
+from kilo_loop.run import notes
 from kilo_loop.run.control import RunControl
 from kilo_loop.run.events import (
     AgentFailed,
@@ -42,6 +44,7 @@ from kilo_loop.run.events import (
     Crashed,
     IterationFinished,
     IterationStarted,
+    NoteAcknowledged,
     ProtectedChanged,
     QuestionAsked,
     QuestionUnanswered,
@@ -49,6 +52,7 @@ from kilo_loop.run.events import (
     RunFinished,
     StageBlocked,
     StageDone,
+    TamperFound,
     UsageCounted,
     VerifyFinished,
     Warned,
@@ -120,6 +124,7 @@ class Orchestrator:
         self._review_feedback: str | None = None
         self._protected: list[str] = []
         self._stage_start: dict[str, Snapshot] = {}
+        self._stage_first: dict[str, int] = {}  # the stage's first iteration in the run (the tamper check's base)
         self.review = None if ctx.review is None else ctx.review(ReviewHooks(
             count_tokens=self._add_totals, verify=self._verify_unless_stopped,
             halted=lambda: self.state.stop_requested or self._budget_stop is not None))
@@ -188,6 +193,9 @@ class Orchestrator:
                 self._tree.forget()  # the baseline verify may have written files
         before = await self._checkpoint_and_snapshot(i)
         self._stage_start.setdefault(stage.id, before)
+        if stage.id not in self._stage_first:  # a resumed run's stage began before this process did
+            self._stage_first[stage.id] = next((it.iteration for it in self.state.iterations
+                                                if it.stage_id == stage.id), i)
         request = self._request(stage, i)
         outcome = await self._run_session(request, summary)
         return await self._after_session(stage, summary, outcome, before)
@@ -227,7 +235,7 @@ class Orchestrator:
                 shared_context=shared and not handoff, safety_feedback=state.guard_note or None,
                 verify_feedback=state.verify_feedback or None,
                 unanswered=[q.question for q in state.unanswered], review_feedback=self._review_feedback,
-                jailed=state.sandbox.startswith("bwrap"),
+                jailed=state.sandbox.startswith("bwrap"), notes=notes.queued(state.notes),
             )
         )
         ctx.recorder.archive(iteration, "prompt.md", prompt)
@@ -244,11 +252,13 @@ class Orchestrator:
     async def _run_session(self, request: AgentRequest, summary: IterationSummary) -> SessionOutcome:
         ctx, rec, s = self.ctx, self.ctx.recorder, self.ctx.settings
         runner = SessionRunner(ctx.backend, rec, ctx.control, ctx.guard, lambda step: self._on_step(step, summary),
-                               on_question=self._answer_agent, guard_stop=s.guard_stop)
+                               on_question=self._answer_agent, guard_stop=s.guard_stop, takes_notes=True)
         started_ms = int(time.time() * 1000)
         attempt = 0
+        prompt_notes: list[str] | None = [n.id for n in notes.queued(self.state.notes)]
         while True:
-            outcome = await runner.run(request)
+            outcome = await runner.run(request, prompt_notes)
+            prompt_notes = None
             quota = quota_limit(outcome.result, datetime.now(UTC)) if outcome.guard is None else None
             if quota is not None and not self.state.stop_requested:
                 if not await self._wait_for_quota(quota):
@@ -357,6 +367,7 @@ class Orchestrator:
         if outcome.rejections:  # refused before they ran (serve): the session went on
             summary.guard_hits, summary.guard_reason = len(outcome.rejections), outcome.rejections[-1].reason
         progress = read_progress(self.layout.progress, result.text)
+        self._notes_seen(progress)
         for warning in progress.warnings:
             rec.warn(warning)
         after = self._tree.snapshot(await asyncio.to_thread(self._tree.read))
@@ -410,6 +421,12 @@ class Orchestrator:
             return outcome.result.session_id
         return None
 
+    def _notes_seen(self, progress: Progress) -> None:
+        ids = notes.acknowledged_in_progress(progress.notes_seen, notes.awaiting_ack(self.state.notes))
+        if ids:
+            self.ctx.recorder.emit(NoteAcknowledged(message=f"note {', '.join(ids)} acknowledged in progress.json",
+                                                    note_ids=ids, how="progress"))
+
     def _fill_summary(self, summary: IterationSummary, progress: Progress, changed: list[str]) -> None:
         summary.topic = progress.topic
         summary.summary = progress.summary
@@ -452,6 +469,8 @@ class Orchestrator:
                 self._verify_failed(stage, verdict)
                 return False
             self.ctx.recorder.emit(VerifyFinished(message=f"verify passed: `{command}`", passed=True))
+        if not await self._untampered(stage, summary, command):
+            return False
         if self.review is not None and not await self._reviewed(stage, summary):
             return False
         self._mark_done(stage)
@@ -468,6 +487,31 @@ class Orchestrator:
         summary.questions += [Question(question=q) for q in verdict.questions]
         self._review_feedback = verdict.feedback
         return verdict.advance
+
+    async def _untampered(self, stage: Stage, summary: IterationSummary, command: str | None) -> bool:
+        """The tamper check (tamper/): False when --tamper block found the stage's tests weakened."""
+        mode, rec = self.ctx.settings.tamper, self.ctx.recorder
+        if mode == "off" or self.ctx.settings.dry_run:
+            return True
+        check = await check_stage(self.ctx.project, rec.layout.checkpoints,
+                                  self._stage_first.get(stage.id, summary.iteration), command)
+        if check.error:
+            rec.warn(f"tamper check failed, stage judged without it: {check.error}")
+        if not check.findings:
+            return True
+        blocked = mode == "block"
+        summary.tamper_findings = [f.as_dict() for f in check.findings]
+        summary.warnings.append("test tampering: " + "; ".join(f.text() for f in check.findings))
+        rec.emit(TamperFound(
+            message=f"test tampering in stage '{stage.title}'{' (blocked)' if blocked else ''}: "
+                    + "; ".join(f.text() for f in check.findings[:5]),
+            level="error" if blocked else "warn", stage_id=stage.id, blocked=blocked,
+            findings=summary.tamper_findings))
+        if blocked:
+            self._review_feedback = tamper_feedback(check.findings)
+            summary.review = ReviewRoundSummary(step="tamper", count=len(check.findings), verdict="block",
+                                                findings=[row.as_dict() for row in tamper_rows(check.findings)])
+        return not blocked
 
     def _protected_block(self, stage: Stage, summary: IterationSummary) -> None:
         findings, feedback = protected_feedback(self._protected)
