@@ -241,6 +241,8 @@ def _options(func: Any) -> Any:
         click.option("--dashboard/--no-dashboard", default=None, help="serve the dashboard (default on)"),
         # Utility
         click.option("--dry-run", is_flag=True, default=None, help="simulate the agent (no API calls)"),
+        click.option("--dry-run-review", type=click.Choice(["pass", "block", "thrash"]),
+                     help="the dry run's reviewer: pass, block (then fixed step by step) or thrash (default pass)"),
         click.option("--resume", help="continue a saved run (<runId>, last or latest)"),
         click.option("--run-id", help="name the run directory"),
         click.option("--quiet", is_flag=True, default=None, help="suppress the live console stream"),
@@ -280,6 +282,7 @@ _ACTS_ONLY_WITH: dict[str, tuple[str, str]] = {
                                                                    "keep_open_for")},
     **{name: ("review_on", "without --review or --review-wave") for name in ("review_agent", "review_retries",
                                                                                "review_gate")},
+    "dry_run_review": ("dry_run", "without --dry-run"),
     **{name: ("retry", "with --no-retry") for name in ("max_retries", "retry_delay", "retry_max_delay")},
     **{name: ("guard", "with --no-guard") for name in ("guard_stop", "max_guard_blocks")},
 }

@@ -12,7 +12,7 @@ import click
 # Panel title -> the run's options in it, by parameter name, in the order shown.
 PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Goal", ("goal", "goal_text", "iterations", "parallel", "merge", "keep_branches", "list_goals", "force", "sync_goal",
-              "resume", "run_id", "dry_run")),
+              "resume", "run_id", "dry_run", "dry_run_review")),
     ("Agent", ("project", "runtime", "agent", "model", "variant", "thinking", "auto", "transport", "shared_context",
                "session_mode", "auto_fresh_tokens", "context_warn_tokens", "prompt_extra", "isolate_home",
                "provider_config_mode", "usage_db", "max_iteration_minutes")),

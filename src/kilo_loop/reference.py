@@ -26,7 +26,8 @@ KEY_HELP: dict[str, str] = {
     "guard_deny": "RE2 patterns searched in each command's text; a match is denied",
     "guard_allow": "RE2 patterns searched in each command's text; a match is allowed",
     "guard_packs": "rule packs switched on or off by name, e.g. `{\"databases\": false}`",
-    "review_large_retries": "automatic review fix retries for `:: size: large` stages (asked at pre-flight)",
+    "review_large_retries": "automatic review fix retries for `:: size: large` stages (asked at pre-flight, "
+                            "else inside the run)",
     "confirm": "ask `Start this run? [Y/n]` on a terminal (`--yes` / `--no-confirm` skip it)",
     "goal": "the goal file: a `.json` goal or a `.md` checklist",
     "mask_files": "globs of the project's env files whose values are masked everywhere (`[]` opts out)",

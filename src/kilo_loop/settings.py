@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
@@ -132,6 +132,8 @@ class Settings(BaseSettings):
     dashboard: bool = True
     # Utility
     dry_run: bool = False
+    # the dry run's simulated reviewer: pass (one low nit), block (2 → 1 → 0 blocking), thrash (1 every round)
+    dry_run_review: Literal["pass", "block", "thrash"] = "pass"
     resume: str | None = None
     run_id: str | None = None
     quiet: bool = False
@@ -240,6 +242,24 @@ _CONFIG_ALIASES = {
 
 # Unknown keys met while building a Settings (reported by load_settings once it is built).
 _UNKNOWN_KEYS: ContextVar[list[str] | None] = ContextVar("kilo_loop_unknown_config_keys", default=None)
+# Other warnings met while reading config.json (an old name and its new one set apart, …).
+_CONFIG_NOTES: ContextVar[list[str] | None] = ContextVar("kilo_loop_config_notes", default=None)
+
+MODE_ENV, AGENT_ENV = "KILO_LOOP_MODE", "KILO_LOOP_AGENT"
+
+
+def mode_alias(environ: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """Seed 001: KILO_LOOP_MODE is the old name of KILO_LOOP_AGENT. (the agent it names when
+    KILO_LOOP_AGENT is unset, a warning when both are set and disagree: KILO_LOOP_AGENT wins)."""
+    mode, agent = environ.get(MODE_ENV, "").strip(), environ.get(AGENT_ENV, "").strip()
+    if not mode:
+        return None, None
+    if not agent:
+        return mode, None
+    if agent != mode:
+        return None, (f"kilo-loop: warning: {MODE_ENV}={mode!r} and {AGENT_ENV}={agent!r} disagree; "
+                      f"{AGENT_ENV} wins ({MODE_ENV} is its old name: unset it)")
+    return None, None
 
 
 def _config_value(key: str, value: Any) -> tuple[str, Any]:
@@ -273,7 +293,14 @@ class ProjectConfigSource(PydanticBaseSettingsSource):
             raise ConfigError(str(exc)) from exc
         if not isinstance(raw, dict):
             raise ConfigError(f"{self._path}: expected a JSON object")
-        return {name: value for name, value in (self._field(k, v) for k, v in raw.items()) if name}
+        values = {name: value for name, value in (self._field(k, v) for k, v in raw.items()) if name}
+        if "agent" in raw and "mode" in raw:  # the new name wins whatever the order of the keys
+            values["agent"] = self._field("agent", raw["agent"])[1]
+            notes = _CONFIG_NOTES.get()
+            if notes is not None and raw["agent"] != raw["mode"]:
+                notes.append(f"kilo-loop: warning: {self._path}: keys 'mode' ({raw['mode']!r}) and 'agent' "
+                             f"({raw['agent']!r}) disagree; 'agent' wins ('mode' is its old name: remove it)")
+        return values
 
     def _field(self, key: str, value: Any) -> tuple[str, Any]:
         if key.startswith(("$", "_")):
@@ -348,6 +375,13 @@ def load_settings(
     token = _CONFIG_FILE.set(path)
     unknown: list[str] = []
     unknown_token = _UNKNOWN_KEYS.set(unknown)
+    notes: list[str] = []
+    notes_token = _CONFIG_NOTES.set(notes)
+    mode, conflict = mode_alias(os.environ)
+    if conflict:
+        notes.append(conflict)
+    if mode is not None and "agent" not in cli_values:  # the environment's level: over config.json
+        cli_values = {**cli_values, "agent": mode}
     try:
         settings = Settings(**cli_values)
     except ValidationError as exc:
@@ -363,7 +397,10 @@ def load_settings(
     finally:
         _CONFIG_FILE.reset(token)
         _UNKNOWN_KEYS.reset(unknown_token)
+        _CONFIG_NOTES.reset(notes_token)
     for key in unknown:
         assert path is not None
         warn(unknown_key_warning(path, key))
+    for note in notes:
+        warn(note)
     return settings

@@ -48,3 +48,25 @@ def test_doctor_without_the_cli_on_path_fails(agent_home: Path, tmp_path: Path) 
                           env=env, capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
     assert done.returncode == 1
     assert "✗ kilo: binary: not found" in done.stdout
+
+
+def test_doctor_probes_the_configured_legacy_env_provider_mode(agent_bins: AgentBins, agent_home: Path,
+                                                               tmp_path: Path) -> None:
+    """providerConfigMode legacy_env in config.json: doctor probes that mode, not `auto` (seed 001). The
+    pinned kilo (7.7.7) no longer reads KILO_PROVIDER_TYPE / KILO_OPENAI_*: a warning that says so."""
+    env = {name: os.environ[name] for name in ("PATH", "TMPDIR", "LANG") if name in os.environ}
+    env.update(isolated_dirs(agent_home))
+    env.update({"KILO_BIN": str(agent_bins.kilo), "PYTHONPATH": str(REPO_ROOT / "src"),
+                "KILO_DISABLE_AUTOUPDATE": "1", "KILO_TELEMETRY_LEVEL": "off", "KILO_DISABLE_MODELS_FETCH": "1",
+                "KILO_LOOP_OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    (tmp_path / ".kilocode-loop").mkdir()
+    (tmp_path / ".kilocode-loop" / "config.json").write_text(json.dumps({"providerConfigMode": "legacy_env"}))
+    done = subprocess.run([sys.executable, "-m", "kilo_loop", "doctor", "--runtime", "kilo", "--json", "--port", "0",
+                           "-C", str(tmp_path)], env=env, capture_output=True, text=True, timeout=300, check=False)
+
+    rows = {row["check"]: row for row in json.loads(done.stdout)}
+    provider = rows["kilo: provider injection"]
+    assert provider["status"] == "warn", done.stdout
+    assert "providerConfigMode legacy_env" in provider["detail"] and "KILO_PROVIDER_TYPE" in provider["detail"]
+    assert provider["fix"].startswith("set providerConfigMode auto")
+    assert done.returncode == 0, done.stdout + done.stderr  # a warning, not a failure (2 only under --strict)

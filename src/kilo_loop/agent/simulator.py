@@ -3,6 +3,11 @@
 It reads the current stage from the prompt like a real agent would, narrates a few
 tool actions, and writes only the loop's own files (progress.json, handoff.md).
 The pace (seconds between events) comes from KILO_LOOP_DRY_RUN_DELAY (default 0.4).
+
+Its reviewer (`--dry-run-review`) lets a newcomer rehearse the review loop: `pass` passes with one
+low nit; `block` has the code reviewer (or the single reviewer) report one blocking finding fewer
+than it listed last time, from two (retry, then clean or budget-exhausted, and a recheck that finds
+nothing new); `thrash` reports the same blocking finding every round. The other roles pass.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import re
 import uuid
 from collections.abc import AsyncGenerator
 from pathlib import Path
+from typing import Literal
 
 import orjson
 
@@ -31,7 +37,16 @@ from kilo_loop.agent.protocol import (
 _STAGES_TOTAL = re.compile(r"^\d+\. \[(?P<mark>.)\] ", re.MULTILINE)
 # A reviewer prompt (kilo_loop.review.prompt) names the one file the reviewer may write.
 _REVIEW_FILE = re.compile(r"^Write `(?P<path>\.kilocode-loop/review[\w-]*\.json)` as JSON:$", re.MULTILINE)
+# The reviewer prompt lists the reviewer's earlier findings under this heading, one "- " line each.
+_EARLIER = re.compile(r"^## Your earlier findings[^\n]*\n((?:- [^\n]*\n?)*)", re.MULTILINE)
 QUESTION_MARKER = "## Operator answers"
+# Review findings to fix (review.prompt.implementer_feedback, review.gate.fix_pass_feedback): the simulated
+# implementer reports the file the simulated findings name as changed (it writes nothing), so a review
+# retry is not a stall and the gate's fix pass gets its scoped recheck.
+FIX_MARKERS = ("The review blocked this stage; fix these findings",
+               "The operator chose these review findings to fix now")
+ReviewMode = Literal["pass", "block", "thrash"]
+BLOCKING_TITLES = ("Simulated bug: the edge case is not handled", "Simulated bug: the error is swallowed")
 DEFAULT_PROGRESS = ".kilocode-loop/progress.json"
 DEFAULT_HANDOFF = ".kilocode-loop/handoff.md"
 DRY_RUN_QUESTION = "Which approach should the next stage take?"
@@ -45,10 +60,26 @@ def _delay() -> float:
         return 0.4
 
 
+def simulated_verdict(mode: ReviewMode, prompt: str, path: str) -> dict[str, object]:
+    """What the simulated reviewer writes to `path` (.kilocode-loop/review[-role].json) for its prompt."""
+    nit = {"severity": "low", "file": "README.md", "line": 1, "title": "Simulated nit"}
+    blocking_role = path.endswith(("review.json", "review-code.json"))
+    if mode == "pass" or not blocking_role:
+        return {"verdict": "pass", "summary": "Simulated review: nothing blocking.", "questions": [], "findings": [nit]}
+    earlier = _EARLIER.search(prompt)
+    listed = len(earlier.group(1).splitlines()) if earlier else None
+    count = 1 if mode == "thrash" else max(0, (len(BLOCKING_TITLES) if listed is None else listed - 1))
+    findings = [{"severity": "high", "file": "README.md", "line": n, "title": title}
+                for n, title in enumerate(BLOCKING_TITLES[:count], 2)]
+    summary = f"Simulated {mode} reviewer: {count} blocking finding(s)."
+    return {"verdict": "block" if count else "pass", "summary": summary, "questions": [], "findings": findings}
+
+
 class SimulatedRun:
-    def __init__(self, request: AgentRequest, ask_questions: bool) -> None:
+    def __init__(self, request: AgentRequest, ask_questions: bool, review: ReviewMode = "pass") -> None:
         self._request = request
         self._ask = ask_questions
+        self._review_mode = review
         self._result = AgentResult(exit_code=None)
         self._killed = asyncio.Event()
 
@@ -113,14 +144,13 @@ class SimulatedRun:
         yield step
 
     async def _review(self, session: str, path: str) -> AsyncGenerator[AgentEvent, None]:
-        """Play a reviewer: read, then pass with one low finding (so the gate can be rehearsed)."""
+        """Play a reviewer: read, then write the verdict its mode asks for (see simulated_verdict)."""
         for event in (SessionStarted(session), Text("Reviewing the stage (simulated, no API call)."),
                       ToolUse("bash", {"command": "git diff --stat", "description": "Read the diff"}, "completed")):
             if not await self._pause():
                 return
             yield event
-        verdict = {"verdict": "pass", "questions": [],
-                   "findings": [{"severity": "low", "file": "README.md", "line": 1, "title": "Simulated nit"}]}
+        verdict = simulated_verdict(self._review_mode, self._request.prompt, path)
         target = Path(self._request.cwd) / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(orjson.dumps(verdict))
@@ -149,7 +179,7 @@ class SimulatedRun:
             "percent": percent if not ask else max(0, percent - 10),
             "nextStage": "",
             "summary": f"Dry run: pretended to complete '{title}'.",
-            "filesChanged": [],
+            "filesChanged": ["README.md"] if any(m in self._request.prompt for m in FIX_MARKERS) else [],
             "needsInput": ask,
             "questions": questions,
             **({"notesSeen": notes} if notes else {}),
@@ -168,8 +198,9 @@ _NOTE_IDS = re.compile(r"^\[(n\d+)\] ", re.MULTILINE)
 class DryRunBackend:
     name = "dry-run"
 
-    def __init__(self, ask_questions: bool = True) -> None:
+    def __init__(self, ask_questions: bool = True, review: ReviewMode = "pass") -> None:
         self._ask = ask_questions
+        self._review = review
 
     def start(self, request: AgentRequest) -> SimulatedRun:
-        return SimulatedRun(request, self._ask)
+        return SimulatedRun(request, self._ask, self._review)

@@ -4,22 +4,34 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import click
 import orjson
 
+from kilo_loop.agent.kilo.provider import ProviderConfigMode
 from kilo_loop.doctor.checks import Check, exit_code, line
 from kilo_loop.doctor.probe import BACKENDS, run_checks
 from kilo_loop.errors import ConfigError
 from kilo_loop.git import project_root
 
 
-def project_environ(project: Path) -> tuple[dict[str, str], str, Check | None]:
+@dataclass(frozen=True)
+class ProjectView:
+    """What a run in the project would use: the environment, the runtime, providerConfigMode."""
+
+    environ: dict[str, str]
+    picked: str
+    problem: Check | None = None
+    provider_mode: ProviderConfigMode = "auto"
+
+
+def project_environ(project: Path) -> ProjectView:
     """The environment the CLIs are looked up in, as a run in `project` sees it: the project's
-    `kiloBin` (config.json or KILO_LOOP_KILO_BIN) names the binary as KILO_BIN does; and the runtime
-    a run would use. A config the run would refuse is a failed check of its own."""
+    `kiloBin` (config.json or KILO_LOOP_KILO_BIN) names the binary as KILO_BIN does; the runtime
+    a run would use; its providerConfigMode. A config the run would refuse is a failed check of its own."""
     from kilo_loop.agent.registry import auto_runtime
     from kilo_loop.settings import load_settings
 
@@ -27,12 +39,12 @@ def project_environ(project: Path) -> tuple[dict[str, str], str, Check | None]:
     try:
         settings = load_settings({}, project_root(project), warn=lambda _line: None)
     except ConfigError as exc:
-        return (environ, auto_runtime(None, environ),
-                Check("config", "fail", str(exc), "correct that value, or delete the key for its default"))
+        return ProjectView(environ, auto_runtime(None, environ),
+                           Check("config", "fail", str(exc), "correct that value, or delete the key for its default"))
     if settings.kilo_bin:
         environ["KILO_BIN"] = settings.kilo_bin
     picked = settings.runtime if settings.runtime != "auto" else auto_runtime(None, environ)
-    return environ, picked, None
+    return ProjectView(environ, picked, None, settings.provider_config_mode)
 
 
 def _redis_url(value: str | None) -> str | None:
@@ -59,9 +71,10 @@ def doctor_command(as_json: bool, strict: bool, runtimes: tuple[str, ...], port:
 
         checks += broker_checks(broker_facts(broker))
     if runtimes or not broker:
-        environ, picked, config_problem = project_environ(project.resolve())
-        checks += [*([config_problem] if config_problem else []),
-                   *run_checks(runtimes or BACKENDS, port, project.resolve(), environ, None if runtimes else picked)]
+        view = project_environ(project.resolve())
+        checks += [*([view.problem] if view.problem else []),
+                   *run_checks(runtimes or BACKENDS, port, project.resolve(), view.environ,
+                               None if runtimes else view.picked, view.provider_mode)]
     if as_json:
         click.echo(orjson.dumps([check.as_dict() for check in checks], option=orjson.OPT_INDENT_2).decode())
     else:

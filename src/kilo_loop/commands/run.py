@@ -23,7 +23,7 @@ from kilo_loop.durations import format_duration
 from kilo_loop.errors import KiloLoopError, report_error
 from kilo_loop.goal.listing import format_plan_list
 from kilo_loop.goal.registry import discover_plans, named_plans
-from kilo_loop.review.preflight import ask_large_budget, needs_large_question
+from kilo_loop.review.preflight import ask_large_budget, large_estimate, needs_large_question
 from kilo_loop.run.state import RunState
 from kilo_loop.run.status import exit_code_for
 from kilo_loop.runner import (
@@ -48,14 +48,15 @@ if TYPE_CHECKING:  # the dashboard stack (FastAPI, uvicorn) is imported only whe
 Say = Callable[[str], None]
 
 
-def _confirmed(plan: RunPlan, dashboard: Dashboard | None) -> bool:
-    """The pre-flight box and `Start this run? [Y/n]`; runs before anything is created."""
+def _confirmed(plan: RunPlan, dashboard: Dashboard | None) -> tuple[bool, int | None]:
+    """The pre-flight box and `Start this run? [Y/n]` (or a new review retry budget); runs before
+    anything is created."""
     console = make_console(no_color=plan.settings.no_color)
     state = plan.prepared.state
     rows = scenario_rows(plan.settings, plan.goal, plan.project, state.runtime,
                          dashboard.url if dashboard else None, state.agent)
     render_preflight(console, rows, plan.goal)
-    return ask_start(input)
+    return ask_start(input, review=plan.settings.review_on)
 
 
 def _prepare_dashboard(settings: Settings, project: Path, mode: Literal["launcher", "direct"]) -> Dashboard:
@@ -93,14 +94,20 @@ def run_main(settings: Settings, list_goals: bool = False, named: tuple[Path, ..
         if settings.dashboard:
             dashboard = _prepare_dashboard(settings, project, "direct")
         if should_confirm(settings) and needs_large_question(settings, plan.goal):
-            answer = ask_large_budget(input, click.echo)
+            answer = ask_large_budget(input, click.echo, large_estimate(settings, project))
             settings = settings.model_copy(update={"review_large_retries": answer})
             plan = dataclasses.replace(plan, settings=settings)
-        if should_confirm(settings) and not _confirmed(plan, dashboard):
-            if dashboard is not None:
-                dashboard.sock.close()
-            click.echo("Cancelled: nothing was started.")
-            return 2
+        if should_confirm(settings):
+            start, retries = _confirmed(plan, dashboard)
+            if not start:
+                if dashboard is not None:
+                    dashboard.sock.close()
+                click.echo("Cancelled: nothing was started.")
+                return 2
+            if retries is not None:
+                click.echo(f"Review retry budget {retries} for every stage without its own Auto-fix line.")
+                settings = settings.model_copy(update={"review_retries": retries})
+                plan = dataclasses.replace(plan, settings=settings)
     except KiloLoopError as exc:  # set-up: nothing was started
         if dashboard is not None:
             dashboard.sock.close()

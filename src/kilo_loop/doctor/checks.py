@@ -117,12 +117,25 @@ def flags(runtime: str, help_text: str | None, version: str | None) -> Check:
     return Check(name, "ok", f"all {len(LOOP_FLAGS[runtime])} accepted by `{command}`")
 
 
-ProviderView = Literal["unavailable", "leaked", "missing", "unresolved", "ok"]
+ProviderView = Literal["unavailable", "leaked", "missing", "unresolved", "ok", "legacy-read", "legacy-ignored",
+                       "legacy-unsupported", "none"]
 
 
 def provider(runtime: str, view: ProviderView, provider_id: str = "loop") -> Check:
-    """What the CLI's own `debug config` showed with the injected config and a probe key in its env."""
+    """What the CLI's own `debug config` showed with the injected config and a probe key in its env
+    (auto), or with the legacy KILO_OPENAI_* variables (legacy_env); `none` injects nothing."""
     name = f"{runtime}: provider injection"
+    if view == "none":
+        return Check(name, "ok", "providerConfigMode none: nothing injected; the CLI's own auth and config apply")
+    if view == "legacy-unsupported":
+        return Check(name, "warn", f"providerConfigMode legacy_env is for older kilo releases; {runtime} gets no "
+                     "provider", "set providerConfigMode auto")
+    if view == "legacy-ignored":
+        return Check(name, "warn", "providerConfigMode legacy_env: this CLI's `debug config` shows no provider from "
+                     "KILO_PROVIDER_TYPE / KILO_OPENAI_* (newer releases do not read them)",
+                     "set providerConfigMode auto (an {env:} provider in the inline config)")
+    if view == "legacy-read":
+        return Check(name, "ok", "providerConfigMode legacy_env: the CLI read KILO_PROVIDER_TYPE / KILO_OPENAI_*")
     if view == "unavailable":
         return Check(name, "warn", f"`{runtime} debug config` is not available", "upgrade the CLI to verify it")
     if view == "leaked":

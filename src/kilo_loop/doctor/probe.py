@@ -23,7 +23,13 @@ from pathlib import Path
 from kilo_loop.agent.codex.sandbox_probe import FIX as CODEX_SANDBOX_FIX
 from kilo_loop.agent.codex.sandbox_probe import sandbox_complaint
 from kilo_loop.agent.kilo.config import child_config_env
-from kilo_loop.agent.kilo.provider import API_KEY_ENV, BASE_URL_ENV, PROVIDER_ID
+from kilo_loop.agent.kilo.provider import (
+    API_KEY_ENV,
+    BASE_URL_ENV,
+    PROVIDER_ID,
+    ProviderConfigMode,
+    provider_injection,
+)
 from kilo_loop.agent.kilo.runtime import RUNTIMES as KILO_RUNTIMES
 from kilo_loop.agent.kilo.runtime import RuntimeName
 from kilo_loop.agent.kilo.usage import discover_db
@@ -67,10 +73,16 @@ def _version(binary: str, env: Mapping[str, str]) -> str | None:
     return lines[-1] if lines else None
 
 
-def provider_view(runtime: str, binary: str, env: Mapping[str, str], project: Path) -> checks.ProviderView:
-    """`<cli> debug config` run with the injection the loop would make and a probe key in its env."""
+def provider_view(runtime: str, binary: str, env: Mapping[str, str], project: Path,
+                  mode: ProviderConfigMode = "auto") -> checks.ProviderView:
+    """`<cli> debug config` run with the injection the loop would make (the configured
+    providerConfigMode) and a probe key in its env."""
+    if mode == "none":
+        return "none"
     probe_env = {**env, BASE_URL_ENV: env.get(BASE_URL_ENV) or "http://127.0.0.1:9/v1", API_KEY_ENV: _PROBE_VALUE}
     rt: RuntimeName = "opencode" if runtime == "opencode" else "kilo"
+    if mode == "legacy_env":
+        return _legacy_view(rt, binary, probe_env, project)
     injected = child_config_env(rt, project, probe_env, guard=False, models=(f"{PROVIDER_ID}/doctor",))
     if _PROBE_VALUE in injected.env.get(KILO_RUNTIMES[rt].config_env, ""):
         return "leaked"
@@ -86,6 +98,17 @@ def provider_view(runtime: str, binary: str, env: Mapping[str, str], project: Pa
     # opencode masks it ("***"); either way a value that is no longer `{env:…}` was resolved.
     key = options.get("apiKey")
     return "ok" if isinstance(key, str) and key and not key.startswith("{env:") else "unresolved"
+
+
+def _legacy_view(runtime: RuntimeName, binary: str, probe_env: Mapping[str, str], project: Path) -> checks.ProviderView:
+    """legacy_env: whether the CLI's resolved config shows the probe endpoint set through KILO_OPENAI_*."""
+    injected = provider_injection("legacy_env", runtime, probe_env)
+    if not injected.env:
+        return "legacy-unsupported"
+    output = _run([binary, "debug", "config"], {**probe_env, **injected.env}, cwd=project)
+    if output is None:
+        return "unavailable"
+    return "legacy-read" if probe_env[BASE_URL_ENV] in output else "legacy-ignored"
 
 
 def _usage_check(binary: str, env: Mapping[str, str]) -> Check:
@@ -105,7 +128,8 @@ def _usage_check(binary: str, env: Mapping[str, str]) -> Check:
     return checks.usage_db("kilo", str(path), None)
 
 
-def backend_checks(runtime: str, environ: Mapping[str, str], project: Path) -> list[Check]:
+def backend_checks(runtime: str, environ: Mapping[str, str], project: Path,
+                   provider_mode: ProviderConfigMode = "auto") -> list[Check]:
     spec = RUNTIMES[runtime]
     binary = find(runtime, environ)
     version = _version(binary, environ) if binary else None
@@ -115,7 +139,7 @@ def backend_checks(runtime: str, environ: Mapping[str, str], project: Path) -> l
         return found
     found.append(checks.flags(runtime, _run([binary, *checks.HELP_ARGS[runtime]], environ), version))
     if runtime in ("kilo", "opencode"):
-        found.append(checks.provider(runtime, provider_view(runtime, binary, environ, project)))
+        found.append(checks.provider(runtime, provider_view(runtime, binary, environ, project, provider_mode)))
         found.append(checks.server(runtime, _run([binary, "serve", "--help"], environ) is not None))
     if runtime == "kilo":
         found.append(_usage_check(binary, environ))
@@ -178,7 +202,8 @@ def _sandbox_checks(environ: Mapping[str, str]) -> list[Check]:
 
 
 def run_checks(runtimes: tuple[str, ...], port: int, project: Path,
-               environ: Mapping[str, str] | None = None, picked: str | None = None) -> list[Check]:
+               environ: Mapping[str, str] | None = None, picked: str | None = None,
+               provider_mode: ProviderConfigMode = "auto") -> list[Check]:
     """`picked`: every backend is checked, not ones the user named, and a run would use `picked`: the
     CLIs that are not installed go into one summary line instead of a failure each."""
     environ = dict(os.environ if environ is None else environ)
@@ -190,5 +215,5 @@ def run_checks(runtimes: tuple[str, ...], port: int, project: Path,
         picked_missing_by_path = picked in missing and requested_binary(picked, None, environ)
         runtimes = tuple(installed) + ((picked,) if picked_missing_by_path else ())
     for runtime in runtimes:
-        found += backend_checks(runtime, environ, project)
+        found += backend_checks(runtime, environ, project, provider_mode)
     return found + machine_checks(environ, port)

@@ -381,6 +381,8 @@ class Orchestrator:
         after = self._tree.snapshot(after_status)
         tree_changes = changed_between(before, after)
         changed = sorted(set(tree_changes) | set(progress.files_changed))
+        if ctx.settings.dry_run:  # it writes nothing: what its simulated agent reports stands for the tree
+            tree_changes = changed
         self._run_files.update(dict.fromkeys(changed))
         # Against the stage's start: a protected file put back as it was no longer blocks.
         self._protected = protected_between(ctx.goal.protected_for(stage), self._stage_start[stage.id], after)
@@ -442,7 +444,7 @@ class Orchestrator:
         summary.summary = progress.summary
         summary.files_changed = changed
         summary.progress_source = progress.source
-        summary.warnings = progress.warnings
+        summary.warnings = [*summary.warnings, *progress.warnings]  # the usage-db mismatch came first
         summary.questions = progress.questions if progress.needs_input else []
         summary.duration_ms = _elapsed_ms(summary.started_at)
         if not self.state.shared_context:

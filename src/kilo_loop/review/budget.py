@@ -90,11 +90,11 @@ def resolve_budget(size: Size | None, stage_auto_fix: int | None, cli_retries: i
 
 
 def parse_large_answer(reply: str) -> int | None:
-    """The pre-flight reply to the loop-policy question: `auto 2`, `2`, `manual`, or empty (manual).
-    None when the reply is not one of the four choices."""
+    """The reply to the loop-policy question: `auto 2`, `2`, `manual`, empty (manual), or a choice's
+    label as the dashboard sends it. None when the reply is not one of the four choices."""
     words = reply.strip().lower().replace("—", " ").split()
     if not words or words[0] in ("manual", "m"):
-        return 0 if len(words) <= 1 else None
+        return 0 if len(words) <= 1 or words[1:] == ["(recommended)"] else None
     if words[0] == "auto":
         words = words[1:] or ["1"]
     if len(words) == 1 or (len(words) == 2 and words[1].startswith("retr")):

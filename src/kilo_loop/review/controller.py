@@ -12,7 +12,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
+from kilo_loop.durations import format_duration
 from kilo_loop.git import GitError
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.review import ledger
@@ -32,8 +34,11 @@ from kilo_loop.review.gate import (
     new_findings,
     parse_gate_reply,
     recheck_roles,
+    skip_is_quiet,
 )
+from kilo_loop.review.gate_view import gate_label, gate_listing, reviewer_summaries
 from kilo_loop.review.log import ReviewLog
+from kilo_loop.review.loop_policy import ask_loop_policy, needs_question
 from kilo_loop.review.prompt import ReviewPromptInput, build_review_prompt, implementer_feedback
 from kilo_loop.review.tree import diff_since, tree_of_worktree
 from kilo_loop.review.wave import RoleResult, RoleSpec, WaveContext, run_wave
@@ -81,6 +86,7 @@ class ReviewHost:
     verify: Callable[[str], Awaitable[VerifyResult | None]]
     answer_channel_open: Callable[[], bool]
     halted: Callable[[], bool] = lambda: False  # Stop or a budget reached: no round may be judged
+    answer_timeout: float | None = None  # --answer-timeout: how long the gate waits; None: until answered
 
 
 class ReviewController:
@@ -89,6 +95,7 @@ class ReviewController:
         self.host = host
         self._stages: dict[str, _StageReview] = {}
         self._iteration = 0
+        self._large_answer: int | None = None  # the loop policy asked in the run (review.loop_policy)
 
     @property
     def _log(self) -> ReviewLog:
@@ -103,6 +110,10 @@ class ReviewController:
         if state is not None and state.base_tree is not None:
             return False
         state = state or self._stages.setdefault(stage.id, _StageReview())
+        if self._large_answer is None and needs_question(stage, self.options.retries, self.options.large_budget):
+            host = self.host
+            self._large_answer = await ask_loop_policy(host.wave.control, self._log, stage, len(self.options.roles),
+                                                       host.project, host.answer_timeout, host.answer_channel_open) or 0
         try:
             state.base_tree = await asyncio.to_thread(tree_of_worktree, self.host.project)
         except GitError as exc:
@@ -129,7 +140,8 @@ class ReviewController:
         if state.fix is not None:
             return await self._recheck(stage, state, verify)
         if state.loop is None:
-            budget = resolve_budget(_size(stage), stage.auto_fix, self.options.retries, self.options.large_budget)
+            large = self.options.large_budget if self.options.large_budget is not None else self._large_answer
+            budget = resolve_budget(_size(stage), stage.auto_fix, self.options.retries, large)
             state.loop = ReviewLoop(stage_id=stage.id, budget=budget)
             state.next_roles = self.options.role_names
         results = await self._run_roles(stage, state, state.next_roles, verify)
@@ -163,10 +175,12 @@ class ReviewController:
             summary.findings = [f.as_dict() for f in gate_rows(state.reports.values())]
         self._end_loop(stage, loop)
         state.loop = None
-        if loop.exit != "clean" and blocking_findings(state.reports.values()):
+        blocking = blocking_findings(state.reports.values())
+        if loop.exit != "clean" and blocking:
             self._log.warning(f"review loop of '{stage.title}' exited {loop.exit} "
                            f"(counts {', '.join(map(str, loop.counts))})")
-        return await self._gate(stage, state, summary, loop.exit, loop.counts, questions)
+        clean = loop.exit == "clean" and not blocking
+        return await self._gate(stage, state, summary, loop.exit, loop.counts, questions, clean)
 
     async def _recheck(self, stage: Stage, state: _StageReview, verify: VerifyResult | None) -> ReviewVerdict:
         answer, rows = state.fix, state.fix_rows
@@ -187,30 +201,36 @@ class ReviewController:
         summary.count = len(fresh)
         if not fresh:
             self._log.event("review-recheck", "the recheck found nothing new: continuing", "info")
-            return ReviewVerdict(True, summary, questions=self._questions(state))
-        summary.verdict = "block"
-        return await self._gate(stage, state, summary, "exhausted", (len(fresh),), self._questions(state))
+            if not gate_needed(self.options.gate, "recheck", True):
+                return ReviewVerdict(True, summary, questions=self._questions(state))
+        else:
+            summary.verdict = "block"
+        return await self._gate(stage, state, summary, "recheck", (len(fresh),), self._questions(state), not fresh)
 
     # -------------------------------------------------------------- gate
     async def _gate(self, stage: Stage, state: _StageReview, summary: ReviewRoundSummary, exit: str,
-                    counts: Sequence[int], questions: list[str]) -> ReviewVerdict:
+                    counts: Sequence[int], questions: list[str], clean: bool) -> ReviewVerdict:
+        """The one gate, however the loop exited (`exit` is "recheck" after a fix pass's recheck)."""
         reports = list(state.reports.values())
         blocking = blocking_findings(reports)
-        clean = exit == "clean" and not blocking
-        wanted = gate_needed(self.options.gate, "clean" if clean else "exhausted", reports)
+        wanted = gate_needed(self.options.gate, "recheck" if exit == "recheck" else "exhausted", clean)
         if wanted and not self.host.answer_channel_open():
-            self._log.warning("the review gate has something to decide but no answer channel is open "
-                           "(no terminal, no dashboard); it is skipped")
+            if not skip_is_quiet(self.options.gate, clean):
+                self._log.warning("the review gate has something to decide but no answer channel is open "
+                                  "(no terminal, no dashboard); it is skipped")
             wanted = False
-        if not wanted:
-            summary.gate = "skipped" if self.options.gate != "off" else ""
+        answer: GateAnswer | Literal["timeout"] | None = "timeout"
+        rows = gate_rows(reports)
+        if wanted:
+            answer = await self._ask_gate(stage, rows, exit, counts, reviewer_summaries(reports, summary.roles),
+                                          role_costs(summary))
+        if answer == "timeout":
+            summary.gate = ("timeout" if wanted else "skipped") if self.options.gate != "off" else ""
             if clean:
                 summary.verdict = "pass"
                 return ReviewVerdict(True, summary, questions=questions)
             summary.verdict = "block"
             return ReviewVerdict(False, summary, implementer_feedback(blocking), questions)
-        rows = gate_rows(reports)
-        answer = await self._ask_gate(stage, rows, exit, counts, role_costs(summary))
         if answer is None:
             summary.gate = "asked"
             return ReviewVerdict(False, summary, stopped=True)
@@ -230,18 +250,24 @@ class ReviewController:
         return ReviewVerdict(False, summary, fix_pass_feedback(chosen, answer.change_request), questions)
 
     async def _ask_gate(self, stage: Stage, rows: list[Finding], exit: str, counts: Sequence[int],
-                        costs: str) -> GateAnswer | None:
+                        reviewers: list[dict[str, Any]], costs: str) -> GateAnswer | Literal["timeout"] | None:
+        """The operator's answer; None when the run was stopped; "timeout" after --answer-timeout."""
         control = self.host.wave.control
-        gate = ReviewGateState(stage_id=stage.id, stage_title=stage.title, exit=exit, counts=list(counts),
-                               rows=[f.as_dict() for f in rows], question=GATE_QUESTION)
-        listing = "\n".join(f"  {n}. {finding_line(f)}" for n, f in enumerate(rows, 1)) or "  (no findings)"
-        listing = (f"Review gate — {stage.title} (loop exit: {exit})\n{listing}\n  Reply with row numbers to fix "
-                   "now (`1 3`), `all`, or `none`; add `; <change>` for a change request.")
+        gate = ReviewGateState(stage_id=stage.id, stage_title=stage.title, exit=exit, label=gate_label(exit, counts),
+                               counts=list(counts), rows=[f.as_dict() for f in rows], reviewers=reviewers,
+                               question=GATE_QUESTION)
+        listing = gate_listing(stage.title, exit, counts, reviewers, rows)
         try:
             for _ in range(MAX_GATE_ASKS):
                 control.begin_question_round()
                 self._log.gate_opened(gate, listing, costs)
-                items = await control.next_answers()
+                try:
+                    items = await control.next_answers(self.host.answer_timeout)
+                except TimeoutError:
+                    self._log.warning(f"review gate: no answer within {format_duration(self.host.answer_timeout or 0)}; "
+                                      + ("continuing" if not rows else "every finding is deferred and the stage "
+                                         "stays as the loop left it"))
+                    return "timeout"
                 if items is None:
                     return None
                 reply = items[0].answer

@@ -1,6 +1,6 @@
 """What a reviewer reports, and how its written output becomes that report.
 
-A reviewer writes a JSON object `{verdict: "pass"|"block", findings: [...], questions: [...]}`
+A reviewer writes a JSON object `{verdict: "pass"|"block", summary: "…", findings: [...], questions: [...]}`
 (the seed's `review.json`; in a review wave each role writes `review-<role>.json`). Findings are
 objects or one-line strings such as `high src/a.py:12 Pre-existing: slow loop`. Output that is
 missing or cannot be read becomes a `block` with a finding saying so: never a crash, never a
@@ -44,10 +44,12 @@ class ReviewReport:
     questions: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     malformed: bool = False
+    summary: str = ""  # the reviewer's own one or two sentences for the gate
 
     def as_dict(self) -> dict[str, Any]:
         return {"role": self.role, "verdict": self.verdict, "findings": [f.as_dict() for f in self.findings],
-                "questions": list(self.questions), "warnings": list(self.warnings), "malformed": self.malformed}
+                "questions": list(self.questions), "warnings": list(self.warnings), "malformed": self.malformed,
+                "summary": self.summary}
 
 
 @dataclass
@@ -130,8 +132,10 @@ def report_from_object(data: dict[str, Any], role: str) -> ReviewReport:
     gaps = _list(data.get("acceptanceGaps", data.get("acceptance_gaps")), "acceptanceGaps", ctx)
     findings += [f for f in (_finding(item, ctx, kind="acceptance-gap") for item in gaps) if f]
     questions = [_clip(_question_text(q)) for q in _list(data.get("questions"), "questions", ctx)]
+    said = data.get("summary")
+    summary = _clip(" ".join(said.split())) if isinstance(said, str) else ""
     return ReviewReport(role=role, verdict=verdict, findings=tuple(findings[:MAX_FINDINGS]),
-                        questions=tuple(q for q in questions if q)[:20], warnings=tuple(ctx.warnings))
+                        questions=tuple(q for q in questions if q)[:20], warnings=tuple(ctx.warnings), summary=summary)
 
 
 def _list(value: Any, name: str, ctx: _Parse) -> list[Any]:

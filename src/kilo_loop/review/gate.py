@@ -15,7 +15,7 @@ from typing import Literal
 
 from kilo_loop.errors import KiloLoopError
 from kilo_loop.review.budget import Exit
-from kilo_loop.review.count import SEED_ROLE, waiting_findings, with_verdicts
+from kilo_loop.review.count import SEED_ROLE, with_verdicts
 from kilo_loop.review.findings import Finding, ReviewReport
 from kilo_loop.run.findings import finding_line as finding_line
 
@@ -24,14 +24,21 @@ GATE_MODES: tuple[GateMode, ...] = ("always", "auto", "off")
 _TEST_PATH = re.compile(r"(^|/)(tests?|spec|__tests__)(/|$)|(^|/)test_[^/]*$|_test\.[^/]+$|\.(test|spec)\.[^/]+$")
 
 
-def gate_needed(mode: GateMode, exit: Exit, reports: Iterable[ReviewReport]) -> bool:
-    """`always` asks every time; `off` never; `auto` asks when the loop did not exit clean or a
-    finding that did not count waits for a decision — never when everything is clean and quiet."""
+def gate_needed(mode: GateMode, exit: Exit | Literal["recheck"], clean: bool) -> bool:
+    """However the review loop exits, the gate runs (seed 004): a clean pass too, where one keypress
+    or one click continues. `off` is the explicit opt-out. A recheck that found nothing new goes on
+    without stopping, except under `always`, which shows every gate."""
     if mode == "off":
         return False
-    if mode == "always":
-        return True
-    return exit != "clean" or bool(waiting_findings(reports))
+    if exit == "recheck" and clean:
+        return mode == "always"
+    return True
+
+
+def skip_is_quiet(mode: GateMode, clean: bool) -> bool:
+    """With nobody to answer, a clean, quiet gate under `auto` is skipped without a warning: there
+    was nothing to decide. Anything else that cannot be asked is worth a warning."""
+    return clean and mode == "auto"
 
 
 def gate_rows(reports: Iterable[ReviewReport]) -> list[Finding]:

@@ -11,13 +11,14 @@ from typing import Any
 
 from kilo_loop.run.events import (
     EVENT_TYPES,
+    AnswerReceived,
     QuestionAsked,
     ReviewGateAnswered,
     ReviewGateClosed,
     ReviewGateOpened,
 )
 from kilo_loop.run.recorder import RunRecorder
-from kilo_loop.run.state import ReviewGateState
+from kilo_loop.run.state import ReviewGateState, RunState
 from kilo_loop.run.status import Phase
 
 
@@ -48,6 +49,21 @@ class ReviewLog:
                                              rows=len(gate.rows), gate=gate.wire(), costs=costs or None))
         self._recorder.emit(QuestionAsked(message=f"? {gate.question}", question=gate.question, options=[]))
         self._recorder.set_status(Phase.WAITING_ANSWER)
+
+    def ask(self, message: str, question: str, options: list[str]) -> None:
+        """A question of the review's own (the large rework's loop policy): pending until answered."""
+        self._recorder.emit(QuestionAsked(message=message, question=question, options=options))
+        self._recorder.set_status(Phase.WAITING_ANSWER)
+
+    def answered(self, question: str, reply: str, source: str) -> None:
+        self._recorder.emit(AnswerReceived(message=f"answer: {question} → {reply}", source=source))
+
+    def question_closed(self) -> None:
+        self._recorder.set_status(Phase.RUNNING)
+
+    @property
+    def state(self) -> RunState:
+        return self._recorder.state
 
     def gate_answered(self, reply: str, source: str) -> None:
         self._recorder.emit(ReviewGateAnswered(message=f"review gate answer: {reply or '(defer all)'}",

@@ -28,6 +28,7 @@ ROLE_FOCUS = {
 }
 
 SCHEMA = """{"verdict": "pass" | "block",
+ "summary": "one or two sentences: what you checked and what you found (also when you found nothing)",
  "findings": [{"severity": "critical|high|medium|low", "file": "path", "line": 12,
                "title": "one line", "detail": "why and how to fix", "preExisting": false,
                "kind": "issue|coverage"}],

@@ -49,7 +49,7 @@ class StageReviewer:
 def reviewer_factory(
     options: ReviewOptions, settings: Settings, goal: Goal, project: Path, run_backend: AgentBackend,
     recorder: RunRecorder, control: RunControl, guard: GuardLike | None, env: dict[str, str],
-    answer_channel_open: Callable[[], bool],
+    answer_channel_open: Callable[[], bool], answer_timeout: float | None = None,
 ) -> ReviewerFactory:
     backends: dict[str, AgentBackend] = {}
 
@@ -69,7 +69,7 @@ def reviewer_factory(
         host = ReviewHost(goal=goal, project=project, run_id=wave.log.run_id, wave=wave, verify=hooks.verify,
                           # --hitl off means unattended: the gate is not asked either.
                           answer_channel_open=lambda: settings.hitl != "off" and answer_channel_open(),
-                          halted=hooks.halted)
+                          halted=hooks.halted, answer_timeout=answer_timeout)
         return StageReviewer(ReviewController(options, host), recorder)
 
     return build

@@ -109,9 +109,11 @@ class ReviewGateState(WireModel):
 
     stage_id: str
     stage_title: str = ""
-    exit: str = ""
+    exit: str = ""  # clean | thrash | exhausted: how the loop ended; recheck: the fix pass's recheck
+    label: str = ""  # what brought the operator here, as the terminal says it
     counts: list[int] = Field(default_factory=list)
     rows: list[dict[str, Any]] = Field(default_factory=list)
+    reviewers: list[dict[str, Any]] = Field(default_factory=list)  # one summary per reviewer (review.gate_view)
     question: str = ""
 
 

@@ -37,7 +37,7 @@ def _cli_backend(runtime: str, settings: Settings, explicit: bool) -> AgentBacke
 def make_backend(settings: Settings, goal: Goal | None = None) -> tuple[AgentBackend, str]:
     """The run's backend and runtime name; stages naming another runtime get theirs through a router."""
     if settings.dry_run:
-        return DryRunBackend(ask_questions=settings.hitl != "off"), "dry-run"
+        return DryRunBackend(ask_questions=settings.hitl != "off", review=settings.dry_run_review), "dry-run"
     if settings.backend:
         try:
             custom = load_backend(settings.backend, settings)

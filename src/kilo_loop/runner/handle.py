@@ -254,7 +254,8 @@ class RunHandle:
         )
         if review is not None:
             ctx.review = reviewer_factory(review, settings, self.goal, self.project, self._backend, self.recorder,
-                                          self.control, guard, ctx.agent_env, self.answer_channel_open)
+                                          self.control, guard, ctx.agent_env, self.answer_channel_open,
+                                          ctx.answer_timeout)
         return ctx
 
     async def _open_server(self, backend: ServeBackend, guard: Guard | None, agent_env: dict[str, str],

@@ -12,6 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from kilo_loop.goal.model import Goal
+from kilo_loop.review.budget import MAX_RETRIES
 from kilo_loop.review.preflight import review_row
 from kilo_loop.sandbox.setup import preview as sandbox_preview
 from kilo_loop.settings import Settings
@@ -63,10 +64,17 @@ def render_preflight(console: Console, rows: list[tuple[str, str]], goal: Goal) 
         console.print(f"{number}. [{'x' if stage.done else ' '}] {stage.title}", markup=False, highlight=False)
 
 
-def ask_start(read_line: Callable[[str], str]) -> bool:
-    """Enter or y starts; anything else (including EOF) cancels."""
+def ask_start(read_line: Callable[[str], str], review: bool = False) -> tuple[bool, int | None]:
+    """Enter or y starts; anything else (including EOF) cancels. With a review, a number 0-3 (or
+    `retries 2`) starts with that review retry budget instead of the preset the box announced."""
+    prompt = "Start this run? [Y/n, or 0-3 for the review retry budget] " if review else "Start this run? [Y/n] "
     try:
-        reply = read_line("Start this run? [Y/n] ")
+        reply = read_line(prompt)
     except (EOFError, KeyboardInterrupt):
-        return False
-    return reply.strip().lower() in ("", "y", "yes")
+        return False, None
+    words = reply.strip().lower().split()
+    if review and words and words[0] in ("retries", "retry", "budget"):
+        words = words[1:]
+    if review and len(words) == 1 and words[0].isdigit() and int(words[0]) <= MAX_RETRIES:
+        return True, int(words[0])
+    return reply.strip().lower() in ("", "y", "yes"), None

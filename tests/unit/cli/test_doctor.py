@@ -105,7 +105,9 @@ def test_opencode_is_asked_for_its_documented_auto_flag() -> None:
 
 
 @pytest.mark.parametrize(("view", "status"), [("ok", "ok"), ("unavailable", "warn"), ("leaked", "fail"),
-                                              ("missing", "fail"), ("unresolved", "fail")])
+                                              ("missing", "fail"), ("unresolved", "fail"), ("none", "ok"),
+                                              ("legacy-read", "ok"), ("legacy-ignored", "warn"),
+                                              ("legacy-unsupported", "warn")])
 def test_provider_views(view: checks.ProviderView, status: str) -> None:
     assert checks.provider("kilo", view).status == status
 
@@ -279,3 +281,14 @@ def test_a_config_the_run_would_refuse_is_a_failed_check(tmp_path: Path, monkeyp
     rows = by_name([Check(**row) for row in json.loads(output)])
     assert code == 1 and rows["config"].status == "fail"
     assert "key 'iterations'" in rows["config"].detail and rows["config"].fix
+
+
+def test_doctor_probes_the_configured_provider_config_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kilo_loop.commands.doctor import project_environ
+
+    (tmp_path / ".kilocode-loop").mkdir()
+    (tmp_path / ".kilocode-loop" / "config.json").write_text('{"providerConfigMode": "legacy_env"}')
+    monkeypatch.delenv("KILO_LOOP_PROVIDER_CONFIG_MODE", raising=False)
+    assert project_environ(tmp_path).provider_mode == "legacy_env"
+    monkeypatch.setenv("KILO_LOOP_PROVIDER_CONFIG_MODE", "none")
+    assert project_environ(tmp_path).provider_mode == "none"

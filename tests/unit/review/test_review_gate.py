@@ -19,6 +19,7 @@ from kilo_loop.review.gate import (
     parse_gate_reply,
     recheck_roles,
     reply_from_marks,
+    skip_is_quiet,
 )
 from kilo_loop.review.ledger import (
     history_entry,
@@ -45,14 +46,23 @@ def _reports(*findings: Finding, verdict: str = "pass") -> list[ReviewReport]:
             for r in roles]
 
 
-def test_auto_gate_never_blocks_when_clean_and_quiet() -> None:
-    assert not gate_needed("auto", "clean", [])
-    assert gate_needed("auto", "clean", _reports(Finding(role="code", title="naming", severity="low")))
-    assert gate_needed("auto", "clean", _reports(SEC))
-    assert gate_needed("auto", "thrash", [])
-    assert gate_needed("auto", "exhausted", [])
-    assert gate_needed("always", "clean", [])
-    assert not gate_needed("off", "exhausted", _reports(SEC))
+def test_the_gate_runs_however_the_loop_exits_and_off_opts_out() -> None:
+    assert gate_needed("auto", "clean", True)  # a clean pass too: one keypress continues
+    assert gate_needed("auto", "thrash", False)
+    assert gate_needed("auto", "exhausted", False)
+    assert gate_needed("always", "clean", True)
+    assert not gate_needed("off", "clean", True) and not gate_needed("off", "exhausted", False)
+
+
+def test_a_quiet_recheck_goes_on_unless_every_gate_is_wanted() -> None:
+    assert not gate_needed("auto", "recheck", True)
+    assert gate_needed("always", "recheck", True)
+    assert gate_needed("auto", "recheck", False)  # new findings after the fix pass: the operator decides
+
+
+def test_only_a_clean_auto_gate_is_skipped_without_a_warning() -> None:
+    assert skip_is_quiet("auto", True)
+    assert not skip_is_quiet("auto", False) and not skip_is_quiet("always", True)
 
 
 def test_typed_reply_picks_rows_and_a_change_request() -> None:

@@ -12,6 +12,12 @@ the CLI is `providerConfigMode`:
 - `legacy_env`: `KILO_PROVIDER_TYPE=openai` and `KILO_OPENAI_API_KEY` / `KILO_OPENAI_BASE_URL`
   in the child's environment, for older kilo releases that read those.
 - `none`: nothing; the CLI's own persisted auth and config apply.
+
+The API spec (seed 001) picks the provider package the CLI loads: `KILO_LOOP_OPENAI_API_SPEC`, else
+the global `OPENAI_API_SPEC`, else `chat_completions`. `chat_completions` (alias `openai-compatible`)
+is `@ai-sdk/openai-compatible` (POST /chat/completions, any compatible server); `responses` (alias
+`openai`) is `@ai-sdk/openai` (OpenAI's Responses API); a value starting with `@` is taken as the
+package name itself. An unknown value falls back to chat_completions with a note.
 """
 
 from __future__ import annotations
@@ -26,7 +32,11 @@ PROVIDER_CONFIG_MODES: tuple[ProviderConfigMode, ...] = ("auto", "legacy_env", "
 PROVIDER_ID = "loop"
 BASE_URL_ENV = "KILO_LOOP_OPENAI_BASE_URL"
 API_KEY_ENV = "KILO_LOOP_OPENAI_API_KEY"
-_GLOBAL = {BASE_URL_ENV: "OPENAI_BASE_URL", API_KEY_ENV: "OPENAI_API_KEY"}
+API_SPEC_ENV = "KILO_LOOP_OPENAI_API_SPEC"
+_GLOBAL = {BASE_URL_ENV: "OPENAI_BASE_URL", API_KEY_ENV: "OPENAI_API_KEY", API_SPEC_ENV: "OPENAI_API_SPEC"}
+DEFAULT_PACKAGE = "@ai-sdk/openai-compatible"
+API_SPECS = {"chat_completions": DEFAULT_PACKAGE, "chat": DEFAULT_PACKAGE, "openai-compatible": DEFAULT_PACKAGE,
+             "responses": "@ai-sdk/openai", "openai": "@ai-sdk/openai"}
 
 
 @dataclass(frozen=True)
@@ -44,6 +54,23 @@ def endpoint_from(environ: Mapping[str, str]) -> Endpoint | None:
     return Endpoint(base_url, pick(API_KEY_ENV)) if base_url else None
 
 
+def api_spec_package(environ: Mapping[str, str]) -> tuple[str, str | None]:
+    """The provider package for the API spec set (the loop's variable over the global one), and a note
+    when the value is not one the loop knows (then the default is used)."""
+    name = API_SPEC_ENV if environ.get(API_SPEC_ENV) else _GLOBAL[API_SPEC_ENV]
+    value = (environ.get(name) or "").strip()
+    if not value:
+        return DEFAULT_PACKAGE, None
+    if value.startswith("@") and "/" in value:
+        return value, None
+    package = API_SPECS.get(value.lower().replace("-", "_")) or API_SPECS.get(value.lower())
+    if package is None:
+        known = ", ".join(sorted(k for k in API_SPECS if "_" in k or k == "responses"))
+        return DEFAULT_PACKAGE, (f"{name}={value!r} is not an API spec the loop knows ({known}, or an "
+                                 f"@scope/package name); using chat_completions")
+    return package, None
+
+
 def model_ids(models: Iterable[str | None]) -> list[str]:
     """The model ids under the `loop` provider among `--model` values (`loop/<id>`), in order, once each."""
     prefix = PROVIDER_ID + "/"
@@ -54,10 +81,10 @@ def model_ids(models: Iterable[str | None]) -> list[str]:
     return found
 
 
-def provider_block(models: Iterable[str | None]) -> dict[str, Any]:
+def provider_block(models: Iterable[str | None], package: str = DEFAULT_PACKAGE) -> dict[str, Any]:
     """The inline-config `provider` entry: `{env:…}` references only, never a value."""
     return {PROVIDER_ID: {
-        "npm": "@ai-sdk/openai-compatible",
+        "npm": package,
         "name": "kilo-loop",
         "options": {"baseURL": "{env:" + BASE_URL_ENV + "}", "apiKey": "{env:" + API_KEY_ENV + "}"},
         "models": {model_id: {"name": model_id, "tool_call": True} for model_id in model_ids(models)},
@@ -91,8 +118,10 @@ def provider_injection(mode: ProviderConfigMode, runtime: str, environ: Mapping[
         if endpoint.api_key:
             env["KILO_OPENAI_API_KEY"] = endpoint.api_key
         return Injection(env=env)
-    note = None if endpoint.api_key else f"{BASE_URL_ENV} is set without an API key ({API_KEY_ENV} / OPENAI_API_KEY)"
-    return Injection({"provider": provider_block(models)}, _child_values(endpoint, environ), note)
+    package, spec_note = api_spec_package(environ)
+    key_note = None if endpoint.api_key else f"{BASE_URL_ENV} is set without an API key ({API_KEY_ENV} / OPENAI_API_KEY)"
+    note = "; ".join(n for n in (spec_note, key_note) if n) or None
+    return Injection({"provider": provider_block(models, package)}, _child_values(endpoint, environ), note)
 
 
 def merge_provider(config: Mapping[str, Any], block: Mapping[str, Any]) -> dict[str, Any]:

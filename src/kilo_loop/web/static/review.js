@@ -27,6 +27,7 @@
       el("form", { method: "dialog", class: "modal__body", id: "review-gate-form", onsubmit: submit },
         el("h2", { id: "review-gate-title", text: "Review gate" }),
         el("p", { id: "review-gate-summary", class: "muted" }),
+        el("ul", { id: "review-gate-reviewers", class: "review-gate__reviewers" }),
         el("div", { id: "review-gate-rows" }),
         el("label", { class: "field" }, el("span", { text: "Change request (optional)" }),
           el("textarea", { id: "review-gate-change", rows: 3, maxlength: 8000,
@@ -61,13 +62,30 @@
       el("div", { class: "options" }, choice("mitigate", "Mitigate now", false), choice("defer", "Defer", true)));
   }
 
+  // One line per reviewer, those who found nothing included (seed 004: one gate, one summary each).
+  function reviewerLine(entry) {
+    const found = entry.findings
+      ? `${entry.findings} finding(s) (${entry.severities}), ${entry.blocking} blocking` : "no findings";
+    const cost = entry.tokens == null ? "" : ` · ${entry.tokens} tokens $${Number(entry.cost).toFixed(4)}`;
+    return el("li", { class: "review-gate__reviewer", "data-role": entry.role },
+      el("strong", { text: `${entry.label}: ${entry.verdict}` }), ` — ${found}${cost}`,
+      entry.summary ? el("span", { class: "muted", text: ` — ${entry.summary}` }) : null);
+  }
+
   function show(gate) {
     const modal = dialog();
     document.getElementById("review-gate-title").textContent = `Review gate — ${gate.stageTitle || gate.stageId}`;
     const counts = (gate.counts || []).join(" → ") || "—";
-    document.getElementById("review-gate-summary").textContent =
-      `Loop exit: ${gate.exit} · blocking counts per round: ${counts} · ${gate.rows.length} finding(s)`;
+    const label = gate.label || `loop exit: ${gate.exit}`;
+    const what = label.charAt(0).toUpperCase() + label.slice(1);
+    document.getElementById("review-gate-summary").textContent = gate.exit === "recheck"
+      ? `${what} · ${gate.rows.length} finding(s)`
+      : `${what} · blocking counts per round: ${counts} · ${gate.rows.length} finding(s)`;
+    document.getElementById("review-gate-reviewers").replaceChildren(...(gate.reviewers || []).map(reviewerLine));
     document.getElementById("review-gate-rows").replaceChildren(...gate.rows.map(renderRow));
+    // A clean pass has nothing to mark: one click continues.
+    document.getElementById("review-gate-submit").textContent = gate.rows.length ? "Send decision" : "Continue";
+    document.getElementById("review-gate-defer").hidden = !gate.rows.length;
     document.getElementById("review-gate-change").value = "";
     // The generic question dialog would cover this one: answer it "later" through its own button.
     const questions = document.getElementById("question-modal");
@@ -92,7 +110,9 @@
       const data = await response.json().catch(() => ({}));
       if (!response.ok) throw new Error(data.error || `HTTP ${response.status}`);
       document.getElementById("review-gate-modal").close("sent");
-      say(data.mitigate || changeRequest ? "Fix pass sent to the implementer" : "Every finding deferred");
+      const rows = document.querySelectorAll("#review-gate-rows fieldset").length;
+      say(data.mitigate || changeRequest ? "Fix pass sent to the implementer"
+        : rows ? "Every finding deferred" : "Review passed: continuing");
     } catch (error) {
       say(`Review gate: ${error.message}`);
     } finally {
