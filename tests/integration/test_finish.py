@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kilo_loop.finish.commits import commit_paths, committed_stages
+from kilo_loop.finish.commits import FinishError, commit_paths, committed_stages, push_branch
 from tests.fleet.support import agent_binary, goal, init_repo, loop_env, stage, write_goal
 from tests.support.forge_server import scripted_github
 from tests.support.git import git
@@ -163,3 +163,31 @@ def test_finish_pr_without_a_token_stops_before_any_work(project: Path, tmp_path
     assert done.returncode != 0
     assert "--finish pr needs a github token: set GITHUB_TOKEN" in done.stdout + done.stderr
     assert not (project / "src").exists() and forge.requests == []
+
+
+def test_a_push_the_remote_rejects_is_rebased_and_a_network_failure_retried(tmp_path: Path) -> None:
+    project = init_repo(tmp_path / "repo")
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(origin)], check=True)
+    git(project, "remote", "add", "origin", str(origin))
+    git(project, "switch", "-q", "-c", "kilo-loop/work-r1")
+    (project / "a.txt").write_text("a\n")
+    commit_paths(project, ["a.txt"], "stage a\n", {})
+    push_branch(project, "origin", "kilo-loop/work-r1")
+    # someone else pushes to the run's branch: the loop's next push is not a fast-forward
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", "-b", "kilo-loop/work-r1", str(origin), str(other)], check=True)
+    (other / "theirs.txt").write_text("theirs\n")
+    git(other, "add", "theirs.txt")
+    git(other, "-c", "user.name=o", "-c", "user.email=o@x", "commit", "-qm", "theirs")
+    git(other, "push", "-q", "origin", "kilo-loop/work-r1")
+    (project / "b.txt").write_text("b\n")
+    commit_paths(project, ["b.txt"], "stage b\n", {})
+    push_branch(project, "origin", "kilo-loop/work-r1")
+    assert git(origin, "log", "--format=%s", "kilo-loop/work-r1").split("\n")[:3] == ["stage b", "theirs", "stage a"]
+
+    git(project, "remote", "set-url", "origin", "http://127.0.0.1:9/nothing.git")  # nothing listens there
+    waits: list[float] = []
+    with pytest.raises(FinishError, match="the commits stay here; resume the run to push again"):
+        push_branch(project, "origin", "kilo-loop/work-r1", sleep=waits.append, delays=(0.1, 0.2))
+    assert waits == [0.1, 0.2]

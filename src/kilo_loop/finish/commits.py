@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from kilo_loop.errors import KiloLoopError
@@ -134,14 +135,55 @@ def remote_url(project: Path, remote: str) -> str:
     return proc.stdout.decode().strip()
 
 
-def push_branch(project: Path, remote: str, branch: str) -> None:
-    """Push `branch` to the same name on `remote`, never forced; FinishError says what to do when refused."""
-    proc = run_git(project, "push", "--porcelain", remote, f"refs/heads/{branch}:refs/heads/{branch}", timeout=300)
-    if proc.returncode == 0:
-        return
-    detail = (proc.stderr + proc.stdout).decode(errors="replace").strip()
-    if "non-fast-forward" in detail or "[rejected]" in detail or "fetch first" in detail:
-        raise FinishError(f"{remote} refused the push of {branch}: it has commits this run does not (never forced). "
-                          f"Fetch and rebase the branch, then resume the run to push again. git said: {detail[-400:]}")
+NETWORK_FAILURES = ("Could not resolve host", "Connection refused", "Connection timed out", "Failed to connect",
+                    "unable to access", "Could not read from remote repository", "early EOF", "timed out")
+PUSH_DELAYS_S = (2.0, 8.0, 30.0)  # a network failure is retried after each of these, then the run goes on
+
+
+def push_branch(project: Path, remote: str, branch: str, sleep: Callable[[float], None] = time.sleep,
+                delays: Sequence[float] = PUSH_DELAYS_S) -> None:
+    """Push `branch` to the same name on `remote`, never forced. The network failing is retried with backoff;
+    a remote that moved ahead gets the loop's commits rebased onto it when the work tree allows it;
+    otherwise FinishError says what to do (the commits stay here, and a resume pushes them)."""
+    detail = ""
+    for delay in (*delays, None):
+        failed = _push(project, remote, branch)
+        if failed is not None and _rejected(failed):
+            _rebase_onto_remote(project, remote, branch)
+            failed = _push(project, remote, branch)
+        if failed is None:
+            return
+        detail = failed
+        if delay is None or not any(sign in detail for sign in NETWORK_FAILURES):
+            break
+        sleep(delay)
     raise FinishError(f"could not push {branch} to {remote} (the commits stay here; resume the run to push "
                       f"again): {detail[-400:]}")
+
+
+def _push(project: Path, remote: str, branch: str) -> str | None:
+    proc = run_git(project, "push", "--porcelain", remote, f"refs/heads/{branch}:refs/heads/{branch}", timeout=300)
+    return None if proc.returncode == 0 else (proc.stderr + proc.stdout).decode(errors="replace").strip()
+
+
+def _rejected(detail: str) -> bool:
+    return "non-fast-forward" in detail or "[rejected]" in detail or "fetch first" in detail
+
+
+def _rebase_onto_remote(project: Path, remote: str, branch: str) -> None:
+    """The remote's branch has commits this run does not: put the loop's commits on top of them (never a
+    force push), when the work tree is clean enough to rebase; a conflict leaves the branch as it was."""
+    fetched = run_git(project, "fetch", "-q", remote, f"refs/heads/{branch}", timeout=300)
+    if fetched.returncode != 0:
+        raise FinishError(f"{remote} refused the push of {branch} and could not be fetched: "
+                          f"{fetched.stderr.decode(errors='replace').strip()[-300:]}")
+    dirty = run_git(project, "status", "--porcelain", "--untracked-files=no").stdout.strip()
+    if dirty:
+        raise FinishError(f"{remote}'s {branch} has commits this run does not, and the work tree has uncommitted "
+                          f"changes, so the loop will not rebase: the branch is intact here. Rebase it onto "
+                          f"{remote}/{branch} yourself, then resume the run to push.")
+    rebased = run_git(project, "rebase", "-q", "FETCH_HEAD")
+    if rebased.returncode != 0:
+        run_git(project, "rebase", "--abort")
+        raise FinishError(f"{remote}'s {branch} has commits that conflict with the loop's: the branch is intact "
+                          f"here (never forced). Merge or rebase it by hand, then resume the run to push.")
