@@ -7,12 +7,12 @@ from kilo_loop.checkpoint.store import CheckpointError
 from kilo_loop.errors import KiloLoopError
 from kilo_loop.goal.model import GoalError
 from kilo_loop.loop.commands import CommandRefused, Refusal
+from kilo_loop.project_config import ConfigFileError
 from kilo_loop.review.gate import GateReplyError
 from kilo_loop.run.control import ControlError
 from kilo_loop.run.store import RunNotFound
 from kilo_loop.web.context import ApiError
 from kilo_loop.web.controller import RunBusy, StartRefused
-from kilo_loop.web.launcher import ConfigFileError
 
 _REFUSALS: dict[Refusal, int] = {Refusal.CONFLICT: 409, Refusal.NOT_FOUND: 404, Refusal.INVALID: 400}
 # The first class the error is an instance of decides; a KiloLoopError named nowhere is a bad request.
