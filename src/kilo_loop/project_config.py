@@ -3,15 +3,15 @@
 The settings, the guard's own patterns (read without the settings stack, for the pre-tool hook), the
 dashboard's launcher (which writes the default verify back) and `kilo-loop init` all read the file
 here, so a malformed one is the same error wherever it is met: it names the file and says what to do.
-What the keys mean is each reader's business; this only hands over the JSON object.
+What the keys mean is each reader's business; this only hands over the JSON object. The standard
+`json` module, not orjson: the pre-tool hook reads the file, and orjson imports dataclasses.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from kilo_loop.errors import ConfigError
 from kilo_loop.run.layout import LOOP_DIR, ProjectLayout
@@ -37,10 +37,10 @@ def read_config_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigFileError(f"{path} is not a file: move it out of the way, or make it a JSON object of settings")
     try:
-        raw = orjson.loads(path.read_bytes())
+        raw = json.loads(path.read_bytes())
     except OSError as exc:
         raise ConfigFileError(f"{path}: cannot be read ({exc.strerror or exc}): check its permissions") from exc
-    except orjson.JSONDecodeError as exc:
+    except ValueError as exc:  # not JSON, or not UTF-8
         raise ConfigFileError(f"{path}: not valid JSON ({exc}): fix it, or move it out of the way") from exc
     if not isinstance(raw, dict):
         raise ConfigFileError(f"{path}: expected a JSON object of settings ({{\"key\": value, …}}), "
