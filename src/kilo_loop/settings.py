@@ -23,6 +23,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from kilo_loop.durations import parse_duration
 from kilo_loop.errors import ConfigError
 from kilo_loop.project_config import config_path, read_config_file
+from kilo_loop.review_roles import ReviewConfigError, role_specs
 
 HitlMode = Literal["always", "on-question", "off"]
 RuntimeMode = Literal["auto", "kilo", "opencode", "claude", "codex", "cursor", "gemini"]
@@ -147,10 +148,8 @@ class Settings(BaseSettings):
     @classmethod
     def _review_roles(cls, value: bool | dict[str, Any]) -> bool | dict[str, Any]:
         if isinstance(value, dict):
-            from kilo_loop.review.options import ReviewConfigError, role_specs
-
             try:
-                role_specs(value, None)
+                role_specs(value)
             except ReviewConfigError as exc:
                 raise ValueError(str(exc)) from exc
         return value
