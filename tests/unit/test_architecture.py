@@ -20,7 +20,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"run"}),
     frozenset({"git", "gitstatus", "treewatch", "goal", "guard", "checkpoint", "safety", "agent", "notify", "doctor",
                "sandbox", "verify", "process_group", "project_config"}),
-    frozenset({"settings"}),
+    frozenset({"settings", "review_roles"}),
     frozenset({"session"}),
     frozenset({"loop", "review"}),
     frozenset({"runner", "ui"}),
@@ -32,17 +32,14 @@ LAYERS: tuple[frozenset[str], ...] = (
 PEERS: tuple[frozenset[str], ...] = (frozenset({"loop", "review"}),)
 
 # What is left, each with why; the test fails when one goes away too (shrink the list) or a new one comes.
-KNOWN_AGAINST_LAYERS: frozenset[tuple[str, str]] = frozenset({
-    # Settings validates --review-roles with the review's own parser at load time (issue 22 item 7).
-    ("kilo_loop.settings", "kilo_loop.review.options"),
-})
+# None today (issue 22 item 9 allows at most two, each written down here with its reason).
+KNOWN_AGAINST_LAYERS: frozenset[tuple[str, str]] = frozenset()
+MAX_AGAINST_LAYERS = 2
+# No import circle is allowed. The one left is the redaction ring in safety/, which the redact/ package
+# (issue 25, under way on its own branch) replaces; nothing else may join this list.
 KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset({
-    # The same validator; review/options names Settings only for its type (issue 22 item 7).
-    frozenset({"kilo_loop.settings", "kilo_loop.review.options"}),
-    # safety/ waits for its split by concept (issue 22 item 5) until the guard and redactor branches land.
     frozenset({"kilo_loop.safety.redact", "kilo_loop.safety.redact_blocks", "kilo_loop.safety.redact_pairs",
                "kilo_loop.safety.redact_values", "kilo_loop.safety.redact_wrap"}),
-    frozenset({"kilo_loop.guard.shell.analyze", "kilo_loop.guard.shell.parse"}),
 })
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,6 +163,11 @@ def test_no_new_import_circle() -> None:
     found = circles(import_graph(ROOT / "src"))
     assert found - KNOWN_CIRCLES == set(), "new import circles"
     assert KNOWN_CIRCLES - found == set(), "fixed or changed: update KNOWN_CIRCLES"
+
+
+def test_the_allowances_stay_small() -> None:
+    assert len(KNOWN_AGAINST_LAYERS) <= MAX_AGAINST_LAYERS
+    assert all(member.startswith("kilo_loop.safety.redact") for circle in KNOWN_CIRCLES for member in circle)
 
 
 def test_the_checks_catch_what_they_claim() -> None:
