@@ -11,7 +11,7 @@ from kilo_loop.project_config import ConfigFileError
 from kilo_loop.review.gate import GateReplyError
 from kilo_loop.run.control import ControlError
 from kilo_loop.run.store import RunNotFound
-from kilo_loop.web.context import ApiError
+from kilo_loop.web.context import RequestRefused
 from kilo_loop.web.controller import RunBusy, StartRefused
 
 _REFUSALS: dict[Refusal, int] = {Refusal.CONFLICT: 409, Refusal.NOT_FOUND: 404, Refusal.INVALID: 400}
@@ -30,9 +30,7 @@ _STATUS: tuple[tuple[type[KiloLoopError], int], ...] = (
 
 def domain_status(exc: KiloLoopError) -> tuple[int, str]:
     """(status, message) for a domain error raised while answering a request."""
-    if isinstance(exc, ApiError):
-        return exc.status, exc.message
-    if isinstance(exc, CommandRefused):
+    if isinstance(exc, CommandRefused | RequestRefused):
         return _REFUSALS[exc.refusal], exc.message
     if isinstance(exc, GoalError):  # a goal typed in the launcher has no file to name
         return 400, exc.message if exc.source is None else str(exc)
