@@ -36,7 +36,7 @@ def defaults(ctx: DashboardContext) -> dict[str, Any]:
 
 @router.get("/goals", summary="Discoverable plans/goals with per-stage completion and last run")
 async def get_goals(ctx: Ctx) -> Response:
-    goals = await asyncio.to_thread(launcher.list_goals, ctx.project)
+    goals = await asyncio.to_thread(launcher.list_goals, ctx.project, ctx.base.goal)
     live = ctx.live
     return json_response(
         ctx.redact(
