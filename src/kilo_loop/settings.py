@@ -73,6 +73,14 @@ class Settings(BaseSettings):
     guard: bool = True
     # The jail (bubblewrap) around every process that runs code the agent controls; see sandbox/.
     sandbox: Literal["auto", "bwrap", "off"] = "auto"
+    # Handing the work over (finish/): the loop, never the agent, commits each finished stage
+    finish: Literal["none", "commit", "branch", "pr"] = "none"
+    commit_author: str | None = None  # "Name <email>" for the loop's commits (default: git's own identity)
+    remote: str = "origin"  # --finish pr: where the run's branch is pushed
+    forge: Literal["auto", "github", "gitlab", "gitea"] = "auto"  # auto: from the remote's host
+    forge_url: str | None = None  # the forge's REST API base (GitHub Enterprise, self-hosted GitLab/Gitea)
+    forge_repo: str | None = None  # OWNER/REPO when the remote's URL does not say (a local path, an SSH alias)
+    issue_comments: bool = False  # a goal from an issue: comment on it as each stage is committed
     guard_stop: bool = False
     max_guard_blocks: int = Field(3, ge=1)
     guard_deny: list[str] = Field(default_factory=list)
@@ -132,6 +140,18 @@ class Settings(BaseSettings):
     def _split_list(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [item for item in re.split(r"[\s,]+", value) if item]
+        return value
+
+    @field_validator("commit_author", mode="after")
+    @classmethod
+    def _author(cls, value: str | None) -> str | None:
+        """`Name <email>`, checked before the run starts (not at its first commit)."""
+        from kilo_loop.finish.commits import FinishError, author_env
+
+        try:
+            author_env(value)
+        except FinishError as exc:
+            raise ValueError(str(exc)) from None
         return value
 
     @field_validator("guard_deny", "guard_allow", mode="after")

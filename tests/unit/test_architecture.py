@@ -19,7 +19,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "durations", "__init__"}),
     frozenset({"run"}),
     frozenset({"git", "gitstatus", "treewatch", "goal", "guard", "checkpoint", "safety", "agent", "notify", "doctor",
-               "sandbox", "verify", "process_group", "project_config"}),
+               "finish", "forge", "sandbox", "verify", "process_group", "project_config"}),
     frozenset({"settings", "review_roles"}),
     frozenset({"session"}),
     frozenset({"loop", "review"}),

@@ -17,6 +17,8 @@ from kilo_loop.checkpoint.store import (
     RevertResult,
     revert_to_checkpoint,
 )
+from kilo_loop.finish import ForgeOptions, StageFinisher, build_finisher
+from kilo_loop.goal.issue import parse_issue_ref
 from kilo_loop.goal.model import Goal
 from kilo_loop.guard.runtime import Guard
 from kilo_loop.loop.commands import (
@@ -139,12 +141,16 @@ class RunHandle:
         if server is not None:
             await self._open_server(server, guard, agent_env, review is not None)
         ctx = self._loop_context(guard, review)
+        finisher = self._finisher()
+        ctx.finish = (lambda state: finisher.after_iteration(state, self.recorder.emit)) if finisher else None
         handler = CommandHandler(self.control, self.recorder, self._revert, self._checkpoints_of)
         for early in self.commands.pending():  # sent before the start (e.g. the launcher's instructions)
             await handler.handle(early)
         serving = asyncio.create_task(handler.serve(self.commands), name=f"kilo-loop commands {self.run_id}")
         try:
             await Orchestrator(ctx).run()
+            if finisher is not None:
+                await finisher.after_run(self.state, self.recorder.emit)
         finally:
             self._over = True
             if server is not None:
@@ -205,6 +211,17 @@ class RunHandle:
             self.recorder.emit(SecretsMasked(message=f"masking known secrets by value: {listed}"
                                              + "".join(f"; {note}" for note in notes),
                                              registered=registered, notes=notes))
+
+    def _finisher(self) -> StageFinisher | None:
+        """--finish: the loop commits each finished stage (on the run's own branch with `branch` and `pr`)."""
+        s = self.settings
+        forge = ForgeOptions(remote=s.remote, kind=s.forge, api=s.forge_url, repo=s.forge_repo)
+        issue = parse_issue_ref(str(s.goal)) if s.goal else None
+        finisher = build_finisher("none" if s.dry_run else s.finish, self.project, self.run_id, self.layout.dir,
+                                  self.goal.title, self.goal.source, s.commit_author, forge, issue, s.issue_comments)
+        if finisher is not None:
+            self.recorder.emit(finisher.start())
+        return finisher
 
     def _notifier(self) -> Notifier | None:
         """Out-of-band notices, one more subscriber of the bus."""
