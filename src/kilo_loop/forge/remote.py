@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from kilo_loop.errors import UsageError
+
 ForgeKind = Literal["github", "gitlab", "gitea"]
 TOKEN_VARIABLES: dict[ForgeKind, str] = {"github": "GITHUB_TOKEN", "gitlab": "GITLAB_TOKEN", "gitea": "GITEA_TOKEN"}
 
@@ -15,7 +17,7 @@ TOKEN_VARIABLES: dict[ForgeKind, str] = {"github": "GITHUB_TOKEN", "gitlab": "GI
 _URL = re.compile(r"^(?:[a-z+]+://)?(?:[^@/]+@)?(?P<host>[^/:]+)(?::\d+)?[:/](?P<path>[^:]+?)(?:\.git)?/?$")
 
 
-class ForgeUnknown(ValueError):
+class ForgeUnknown(UsageError, ValueError):
     """The remote does not say which forge or repository it is; the message names the flag to pass."""
 
 
