@@ -151,14 +151,14 @@ class Orchestrator:
                 return stop
             stage = self.stages.next_stage(self.state)
             if stage is None:
-                return StopReason.DONE, "all stages done"
+                return stop_policy.no_stage_left(self.state)
             stop = await self._iteration(stage, self.state.iteration + 1)
             if stop:
                 return stop
             if self.state.abort_requested:
                 return stop_policy.ABORTED_AFTER_SESSION
         if self.stages.next_stage(self.state) is None:
-            return StopReason.DONE, "all stages done"
+            return stop_policy.no_stage_left(self.state)
         left = self.stages.open_count(self.state)
         return StopReason.DONE_WITH_ERRORS, f"{self._last_iteration} iteration(s) used, {left} stage(s) not done"
 

@@ -69,7 +69,7 @@ def reviewer_factory(
         host = ReviewHost(goal=goal, project=project, run_id=wave.log.run_id, wave=wave, verify=hooks.verify,
                           # --hitl off means unattended: the gate is not asked either.
                           answer_channel_open=lambda: settings.hitl != "off" and answer_channel_open(),
-                          halted=hooks.halted)
+                          halted=hooks.halted, state=lambda: recorder.state)
         return StageReviewer(ReviewController(options, host), recorder)
 
     return build

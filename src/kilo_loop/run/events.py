@@ -398,6 +398,7 @@ class ReviewRound(RunEvent):
     stage_id: str = ""
     count: int = 0
     step: str = ""
+    budget: int | None = None  # the stage's retry budget for the run (absent in runs recorded before it)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -466,6 +467,18 @@ class ReviewBlocked(RunEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ReviewHeld(RunEvent):
+    """The stage's review budget is spent and nobody can answer the gate (no terminal, no dashboard,
+    or `--review-gate off`): the stage is blocked for the rest of the run, resumes included."""
+
+    TYPE = "review-held"
+    level: str = "error"
+    stage_id: str = ""
+    exit: str = ""
+    findings: list[Mapping[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
 class ProtectedChanged(RunEvent):
     """Protected files changed since the stage began: the stage is blocked."""
 
@@ -499,7 +512,8 @@ EVENT_TYPES: dict[str, type[RunEvent]] = {
         ReasoningOut, ToolUsed, UsageCounted, AgentErrored, AgentFailed, GuardBlocked, GuardPreDenied, JailRefused,
         VerifyFinished, StageDone, StageBlocked, QuestionAsked, AnswerReceived, QuestionUnanswered, QuotaWait,
         ReviewStarted, ReviewFinished, ReviewRound, ReviewFinal, ReviewRecheck, ReviewDeferred, ReviewFixPass,
-        ReviewResumed, ReviewGateOpened, ReviewGateAnswered, ReviewGateClosed, ReviewBlocked, ProtectedChanged,
+        ReviewResumed, ReviewGateOpened, ReviewGateAnswered, ReviewGateClosed, ReviewBlocked, ReviewHeld,
+        ProtectedChanged,
     )
 }
 

@@ -28,6 +28,8 @@ from kilo_loop.run.events import (
     ReviewBlocked,
     ReviewGateClosed,
     ReviewGateOpened,
+    ReviewHeld,
+    ReviewRound,
     RunEvent,
     RunFinished,
     SecretsMasked,
@@ -46,6 +48,7 @@ from kilo_loop.run.state import (
     Question,
     RetryState,
     ReviewGateState,
+    ReviewStageState,
     RunState,
     StageState,
     Totals,
@@ -258,6 +261,33 @@ def _gate_closed(state: RunState, event: ReviewGateClosed) -> Changes:
     return {"review_gate": None}
 
 
+def _review_stage(state: RunState, stage_id: str, update: Changes) -> Changes:
+    review = state.review_stages.get(stage_id) or ReviewStageState()
+    return {"review_stages": {**state.review_stages, stage_id: review.model_copy(update=update)}}
+
+
+def _review_round(state: RunState, event: ReviewRound) -> Changes:
+    """One judged round of a stage's loop: the budget is the run's, the retries it used are never given
+    back; a round after a loop that exited starts the counts of a new loop."""
+    if not event.stage_id:
+        return {}
+    review = state.review_stages.get(event.stage_id) or ReviewStageState()
+    counts = [] if review.exit else review.counts
+    update: Changes = {"counts": [*counts, event.count], "rounds": review.rounds + 1,
+                       "exit": "" if event.step == "retry" else event.step,
+                       "retries": review.retries + (event.step == "retry")}
+    if event.budget is not None:
+        update["budget"] = event.budget
+    return _review_stage(state, event.stage_id, update)
+
+
+def _review_held(state: RunState, event: ReviewHeld) -> Changes:
+    findings = [dict(f) for f in event.findings]
+    held = _review_stage(state, event.stage_id, {"held": True, "findings": findings,
+                                                 "exit": event.exit or "exhausted"})
+    return {**held, **_blocked(state, event.stage_id)}
+
+
 def _warned(state: RunState, event: Warned) -> Changes:
     if event.attempt is None:
         return {}
@@ -290,6 +320,8 @@ def _handler(cls: type[E], fn: Callable[[RunState, E], Changes]) -> tuple[type[R
 
 _HANDLERS: dict[type[RunEvent], Callable[..., Changes]] = dict([
     _handler(ReviewBlocked, _review_blocked),
+    _handler(ReviewRound, _review_round),
+    _handler(ReviewHeld, _review_held),
     _handler(ProtectedChanged, _review_blocked),
     _handler(ReviewGateOpened, _gate_opened),
     _handler(ReviewGateClosed, _gate_closed),

@@ -105,6 +105,19 @@ class ReviewGateState(WireModel):
     question: str = ""
 
 
+class ReviewStageState(WireModel):
+    """One stage's review loop for the whole run, resumes included: what its retry budget is, what it
+    has used, and whether it is held. Written by the reducer from the review events only."""
+
+    budget: int | None = None  # recorded by the first round (None: no round yet, or a run recorded before)
+    retries: int = 0  # automatic retries used in this run: the budget is spent once, never reset
+    counts: list[int] = Field(default_factory=list)  # blocking count per round of the loop under way
+    rounds: int = 0  # review rounds judged in this run
+    exit: str = ""  # the last loop's exit (clean | thrash | exhausted); "" while a loop runs
+    held: bool = False  # the budget is spent and nobody could answer the gate: the stage is blocked for the run
+    findings: list[dict[str, Any]] = Field(default_factory=list)  # what holds it, for the report
+
+
 class IterationSummary(WireModel):
     """One iteration's report: NN-report.json holds it whole; state.json keeps it too."""
 
@@ -198,6 +211,8 @@ class RunState(WireModel):
     last_error: str = ""
     resume_command: str = ""
     review_gate: ReviewGateState | None = None
+    # by stage id; left out of the wire while no review ran, so a run without a review keeps its shape
+    review_stages: dict[str, ReviewStageState] = Field(default_factory=dict, exclude_if=lambda value: not value)
     seq: int = 0  # the last event folded into this state: resume replays events.jsonl past it
     log_tail: list[dict[str, Any]] = Field(default_factory=list)
 
@@ -214,6 +229,10 @@ class RunState(WireModel):
             wire["iterations"] = [item.wire() for item in self.iterations[-newest:]]
             wire["logTail"] = list(self.log_tail)
         return wire
+
+    def held_stages(self) -> list[str]:
+        """Stages the review holds for the rest of the run (its budget spent, nobody to answer)."""
+        return [stage_id for stage_id, review in self.review_stages.items() if review.held]
 
     def stage_state(self, stage_id: str) -> StageState | None:
         return next((stage for stage in self.stages if stage.id == stage_id), None)
