@@ -37,8 +37,8 @@ from kilo_loop.review.log import ReviewLog
 from kilo_loop.review.prompt import ReviewPromptInput, build_review_prompt, implementer_feedback
 from kilo_loop.review.tree import diff_since, tree_of_worktree
 from kilo_loop.review.wave import RoleResult, RoleSpec, WaveContext, run_wave
-from kilo_loop.run.events import ReviewHeld, now_iso
-from kilo_loop.run.state import ReviewGateState, ReviewRoundSummary, RunState, VerifyResult
+from kilo_loop.run.events import ReviewBaseline, ReviewHeld, now_iso
+from kilo_loop.run.state import ReviewGateState, ReviewRoundSummary, ReviewStageState, RunState, VerifyResult
 from kilo_loop.session.reviewer import ReviewVerdict
 
 GATE_QUESTION = ("Review gate: which findings should be fixed now? Reply with their numbers (e.g. `1 3`), "
@@ -60,11 +60,10 @@ class ReviewOptions:
 
 @dataclass
 class _StageReview:
-    """What the controller keeps of a stage between calls: the tree and reports its prompts are made
-    from, and a pending fix pass. The loop's budget, rounds and retries are the run's state."""
+    """What the controller keeps of a stage between calls: this process's reviewers' reports (its
+    prompts and gate rows are made from them) and a pending gate fix pass (which the ledger carries
+    over a resume). The loop's budget, rounds and retries, and the stage's baseline, are the run's state."""
 
-    base_tree: str | None = None
-    verify_before: bool = False
     carried: ReviewLoop | None = None  # a loop resumed from the ledger of a run recorded before the state had it
     reports: dict[str, ReviewReport] = field(default_factory=dict)
     next_roles: list[str] = field(default_factory=list)
@@ -103,22 +102,27 @@ class ReviewController:
         """At a stage's first iteration: remember the tree (for the diff) and whether verify passes
         already (then it proves nothing about this stage's work). True when verify ran."""
         self._iteration = iteration
-        state = self._stages.get(stage.id)
-        if state is not None and state.base_tree is not None:
+        if self._review_state(stage.id).base_tree is not None:
             return False
-        state = state or self._stages.setdefault(stage.id, _StageReview())
+        tree = ""
         try:
-            state.base_tree = await asyncio.to_thread(tree_of_worktree, self.host.project)
+            tree = await asyncio.to_thread(tree_of_worktree, self.host.project)
         except GitError as exc:
             self._log.warning(f"review: cannot record the tree before stage '{stage.title}': {exc}")
+        passed = False
         if verify_command:
             verdict = await self.host.verify(verify_command)
-            state.verify_before = bool(verdict and verdict.passed)
-            if state.verify_before:
+            passed = bool(verdict and verdict.passed)
+            if passed:
                 self._log.warning(f"verify `{verify_command}` already passes before stage '{stage.title}' began: "
                                "the reviewer is told it proves nothing here")
-            return True
-        return False
+        self._log.emit(ReviewBaseline(stage_id=stage.id, tree=tree, verify_passed=passed))
+        return bool(verify_command)
+
+    def _review_state(self, stage_id: str) -> ReviewStageState:
+        run_state = self.host.state()
+        review = None if run_state is None else run_state.review_stages.get(stage_id)
+        return review or ReviewStageState()
 
     def fix_touched(self, stage_id: str, files: Sequence[str]) -> None:
         """Files an iteration wrote while a gate fix pass was pending for the stage."""
@@ -160,7 +164,7 @@ class ReviewController:
         """The stage's loop as the run's state has it: the budget is the stage's for the whole run."""
         run_state = self.host.state()
         review = None if run_state is None else run_state.review_stages.get(stage.id)
-        if review is None and state.carried is not None:
+        if (review is None or not review.rounds) and state.carried is not None:
             return state.carried
         budget = resolve_budget(_size(stage), stage.auto_fix, self.options.retries, self.options.large_budget)
         return running_loop(stage.id, review, budget)
@@ -283,9 +287,10 @@ class ReviewController:
     async def _run_roles(self, stage: Stage, state: _StageReview, roles: Sequence[str],
                          verify: VerifyResult | None, round_no: int, final: bool = False) -> list[RoleResult]:
         diff = ""
-        if state.base_tree:
+        baseline = self._review_state(stage.id)
+        if baseline.base_tree:
             try:
-                diff, _ = await asyncio.to_thread(diff_since, self.host.project, state.base_tree)
+                diff, _ = await asyncio.to_thread(diff_since, self.host.project, baseline.base_tree)
             except GitError as exc:
                 self._log.warning(f"review: cannot compute the diff since the stage began: {exc}")
         specs = [spec for spec in self.options.roles if spec.role in roles]
@@ -295,7 +300,7 @@ class ReviewController:
             prompts[spec.role] = build_review_prompt(ReviewPromptInput(
                 role=spec.role, goal_title=self.host.goal.title, stage=stage, diff=diff,
                 verify_command=verify.command if verify else None, verify_output=verify.output_tail if verify else "",
-                verify_passed_before=state.verify_before, round=round_no, earlier=earlier))
+                verify_passed_before=baseline.verify_before, round=round_no, earlier=earlier))
             suffix = "review-prompt.md" if len(self.options.roles) == 1 else f"review-{spec.role}-prompt.md"
             self._log.archive(self._iteration, suffix.replace("prompt", "final-prompt") if final else suffix,
                               prompts[spec.role])
@@ -370,9 +375,9 @@ class ReviewController:
             run_state = self.host.state()
             review = None if run_state is None else run_state.review_stages.get(record.stage_id)
             # The run's state has the loop; a run recorded before it did keeps the ledger's record.
-            loop = running_loop(record.stage_id, review, record.budget) if review is not None \
-                else ledger.loop_from_record(record)
-            state.carried = None if review is not None else loop
+            recorded = review is not None and review.rounds > 0
+            loop = running_loop(record.stage_id, review, record.budget) if recorded else ledger.loop_from_record(record)
+            state.carried = None if recorded else loop
             self._log.event("review-resume", f"resuming the review loop of {record.stage_id} at round "
                            f"{loop.round + 1} ({loop.retries} of {loop.budget} retries used)")
             return None

@@ -42,7 +42,8 @@ class StageReviewer:
         if not verdict.advance and not verdict.stopped:
             self._recorder.emit(ReviewBlocked(
                 message=f"review: stage '{stage.title}' is not done yet ({verdict.summary.count} blocking)",
-                stage_id=stage.id, count=verdict.summary.count, costs=role_costs(verdict.summary) or None))
+                stage_id=stage.id, count=verdict.summary.count, costs=role_costs(verdict.summary) or None,
+                feedback=verdict.feedback))
         return verdict
 
 

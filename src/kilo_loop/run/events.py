@@ -260,6 +260,7 @@ class UsageCounted(RunEvent):
     cache_read: int = 0
     cache_write: int = 0
     cost: float = 0.0
+    review: bool | None = None  # a reviewer's session: counts toward the run, not the iteration's row
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -370,6 +371,7 @@ class QuotaWait(RunEvent):
     until: str = ""
     seconds: float = 0.0
     reason: str = ""
+    stop: str | None = None  # the reset is beyond --max-quota-wait: why the run stops instead of waiting
 
 
 # ------------------------------------------------------------------ the review wave
@@ -379,6 +381,18 @@ class ReviewStarted(RunEvent):
     level: str = "heading"
     role: str = ""
     started_at: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewBaseline(RunEvent):
+    """At a stage's first reviewed iteration: the tree its review diffs against, and whether verify
+    already passed before the stage's work (then it proves nothing about it)."""
+
+    TYPE = "review-baseline"
+    RECORD_ONLY = True
+    stage_id: str = ""
+    tree: str = ""
+    verify_passed: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -464,6 +478,7 @@ class ReviewBlocked(RunEvent):
     stage_id: str = ""
     count: int | None = None
     costs: str | None = None
+    feedback: str | None = None  # what the implementer is told to fix next
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -486,6 +501,7 @@ class ProtectedChanged(RunEvent):
     level: str = "error"
     stage_id: str = ""
     files: list[str] = field(default_factory=list)
+    feedback: str | None = None  # what the implementer is told (put the files back)
 
 
 
@@ -511,7 +527,7 @@ EVENT_TYPES: dict[str, type[RunEvent]] = {
         IterationStarted, CheckpointTaken, IterationReported, IterationFinished, SessionOpened, AgentServerStarted, TextOut,
         ReasoningOut, ToolUsed, UsageCounted, AgentErrored, AgentFailed, GuardBlocked, GuardPreDenied, JailRefused,
         VerifyFinished, StageDone, StageBlocked, QuestionAsked, AnswerReceived, QuestionUnanswered, QuotaWait,
-        ReviewStarted, ReviewFinished, ReviewRound, ReviewFinal, ReviewRecheck, ReviewDeferred, ReviewFixPass,
+        ReviewStarted, ReviewBaseline, ReviewFinished, ReviewRound, ReviewFinal, ReviewRecheck, ReviewDeferred, ReviewFixPass,
         ReviewResumed, ReviewGateOpened, ReviewGateAnswered, ReviewGateClosed, ReviewBlocked, ReviewHeld,
         ProtectedChanged,
     )

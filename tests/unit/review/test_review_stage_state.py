@@ -79,3 +79,14 @@ def test_rounds_recorded_before_the_budget_was_an_event_field_use_the_configured
     state = reduce(opened(), ReviewRound(stage_id="stage-1", count=2, step="retry"))
     loop = running_loop("stage-1", state.review_stages["stage-1"], budget=3)
     assert loop.budget == 3 and loop.retries == 1
+
+
+def test_the_stage_baseline_is_the_runs_so_a_resume_diffs_since_the_stage_began() -> None:
+    from kilo_loop.run.events import ReviewBaseline
+
+    state = reduce(opened(), ReviewBaseline(stage_id="stage-1", tree="abc123", verify_passed=True))
+    saved = RunState.model_validate(state.snapshot())
+    resumed = reduce(saved, StateOpened(state=header_wire(saved), resumed=True))
+    review = resumed.review_stages["stage-1"]
+    assert review.base_tree == "abc123" and review.verify_before and not review.rounds
+    assert running_loop("stage-1", review, budget=1).budget == 1
