@@ -23,8 +23,8 @@ import types
 from collections.abc import Callable
 from pathlib import Path
 
-from kilo_loop.safety.guard import Guard
-from kilo_loop.safety.shell.parse import parse
+from kilo_loop.guard.runtime import Guard
+from kilo_loop.guard.shell.parse import parse
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT / "tests" / "corpora"

@@ -3,7 +3,7 @@ Codex PreToolUse, Gemini CLI BeforeTool all spawn the hook once per call).
 
 Measured side by side in one run, each spawned `--runs` times with the same hook JSON on stdin:
 - floor: `python -c pass` (the interpreter's own start-up);
-- `python -c "import kilo_loop.safety.guard"` (the guard's own import: the part of the hook's cost
+- `python -c "import kilo_loop.guard.runtime"` (the guard's own import: the part of the hook's cost
   that belongs to the guard, not to the hook entry);
 - the hook command the loop installs (`kilo_loop.agent.hook.hook_command`: today
   `python -P -m kilo_loop.agent.hook --rules <file>`), split into argv and run without a shell;
@@ -102,7 +102,7 @@ def main() -> int:
         rules = write_rules(cwd / "run" / "guard-rules.json", [], [])
         commands = {
             "floor: python -c pass": [python, "-c", "pass"],
-            "guard import": [python, "-c", "import kilo_loop.safety.guard"],
+            "guard import": [python, "-c", "import kilo_loop.guard.runtime"],
             "hook: as installed": shlex.split(hook_command(rules, python)),
             "cli: -m kilo_loop guard hook": [python, "-m", "kilo_loop", "guard", "hook"],
         }

@@ -167,6 +167,11 @@ def _options(func: Any) -> Any:
                      help="jail the agent and verify in bubblewrap: auto (when it works here, default), bwrap "
                           "(required), off"),
         click.option("--guard-stop", is_flag=True, default=None, help="stop the run on the first guard hit"),
+        click.option("--finish", type=click.Choice(["none", "commit", "branch"]),
+                     help="when a stage is done, the loop commits exactly its changes: on this branch (commit), on a "
+                          "new branch kilo-loop/<slug>-<runId> (branch), or not at all (none, default)"),
+        click.option("--commit-author", metavar='"NAME <EMAIL>"',
+                     help="author of the loop's commits (default: git's configured identity)"),
         click.option("--max-guard-blocks", type=int, help="consecutive guard hits tolerated (default 3)"),
         click.option("--redact/--no-redact", default=None, help="redact secrets in everything written"),
         click.option("--max-cost", type=float, help="stop at this cost in USD (stopped-budget)"),
@@ -249,6 +254,7 @@ _ACTS_ONLY_WITH: dict[str, tuple[str, str]] = {
 # Flags only a real agent CLI acts on: a dry run's simulated agent runs no command, so the loop runs
 # no verify after it (verify could change files; a dry run changes none but the loop's own).
 _REAL_RUN_ONLY = ("verify", "verify_timeout_minutes", "runtime", "transport", "isolate_home", "usage_db", "sandbox",
+                  "finish", "commit_author",
                   "provider_config_mode", "thinking", "auto")
 
 # A flag that loses to another one typed with it: (the flag, the winning flag, what the winner does).

@@ -22,6 +22,7 @@ PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
                  "retry_delay", "retry_max_delay")),
     ("Review and questions", ("review", "review_wave", "review_agent", "review_retries", "review_gate", "hitl",
                               "answer_timeout", "notify")),
+    ("Hand-over", ("finish", "commit_author")),
     ("Dashboard", ("dashboard", "port", "host", "lan", "local", "keep_open", "keep_open_for")),
     ("Output", ("quiet", "no_color", "no_confirm", "version", "help")),
 )

@@ -131,7 +131,7 @@ def exit_code_table(codes: dict[str, int]) -> str:
 
 
 def guard_packs_text(packs: Iterable[Any]) -> str:
-    """One section per pack (`safety.packs.Pack`): its title and a table of its rules."""
+    """One section per pack (`guard.packs.Pack`): its title and a table of its rules."""
     sections = []
     for pack in packs:
         rows = [(f"`{rule.id}`", ", ".join(f"`{name}`" for name in rule.names), rule.reason) for rule in pack.rules]
@@ -190,10 +190,10 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
 def generated_sections() -> dict[str, str]:
     """Marker name -> markdown, for `<!-- generated: NAME -->` in the reference pages."""
     from kilo_loop.cli import main
+    from kilo_loop.guard.packs import PACKS
     from kilo_loop.run.events import EVENT_TYPES
     from kilo_loop.run.state import RunState
     from kilo_loop.run.status import EXIT_CODES
-    from kilo_loop.safety.packs import PACKS
     from kilo_loop.settings import Settings
 
     return {

@@ -73,6 +73,9 @@ class Settings(BaseSettings):
     guard: bool = True
     # The jail (bubblewrap) around every process that runs code the agent controls; see sandbox/.
     sandbox: Literal["auto", "bwrap", "off"] = "auto"
+    # Handing the work over (finish/): the loop, never the agent, commits each finished stage
+    finish: Literal["none", "commit", "branch"] = "none"
+    commit_author: str | None = None  # "Name <email>" for the loop's commits (default: git's own identity)
     guard_stop: bool = False
     max_guard_blocks: int = Field(3, ge=1)
     guard_deny: list[str] = Field(default_factory=list)
@@ -134,12 +137,24 @@ class Settings(BaseSettings):
             return [item for item in re.split(r"[\s,]+", value) if item]
         return value
 
+    @field_validator("commit_author", mode="after")
+    @classmethod
+    def _author(cls, value: str | None) -> str | None:
+        """`Name <email>`, checked before the run starts (not at its first commit)."""
+        from kilo_loop.finish.commits import FinishError, author_env
+
+        try:
+            author_env(value)
+        except FinishError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
     @field_validator("guard_deny", "guard_allow", mode="after")
     @classmethod
     def _valid_patterns(cls, value: list[str], info: ValidationInfo) -> list[str]:
         """A pattern RE2 refuses stops the run here, before its run directory exists."""
         if value:  # only when set: the guard imports the shell parser
-            from kilo_loop.safety.guard import compile_patterns
+            from kilo_loop.guard.runtime import compile_patterns
 
             compile_patterns(value, "guardDeny" if info.field_name == "guard_deny" else "guardAllow")
         return value
@@ -164,7 +179,7 @@ class Settings(BaseSettings):
     @classmethod
     def _known_packs(cls, value: dict[str, bool]) -> dict[str, bool]:
         if value:
-            from kilo_loop.safety.packs import PACK_NAMES  # only when set: the packs import the shell parser
+            from kilo_loop.guard.packs import PACK_NAMES  # only when set: the packs import the shell parser
 
             unknown = sorted(set(value) - set(PACK_NAMES))
             if unknown:

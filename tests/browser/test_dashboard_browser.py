@@ -181,6 +181,11 @@ def test_phone_sized_screen(server: tuple[ServerProcess, Path], browser: Browser
       .filter((el) => el.getBoundingClientRect().right > 391 && el.offsetParent !== null)
       .slice(0, 5).map((el) => `${el.tagName}#${el.id}.${el.className} ${Math.round(el.getBoundingClientRect().right)}`)""")
     assert width <= 390, f"the page scrolls sideways on a phone ({width}px): {wide}"
+    # every control a live run can show, shown at once: the row wraps instead of scrolling sideways
+    controls = phone.evaluate("() => { const c = document.querySelector('.controls'); "
+                              "c.querySelectorAll('[hidden]').forEach((e) => { e.hidden = false; }); "
+                              "c.hidden = false; return [c.scrollWidth, c.clientWidth]; }")
+    assert controls[0] <= controls[1], f"the control row scrolls sideways instead of wrapping: {controls}"
     phone.screenshot(path=str(ARTIFACTS / "run-view-phone.png"), full_page=False)
     phone.click("#nav-launcher")
     expect(phone.locator("#view-launcher")).to_be_visible()

@@ -34,6 +34,12 @@ def test_parallel_plans_in_one_view(tmp_path: Path, browser: Browser, viewport: 
         page.goto(dashboard_url(proc))
         expect(page).not_to_have_url(re.compile("token="))  # moved into a cookie, out of the address bar
         expect(page.locator("#runs tbody tr")).to_have_count(2, timeout=20_000)
+        # one look with the run dashboard: its stylesheet, top bar, cards and status pills
+        look = page.evaluate("""() => [getComputedStyle(document.body).backgroundColor,
+          getComputedStyle(document.querySelector('.topbar__brand')).color,
+          getComputedStyle(document.querySelector('.card:not(.banner)')).backgroundColor]""")
+        assert look == ["rgb(244, 246, 249)", "rgb(31, 111, 235)", "rgb(255, 255, 255)"], look
+        expect(page.locator("#runs .pill[data-status]").first).to_be_visible()
         expect(page.locator("#inbox .question")).to_contain_text("Which database?", timeout=30_000)
         ARTIFACTS.mkdir(exist_ok=True)
         name = "desktop" if viewport["width"] > 600 else "phone"

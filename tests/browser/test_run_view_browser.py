@@ -89,6 +89,13 @@ def test_headline_clock_and_budget_chart(budget_server: tuple[ServerProcess, Pat
     expect(page.locator("#run-average")).to_have_text(re.compile(r"^\d+s$"))
     expect(page.locator("#now-stage")).to_have_text(re.compile(r"^Stage \d+ of 12: Stage number \d+$"))
     expect(page.locator("#stages-later")).to_be_attached()
+    # "Now" never shows a tool line twice: the tool list has it, "doing" keeps what the agent said
+    doing, tools = page.evaluate("() => [document.getElementById('now-doing').textContent, "
+                                 "[...document.querySelectorAll('#now-tools li')].map((li) => li.textContent)]")
+    assert doing not in tools, (doing, tools)
+    # a pending question stops the estimate: the ETA says who the run waits for
+    waiting = page.evaluate("() => window.kiloLoop.etaText({status: 'waiting-answer'}, {final: false, eta: 60000})")
+    assert waiting == "waiting for you"
     ARTIFACTS.mkdir(exist_ok=True)  # the top of the page, as the README shows it (scripts/refresh-screenshot.sh)
     page.screenshot(path=str(ARTIFACTS / f"run-top-{viewport}.png"), full_page=False)
 

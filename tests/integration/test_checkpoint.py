@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kilo_loop.safety.checkpoint import (
+from kilo_loop.checkpoint.store import (
     FORMAT_VERSION,
     PATCH_FORMAT,
     CheckpointError,
@@ -28,18 +28,13 @@ from kilo_loop.safety.checkpoint import (
     read_checkpoint_patch,
     revert_to_checkpoint,
 )
-from tests.support.git import git
+from tests.support.git import git, make_repo, private_git_config, write
 
 
 @pytest.fixture(autouse=True)
 def isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    config = tmp_path_factory.mktemp("gitconfig") / "config"
-    config.write_text(
-        "[user]\n\tname = Test\n\temail = test@example.com\n"
-        "[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n"
-    )
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for key, value in private_git_config(tmp_path_factory.mktemp("git"), allow_file_protocol=True).items():
+        monkeypatch.setenv(key, value)
 
 
 @pytest.fixture(autouse=True, params=["trees", "patches"])
@@ -49,24 +44,6 @@ def fmt(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "patches":
         monkeypatch.setattr(sys.modules[__name__], "capture_checkpoint", capture_patch_checkpoint)
     return str(request.param)
-
-
-def make_repo(path: Path, files: dict[str, str | bytes] | None = None) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    git(path, "init", "-q")
-    for name, content in (files or {"README.md": "hello\n"}).items():
-        write(path / name, content)
-    git(path, "add", "-A")
-    git(path, "commit", "-q", "-m", "initial")
-    return path
-
-
-def write(path: Path, content: str | bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content)
 
 
 def status(repo: Path) -> str:

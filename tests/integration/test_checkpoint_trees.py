@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kilo_loop.safety.checkpoint import (
+from kilo_loop.checkpoint.store import (
     FORMAT_VERSION,
     PATCH_FORMAT,
     CheckpointError,

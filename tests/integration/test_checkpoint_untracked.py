@@ -10,46 +10,30 @@ from pathlib import Path
 
 import pytest
 
-from kilo_loop.safety import checkpoint as checkpoint_module
-from kilo_loop.safety import undoable
-from kilo_loop.safety.checkpoint import (
+from kilo_loop.checkpoint import store as checkpoint_module
+from kilo_loop.checkpoint import undoable
+from kilo_loop.checkpoint.store import (
     capture_checkpoint,
     load_checkpoint,
     plan_revert,
     revert_to_checkpoint,
     untracked_kept,
 )
-from kilo_loop.safety.guard import Guard
+from kilo_loop.guard.runtime import Guard
+from tests.support.git import git, make_repo, private_git_config, write
 
 
 @pytest.fixture(autouse=True)
 def isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    config = tmp_path_factory.mktemp("gitconfig") / "config"
-    config.write_text("[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
-def write(path: Path, content: str | bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
+    for key, value in private_git_config(tmp_path_factory.mktemp("git")).items():
+        monkeypatch.setenv(key, value)
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    git(root, "init", "-q")
-    write(root / "README.md", "hello\n")
-    write(root / "src" / "app.py", "print('v1')\n")
-    write(root / ".gitignore", "dist/\ncoverage/\n.nyc_output/\nnode_modules/\n.venv/\n*.log\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "initial")
-    return root
+    return make_repo(tmp_path / "project", {
+        "README.md": "hello\n", "src/app.py": "print('v1')\n",
+        ".gitignore": "dist/\ncoverage/\n.nyc_output/\nnode_modules/\n.venv/\n*.log\n"})
 
 
 def guard(repo: Path, checkpointed: bool = True) -> Guard:

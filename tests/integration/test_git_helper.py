@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kilo_loop.checkpoint.store import capture_checkpoint
 from kilo_loop.errors import KiloLoopError
 from kilo_loop.git import (
     POLICY,
@@ -19,7 +20,6 @@ from kilo_loop.git import (
     git_root,
     project_root,
 )
-from kilo_loop.safety.checkpoint import capture_checkpoint
 from kilo_loop.session.workspace import snapshot_worktree
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "kilo_loop"

@@ -8,19 +8,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from kilo_loop.checkpoint.store import capture_checkpoint, capture_patch_checkpoint
 from kilo_loop.cli import main
 from kilo_loop.commands import revert as revert_module
 from kilo_loop.commands.revert import show_path
-from kilo_loop.safety.checkpoint import capture_checkpoint, capture_patch_checkpoint
-from tests.support.git import git
+from tests.support.git import git, private_git_config
 
 
 @pytest.fixture(autouse=True)
 def isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    config = tmp_path_factory.mktemp("gitconfig") / "config"
-    config.write_text("[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for key, value in private_git_config(tmp_path_factory.mktemp("git")).items():
+        monkeypatch.setenv(key, value)
 
 
 @pytest.fixture(params=[capture_checkpoint, capture_patch_checkpoint], ids=["trees", "patches"])

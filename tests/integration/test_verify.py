@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kilo_loop.safety.process_group import parse_proc_stat, terminate_process_group
-from kilo_loop.safety.verify import BUFFER_BYTES, TailBuffer, output_tail, run_verify
+from kilo_loop.process_group import parse_proc_stat, terminate_process_group
+from kilo_loop.verify import BUFFER_BYTES, TailBuffer, output_tail, run_verify
 
 
 def live_members(pgid: int) -> list[int]:

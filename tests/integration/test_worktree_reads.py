@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kilo_loop import gitstatus
-from kilo_loop.safety.checkpoint import capture_checkpoint, revert_to_checkpoint
+from kilo_loop.checkpoint.store import capture_checkpoint, revert_to_checkpoint
 from kilo_loop.session.workspace import WorkTree
 from tests.integration.inprocess import done_turn, start_loop
 from tests.support.git import git

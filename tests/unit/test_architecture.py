@@ -18,8 +18,8 @@ from pathlib import Path
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "durations", "__init__"}),
     frozenset({"run"}),
-    frozenset({"git", "gitstatus", "treewatch", "goal", "guard_patterns", "safety", "agent", "notify", "doctor",
-               "sandbox"}),
+    frozenset({"git", "gitstatus", "treewatch", "goal", "guard", "checkpoint", "safety", "agent", "notify", "doctor", "finish",
+               "sandbox", "verify", "process_group"}),
     frozenset({"settings"}),
     frozenset({"session"}),
     frozenset({"loop", "review"}),
@@ -42,7 +42,7 @@ KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset({
     # safety/ waits for its split by concept (issue 22 item 5) until the guard and redactor branches land.
     frozenset({"kilo_loop.safety.redact", "kilo_loop.safety.redact_blocks", "kilo_loop.safety.redact_pairs",
                "kilo_loop.safety.redact_values", "kilo_loop.safety.redact_wrap"}),
-    frozenset({"kilo_loop.safety.shell.analyze", "kilo_loop.safety.shell.parse"}),
+    frozenset({"kilo_loop.guard.shell.analyze", "kilo_loop.guard.shell.parse"}),
 })
 
 ROOT = Path(__file__).resolve().parents[2]

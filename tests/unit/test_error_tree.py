@@ -12,7 +12,7 @@ ROOT = "KiloLoopError"
 # Internal signals, each caught by its caller; none is ever shown to the user as it is.
 INTERNAL = {
     "Unwatchable": "treewatch: the tree cannot be watched; the loop falls back to full reads",
-    "TooDeep": "safety/shell/parse: nesting past the parser's limit; the guard denies the command",
+    "TooDeep": "guard/shell/parse: nesting past the parser's limit; the guard denies the command",
     "LeaseBusy": "fleet/jobrun: another worker holds the job's lease; the job is skipped",
 }
 _BUILTIN_ROOTS = {"Exception", "BaseException", "ValueError", "RuntimeError", "LookupError", "OSError",

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kilo_loop.agent.simulator import DRY_RUN_QUESTION
+from kilo_loop.web.launcher import list_goals
 from tests.web.conftest import Harness, HarnessFactory
 from tests.web.support import git
 
@@ -510,3 +511,14 @@ async def test_token_required_then_kept_in_a_strict_cookie(harness: Harness) -> 
         assert (await fresh.get("/api/state")).status_code == 401
         bearer = await fresh.get("/api/state", headers={"Authorization": f"Bearer {token}"})
         assert bearer.status_code == 200
+
+
+def test_the_launcher_lists_the_plan_named_with_goal_where_discovery_does_not_look(project: Path) -> None:
+    example = project / "examples" / "goal.example.md"
+    example.parent.mkdir()
+    example.write_text("# Example\n- [ ] One stage :: verify: true\n")
+    files = [plan["file"] for plan in list_goals(project, example)]
+    assert files.count("examples/goal.example.md") == 1 and "plans/demo.md" in files
+    named_again = [plan["file"] for plan in list_goals(project, project / "plans" / "demo.md")]
+    assert named_again.count("plans/demo.md") == 1  # a plan discovery finds is not listed twice
+    assert "examples/goal.example.md" not in [plan["file"] for plan in list_goals(project)]

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kilo_loop.agent.protect_check import hook_denial
-from kilo_loop.safety.guard import Guard
+from kilo_loop.guard.runtime import Guard
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -75,7 +75,7 @@ def load_guard(rules: str | os.PathLike[str] | None) -> Guard:
 def checkpointed_work_tree(rules: str) -> str | None:
     """The project of the run whose folder holds `rules` (`<project>/.kilocode-loop/runs/<id>/…`), when that
     run keeps per-iteration checkpoints (its `checkpoints/` exists): the guard then lets deletes a revert can
-    undo through (`safety.undoable`). None otherwise."""
+    undo through (`checkpoint.undoable`). None otherwise."""
     path = os.path.abspath(rules)
     while True:
         parent = os.path.dirname(path)

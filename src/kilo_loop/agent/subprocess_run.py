@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from kilo_loop.agent.protect_check import protect_env
 from kilo_loop.agent.protocol import AgentEvent, AgentRequest, AgentResult
 from kilo_loop.agent.tally import ResultTally
-from kilo_loop.safety.process_group import terminate_process_group
+from kilo_loop.process_group import terminate_process_group
 
 if TYPE_CHECKING:
     from kilo_loop.sandbox.jail import Jail

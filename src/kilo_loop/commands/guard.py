@@ -18,7 +18,7 @@ from kilo_loop.commands.guard_actions import (
     guard_for,
     hook_response,
 )
-from kilo_loop.safety.guard import Guard
+from kilo_loop.guard.runtime import Guard
 
 __all__ = ["batch_decision", "guard_group", "hook_response", "packs_listing"]
 

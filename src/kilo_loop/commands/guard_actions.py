@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from kilo_loop.safety.guard import Guard, GuardDecision
+from kilo_loop.guard.runtime import Guard, GuardDecision
 
 GuardFactory = Callable[[str | None], Guard]
 
@@ -26,7 +26,7 @@ def guard_for(cwd: str | None, deny: Sequence[str] = (), allow: Sequence[str] = 
 
     from kilo_loop.errors import ConfigError
     from kilo_loop.git import project_root
-    from kilo_loop.guard_patterns import GuardPatterns, project_guard_patterns
+    from kilo_loop.guard.patterns import GuardPatterns, project_guard_patterns
 
     try:
         project = project_guard_patterns(project_root(Path(cwd) if cwd else None))

@@ -13,11 +13,7 @@ from pathlib import Path
 
 import click
 
-from kilo_loop.errors import KiloLoopError
-from kilo_loop.git import project_root
-from kilo_loop.run.layout import ProjectLayout
-from kilo_loop.run.store import resolve_run
-from kilo_loop.safety.checkpoint import (
+from kilo_loop.checkpoint.store import (
     CheckpointError,
     RevertPlan,
     RevertResult,
@@ -25,6 +21,11 @@ from kilo_loop.safety.checkpoint import (
     plan_revert,
     revert_to_checkpoint,
 )
+from kilo_loop.errors import KiloLoopError
+from kilo_loop.finish.commits import loop_commits_between, move_branch_back
+from kilo_loop.git import project_root
+from kilo_loop.run.layout import ProjectLayout
+from kilo_loop.run.store import resolve_run
 
 SHOW_AT_MOST = 50
 
@@ -95,9 +96,7 @@ def revert_command(run_ref: str, iteration: int, yes: bool, project: Path | None
         raise CheckpointError(no_such_checkpoint(run.run_id, iteration, available))
     plan = plan_revert(root, run.checkpoints, iteration)
     if plan.head_moved:
-        raise CheckpointError(
-            f"HEAD moved since checkpoint {iteration} ({plan.checkpoint_head or 'no commit'} -> "
-            f"{plan.current_head or 'no commit'}): something committed during the run; refusing to revert.")
+        plan = _drop_stage_commits(root, run.run_id, run.checkpoints, plan, yes)
     click.echo(describe_plan(plan, run.run_id))
     if not (plan.restore or plan.delete):
         click.echo("The working tree already matches the checkpoint; nothing to do.")
@@ -111,3 +110,24 @@ def revert_command(run_ref: str, iteration: int, yes: bool, project: Path | None
             sys.exit(1)
     result = revert_to_checkpoint(root, run.checkpoints, iteration)
     click.echo(describe_result(result))
+
+
+def _drop_stage_commits(root: Path, run_id: str, checkpoints: Path, plan: RevertPlan, yes: bool) -> RevertPlan:
+    """HEAD moved since the checkpoint: when only this run's stage commits (`--finish`) moved it, `--yes`
+    moves the branch back to the checkpoint's commit (naming what it drops); anything else is refused."""
+    base, head = plan.checkpoint_head, plan.current_head
+    commits = loop_commits_between(root, base, head, run_id)
+    if commits is None or base is None or head is None:
+        raise CheckpointError(
+            f"HEAD moved since checkpoint {plan.iteration} ({base or 'no commit'} -> {head or 'no commit'}): "
+            "something committed during the run; refusing to revert.")
+    dropped = "\n".join(f"  x {line}" for line in commits)
+    if not yes:
+        raise CheckpointError(
+            f"reverting to before iteration {plan.iteration} drops {len(commits)} commit(s) the loop made for "
+            f"finished stages:\n{dropped}\npass --yes to move the branch back and drop them (git's reflog "
+            "keeps them)")
+    move_branch_back(root, base, head)
+    click.echo(f"Moved the branch back to {base[:12]}, dropping {len(commits)} stage commit(s) "
+               f"(git's reflog keeps them):\n{dropped}")
+    return plan_revert(root, checkpoints, plan.iteration)

@@ -27,7 +27,9 @@ from kilo_loop.fleet.inbox import InboxCommand
 from kilo_loop.fleet.sources import RunSource
 
 _STATIC = resources.files("kilo_loop.fleet") / "static"
-_CONTENT_TYPES = {"fleet.js": "text/javascript", "fleet.css": "text/css"}
+_RUN_STATIC = resources.files("kilo_loop.web") / "static"  # one look: the run dashboard's stylesheet
+_FILES = {"fleet.js": (_STATIC, "text/javascript"), "fleet.css": (_STATIC, "text/css"),
+          "styles.css": (_RUN_STATIC, "text/css"), "favicon.svg": (_RUN_STATIC, "image/svg+xml")}
 
 
 class ControlBody(BaseModel):
@@ -57,9 +59,10 @@ def create_fleet_app(source: RunSource, title: str = "kilo-loop fleet") -> FastA
 
     @app.get("/static/{name}")
     def static(name: str) -> Response:
-        if name not in _CONTENT_TYPES:
+        if name not in _FILES:
             raise HTTPException(404, "not found")
-        return Response((_STATIC / name).read_bytes(), media_type=_CONTENT_TYPES[name])
+        folder, media_type = _FILES[name]
+        return Response((folder / name).read_bytes(), media_type=media_type)
 
     @app.get("/api/runs")
     def runs() -> JSONResponse:

@@ -14,7 +14,7 @@ import shlex
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -106,6 +106,8 @@ class LoopContext:
     rng: random.Random = field(default_factory=random.Random)
     answer_timeout: float | None = None  # seconds a question waits; None: until answered
     review: ReviewerFactory | None = None  # the run's review, built with the loop's hooks
+    # --finish: after an iteration that finished a stage, the loop commits it (finish/, wired by the runner)
+    finish: Callable[[RunState], Awaitable[None]] | None = None
 
 
 @dataclass(frozen=True)
@@ -399,6 +401,9 @@ class Orchestrator:
         row = rec.record_iteration(facts, session_id, stale)
         rec.emit(IterationFinished(message=iteration_line(row), outcome=row.outcome, percent=row.percent))
         self._after_loop_writes(row)
+        if settled.advanced and self.ctx.finish is not None:
+            await self.ctx.finish(self.state)
+            self._tree.forget()  # the commit moved HEAD: read the work tree afresh
         if row.guard_hits:
             why = stop_policy.guard_reason(self.limits, self.state.consecutive_guard_blocks, row.guard_reason)
             if why:

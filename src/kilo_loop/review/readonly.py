@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from kilo_loop.agent.protect_check import file_paths
+from kilo_loop.guard.shell import OutputRedirect, SimpleCommand, analyze, parse_git_argv
+from kilo_loop.guard.shell.model import command_name
 from kilo_loop.run.guard_decision import GuardDecision, GuardLike
 from kilo_loop.run.layout import LOOP_DIR
-from kilo_loop.safety.shell import OutputRedirect, SimpleCommand, analyze, parse_git_argv
-from kilo_loop.safety.shell.model import command_name
 
 RULE = "review-read-only"
 _FILE_TOOLS = frozenset({"write", "edit", "multiedit", "patch", "apply_patch", "notebookedit"})

@@ -330,6 +330,27 @@ class StageDone(RunEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class FinishPlanned(RunEvent):
+    """How this run hands its work over (`--finish commit|branch`), said once at its start."""
+
+    TYPE = "finish"
+    mode: str = "commit"
+    branch: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StageCommitted(RunEvent):
+    """The loop committed a finished stage's changes (`--finish commit|branch`)."""
+
+    TYPE = "stage-committed"
+    stage_id: str = ""
+    commit: str = ""
+    branch: str | None = None
+    files: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)  # changed, but dirty before the run: not committed
+
+
+@dataclass(frozen=True, kw_only=True)
 class StageBlocked(RunEvent):
     """The agent itself reported the stage blocked (a failed verify is a VerifyFinished)."""
 
@@ -523,7 +544,7 @@ class UnknownEvent(RunEvent):
 EVENT_TYPES: dict[str, type[RunEvent]] = {
     cls.TYPE: cls
     for cls in (
-        StateOpened, RunStarted, StatusChanged, RunFinished, SecretsMasked, Crashed, Warned, ControlChanged, Reverted,
+        StateOpened, RunStarted, StatusChanged, FinishPlanned, StageCommitted, RunFinished, SecretsMasked, Crashed, Warned, ControlChanged, Reverted,
         IterationStarted, CheckpointTaken, IterationReported, IterationFinished, SessionOpened, AgentServerStarted, TextOut,
         ReasoningOut, ToolUsed, UsageCounted, AgentErrored, AgentFailed, GuardBlocked, GuardPreDenied, JailRefused,
         VerifyFinished, StageDone, StageBlocked, QuestionAsked, AnswerReceived, QuestionUnanswered, QuotaWait,

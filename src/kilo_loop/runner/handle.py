@@ -5,14 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from kilo_loop.agent.protect_check import AGENT_CONFIG_GLOBS
 from kilo_loop.agent.protocol import AgentBackend, prepare_backend
 from kilo_loop.agent.router import runtimes_without_cost
 from kilo_loop.agent.serve import ServeBackend
+from kilo_loop.checkpoint.store import (
+    CheckpointError,
+    RevertResult,
+    revert_to_checkpoint,
+)
+from kilo_loop.finish import build_finisher
 from kilo_loop.goal.model import Goal
+from kilo_loop.guard.runtime import Guard
 from kilo_loop.loop.commands import (
     Command,
     CommandHandler,
@@ -41,12 +48,6 @@ from kilo_loop.runner.backends import agent_policy, all_protect_globs, serve_bac
 from kilo_loop.runner.hooks import SafetyHooks
 from kilo_loop.runner.setup import PreparedRun, read_prompt_extra
 from kilo_loop.runner.terminal import stdin_is_tty
-from kilo_loop.safety.checkpoint import (
-    CheckpointError,
-    RevertResult,
-    revert_to_checkpoint,
-)
-from kilo_loop.safety.guard import Guard
 from kilo_loop.safety.known_secrets import KnownSecrets, collect, from_env, screen
 from kilo_loop.safety.redact import Redactor
 from kilo_loop.sandbox.jail import Jail
@@ -139,6 +140,7 @@ class RunHandle:
         if server is not None:
             await self._open_server(server, guard, agent_env, review is not None)
         ctx = self._loop_context(guard, review)
+        ctx.finish = self._finisher()
         handler = CommandHandler(self.control, self.recorder, self._revert, self._checkpoints_of)
         for early in self.commands.pending():  # sent before the start (e.g. the launcher's instructions)
             await handler.handle(early)
@@ -205,6 +207,16 @@ class RunHandle:
             self.recorder.emit(SecretsMasked(message=f"masking known secrets by value: {listed}"
                                              + "".join(f"; {note}" for note in notes),
                                              registered=registered, notes=notes))
+
+    def _finisher(self) -> Callable[[RunState], Awaitable[None]] | None:
+        """--finish: the loop commits each finished stage (on the run's own branch with `branch`)."""
+        settings = self.settings
+        finisher = build_finisher("none" if settings.dry_run else settings.finish, self.project, self.run_id,
+                                  self.layout.dir, self.goal.title, self.goal.source, settings.commit_author)
+        if finisher is None:
+            return None
+        self.recorder.emit(finisher.start())
+        return lambda state: finisher.after_iteration(state, self.recorder.emit)
 
     def _notifier(self) -> Notifier | None:
         """Out-of-band notices, one more subscriber of the bus."""

@@ -6,15 +6,15 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+from kilo_loop.checkpoint.store import (
+    capture_checkpoint,
+)
 from kilo_loop.gitstatus import TreeStatus
 from kilo_loop.goal.model import Goal, GoalError, Stage
 from kilo_loop.goal.sync import mark_stage_done
 from kilo_loop.run.state import VerifyResult
-from kilo_loop.safety.checkpoint import (
-    capture_checkpoint,
-)
-from kilo_loop.safety.verify import run_verify
 from kilo_loop.sandbox.jail import Jail
+from kilo_loop.verify import run_verify
 
 
 class SafetyHooks:

@@ -80,6 +80,7 @@ class TerminalInput:
         self._mode = TerminalMode(self._fd) if self._is_tty else None
         self._buffer = b""
         self._typed = ""
+        self._help_shown = False  # `?` was the line so far: its Enter closes the line, it answers nothing
         self._early_answers: list[str] = []
         self._round: list[str] = []
         self.open = False
@@ -127,8 +128,9 @@ class TerminalInput:
     def handle_char(self, char: str) -> None:
         if char in ("\r", "\n"):
             line, self._typed = self._typed, ""
+            after_help, self._help_shown = self._help_shown, False
             self._echo("\n")
-            if line.strip() or self._pending():  # an empty Enter answers "nothing to add"
+            if line.strip() or (self._pending() and not after_help):  # an empty Enter answers "nothing to add"
                 self.answer(line.strip())
             return
         if char in _ERASE:
@@ -137,7 +139,9 @@ class TerminalInput:
                 self._echo("\b \b")
             return
         if not self._typed and (char == "?" or not self._pending()) and self.handle_key(char):
+            self._help_shown = char == "?"
             return  # `?` shows the keys even at a question (no answer is a lone "?")
+        self._help_shown = False
         if char.isprintable():
             self._typed += char
             self._echo(char)

@@ -3,13 +3,13 @@ calls for. The loop and the run never name an HTTP status; routes let their erro
 
 from __future__ import annotations
 
+from kilo_loop.checkpoint.store import CheckpointError
 from kilo_loop.errors import KiloLoopError
 from kilo_loop.goal.model import GoalError
 from kilo_loop.loop.commands import CommandRefused, Refusal
 from kilo_loop.review.gate import GateReplyError
 from kilo_loop.run.control import ControlError
 from kilo_loop.run.store import RunNotFound
-from kilo_loop.safety.checkpoint import CheckpointError
 from kilo_loop.web.context import ApiError
 from kilo_loop.web.controller import RunBusy, StartRefused
 from kilo_loop.web.launcher import ConfigFileError

@@ -14,11 +14,11 @@ from typing import Any
 
 import orjson
 
+from kilo_loop.checkpoint.store import CheckpointError, list_checkpoints, read_checkpoint_patch
 from kilo_loop.run.layout import ProjectLayout, RunLayout, valid_run_id
 from kilo_loop.run.report import run_report_md
 from kilo_loop.run.state import RunState
 from kilo_loop.run.store import RunNotFound, list_run_dirs, read_log_lines, resolve_run
-from kilo_loop.safety.checkpoint import CheckpointError, list_checkpoints, read_checkpoint_patch
 from kilo_loop.settings import Settings
 from kilo_loop.web.snapshot import slim_event
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kilo_loop.errors import KiloLoopError
-from kilo_loop.goal.registry import discover_plans, resolve_plan_file, trash_plan
+from kilo_loop.goal.registry import discover_plans, named_plans, resolve_plan_file, trash_plan
 from kilo_loop.goal.sync import set_all_done, set_stage_verify
 from kilo_loop.run.files import read_json, write_json_atomic
 from kilo_loop.run.layout import ProjectLayout
@@ -65,8 +65,14 @@ def set_global_verify(project: Path, verify: str) -> str | None:
     return config_verify(updated)
 
 
-def list_goals(project: Path) -> list[dict[str, Any]]:
-    return [plan.wire() for plan in discover_plans(project)]
+def list_goals(project: Path, named: Path | None = None) -> list[dict[str, Any]]:
+    """The discovered plans, and the plan named with `--goal` when discovery does not look there
+    (`examples/goal.example.md` in a clone), so the launcher can start it again."""
+    plans = discover_plans(project)
+    if named is not None and named.is_file():
+        known = {(project / plan.file).resolve() for plan in plans}
+        plans += [plan for plan in named_plans(project, [named]) if (project / plan.file).resolve() not in known]
+    return [plan.wire() for plan in plans]
 
 
 def resolve_plan(project: Path, file: str) -> Path:

@@ -9,11 +9,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query
 from starlette.responses import PlainTextResponse, Response
 
+from kilo_loop.checkpoint.store import CheckpointError
 from kilo_loop.run.layout import RUN_ID_PATTERN, RunLayout
 from kilo_loop.run.receipts import stage_receipts
 from kilo_loop.run.state import RunState
 from kilo_loop.run.store import RunNotFound
-from kilo_loop.safety.checkpoint import CheckpointError
 from kilo_loop.web import history
 from kilo_loop.web.context import ApiError, DashboardContext, json_response
 from kilo_loop.web.schemas import MAX_ITERATION_NUMBER

@@ -34,7 +34,7 @@ def launcher_router(ctx: DashboardContext) -> APIRouter:
 
     @router.get("/goals", summary="Discoverable plans/goals with per-stage completion and last run")
     async def get_goals() -> Response:
-        goals = await asyncio.to_thread(launcher.list_goals, ctx.project)
+        goals = await asyncio.to_thread(launcher.list_goals, ctx.project, ctx.base.goal)
         live = ctx.live
         return json_response(
             ctx.redact(

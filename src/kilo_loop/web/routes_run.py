@@ -9,9 +9,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query
 from starlette.responses import Response, StreamingResponse
 
+from kilo_loop.checkpoint.store import RevertResult, revert_to_checkpoint
 from kilo_loop.loop.commands import CommandRefused, Revert, SubmitAnswers, command_for
 from kilo_loop.run.control import AnswerItem
-from kilo_loop.safety.checkpoint import RevertResult, revert_to_checkpoint
 from kilo_loop.web.context import ApiError, DashboardContext, json_response
 from kilo_loop.web.schemas import AnswerRequest, ControlRequest, RevertRequest
 from kilo_loop.web.sse import event_stream, parse_last_event_id

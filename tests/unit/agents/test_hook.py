@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kilo_loop.agent.hook import BLOCK_EXIT, denial, hook_command, load_guard, main, write_rules
-from kilo_loop.safety.guard import Guard
+from kilo_loop.guard.runtime import Guard
 
 # Destructive commands are data here: they reach the guard in-process, never a shell.
 FORCE_PUSH = "git push --force origin main"
@@ -111,6 +111,6 @@ def test_the_hook_process_imports_no_pathlib_dataclasses_or_click(tmp_path: Path
     done = subprocess.run([sys.executable, "-P", "-c", probe], input=payload("Bash", "ls"), cwd=tmp_path,
                           capture_output=True, text=True, check=False, timeout=60)
     modules = next(line for line in done.stderr.splitlines() if line.startswith("MODULES ")).split()[1:]
-    assert "kilo_loop.safety.guard" in modules
+    assert "kilo_loop.guard.runtime" in modules
     for heavy in ("click", "pathlib", "dataclasses", "tree_sitter_bash", "re2", "tempfile"):
         assert heavy not in modules, heavy

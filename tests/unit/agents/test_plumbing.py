@@ -121,5 +121,5 @@ def test_the_simulator_imports_nothing_above_agent() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     # run/ is the kernel below agent/: only its guard vocabulary comes along (no pydantic state)
     kernel = {"kilo_loop.run", "kilo_loop.run.guard_decision"}
-    above = [m for m in out if not m.startswith(("kilo_loop.agent", "kilo_loop.safety")) and m not in kernel]
+    above = [m for m in out if not m.startswith(("kilo_loop.agent", "kilo_loop.guard", "kilo_loop.process_group")) and m not in kernel]
     assert above == [], above

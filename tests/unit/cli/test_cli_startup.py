@@ -69,7 +69,7 @@ def test_guard_check_reads_project_patterns_without_settings_stack(tmp_path: Pat
 def test_help_does_not_import_any_subcommand(tmp_path: Path) -> None:
     modules = imported_by(["--help"], tmp_path)
     assert not {name for name in modules if name.startswith("kilo_loop.commands.")}
-    assert "kilo_loop.safety.guard" not in modules
+    assert "kilo_loop.guard.runtime" not in modules
 
 
 @pytest.mark.parametrize("name", sorted(SUBCOMMANDS))

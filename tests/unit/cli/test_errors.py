@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from kilo_loop.agent.registry import BackendLoadError
+from kilo_loop.checkpoint.store import CheckpointError
 from kilo_loop.cli import main
 from kilo_loop.errors import ConfigError, KiloLoopError, UsageError
 from kilo_loop.git import GitError, NotAGitRepo
@@ -19,7 +20,6 @@ from kilo_loop.goal.model import GoalError
 from kilo_loop.goal.scaffold import ScaffoldError
 from kilo_loop.run.store import RunNotFound
 from kilo_loop.runner import SetupError
-from kilo_loop.safety.checkpoint import CheckpointError
 from kilo_loop.web.binding import BindError, PortInUse
 
 USER_FACING: list[tuple[KiloLoopError, int]] = [

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kilo_loop.safety.guard import Guard, GuardDecision, brace_alternatives
-from kilo_loop.safety.shell import (
+from kilo_loop.guard.runtime import Guard, GuardDecision, brace_alternatives
+from kilo_loop.guard.shell import (
     HOME,
     UNKNOWN,
     InlineCode,
@@ -374,7 +374,7 @@ def test_commands_bashlex_could_not_parse(guard: Guard, command: str, expected: 
 
 
 def test_unterminated_parameter_in_quotes_does_not_hang_bashlex() -> None:
-    code = "from kilo_loop.safety.guard import Guard; print(Guard().check_command(\"echo a'${a'b\").decision)"
+    code = "from kilo_loop.guard.runtime import Guard; print(Guard().check_command(\"echo a'${a'b\").decision)"
     src = str(SRC)
     done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
                           timeout=60, env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"})

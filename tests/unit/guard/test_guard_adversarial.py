@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from kilo_loop.safety.guard import Guard
+from kilo_loop.guard.runtime import Guard
 from tests.support.paths import CORPORA, REPO_ROOT
 
 CORPUS = CORPORA / "guard_adversarial.toml"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kilo_loop.safety.guard_config import allow_exceptions, bash_rules, deny_patterns
+from kilo_loop.guard.cli_rules import allow_exceptions, bash_rules, deny_patterns
 
 
 def wildcard(pattern: str) -> re.Pattern[str]:

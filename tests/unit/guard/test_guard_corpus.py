@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from kilo_loop.commands.guard import hook_response
-from kilo_loop.safety.guard import Guard
+from kilo_loop.guard.runtime import Guard
 from tests.support.paths import CORPORA
 
 DCG = CORPORA / "dcg"

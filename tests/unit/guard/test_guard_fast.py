@@ -209,7 +209,7 @@ def test_outside_a_repository_too_the_guard_check_imports_no_dataclasses(tmp_pat
 def test_guard_hook_refuses_a_call_the_guard_fails_on(monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     from kilo_loop.commands import guard_actions
-    from kilo_loop.safety.guard import Guard
+    from kilo_loop.guard.runtime import Guard
 
     def crash(*_args: object, **_kwargs: object) -> None:
         raise RecursionError("maximum recursion depth exceeded")

@@ -12,12 +12,12 @@ from types import ModuleType
 import pytest
 from tree_sitter import Language, Parser
 
-import kilo_loop.safety.packs
-import kilo_loop.safety.shell
-from kilo_loop.safety import guard as guard_module
-from kilo_loop.safety.lazy_regex import LazyRegex
-from kilo_loop.safety.packs import PACKS
-from kilo_loop.safety.shell import grammar
+import kilo_loop.guard.packs
+import kilo_loop.guard.shell
+from kilo_loop.guard import runtime as guard_module
+from kilo_loop.guard.lazy_regex import LazyRegex
+from kilo_loop.guard.packs import PACKS
+from kilo_loop.guard.shell import grammar
 
 
 def test_a_lazy_regex_compiles_once_on_first_use() -> None:
@@ -58,7 +58,7 @@ def _lazy_regexes(value: object, depth: int = 0) -> Iterator[LazyRegex]:
 
 def test_every_deferred_guard_pattern_compiles() -> None:
     """A typo in a pattern no longer fails the import; it must fail here instead."""
-    modules = [guard_module, *_modules(kilo_loop.safety.shell), *_modules(kilo_loop.safety.packs)]
+    modules = [guard_module, *_modules(kilo_loop.guard.shell), *_modules(kilo_loop.guard.packs)]
     found = [regex for module in modules for value in vars(module).values() for regex in _lazy_regexes(value)]
     found += [rule.pattern for pack in PACKS for rule in pack.text_rules]
     assert len(found) >= 30

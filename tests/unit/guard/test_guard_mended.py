@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kilo_loop.safety.guard import Guard
-from kilo_loop.safety.shell.parse import join_continuations
+from kilo_loop.guard.runtime import Guard
+from kilo_loop.guard.shell.parse import join_continuations
 
 PROJECT = "/repo"
 
@@ -40,8 +40,8 @@ def test_a_continuation_that_makes_a_comment_a_word_is_followed() -> None:
 
 
 def test_a_word_built_at_run_time_is_tried_as_what_the_rules_act_on() -> None:
-    from kilo_loop.safety.packs.runtime_words import fitting
-    from kilo_loop.safety.shell.model import READ, UNKNOWN
+    from kilo_loop.guard.packs.runtime_words import fitting
+    from kilo_loop.guard.shell.model import READ, UNKNOWN
 
     assert fitting(f"pu{UNKNOWN}sh", ["commit", "push", "reset"]) == ["push"]
     assert fitting(f"--ha{UNKNOWN}", ["--hard", "--soft", "-f"]) == ["--hard"]

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from kilo_loop.commands.guard import guard_group, packs_listing
-from kilo_loop.safety.guard import Guard
-from kilo_loop.safety.packs import PACK_NAMES, PACKS, enabled_packs
+from kilo_loop.guard.packs import PACK_NAMES, PACKS, enabled_packs
+from kilo_loop.guard.runtime import Guard
 from kilo_loop.settings import ConfigError, load_settings
 
 # pack -> (commands it denies, commands it allows)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kilo_loop.errors import ConfigError, KiloLoopError
-from kilo_loop.guard_patterns import GuardPatterns, project_guard_patterns
+from kilo_loop.guard.patterns import GuardPatterns, project_guard_patterns
 from kilo_loop.settings import load_settings
 
 CASES: list[tuple[dict[str, object] | None, dict[str, str]]] = [

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kilo_loop.safety.guard import Guard
-from kilo_loop.safety.shell.project_runners import (
+from kilo_loop.guard.runtime import Guard
+from kilo_loop.guard.shell.project_runners import (
     deno_tasks,
     go_generate_commands,
     makefile_commands,

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kilo_loop.safety.guard import Guard
-from kilo_loop.safety.shell import parse as parse_module
-from kilo_loop.safety.shell.parse import parse
+from kilo_loop.guard.runtime import Guard
+from kilo_loop.guard.shell import parse as parse_module
+from kilo_loop.guard.shell.parse import parse
 from tests.support.paths import SRC
 
 GUARD = Guard(temp_dirs=["/tmp"])
@@ -164,7 +164,7 @@ def test_wrappers_nest(bare: str, outer: str, inner: str) -> None:
 # so six fresh interpreters each parse them a few hundred times, and a regression fails this test
 # instead of killing the whole run. The next test checks the mechanism deterministically.
 _CRASHERS = ["{\U000fbc7e\u01c0", "{\U000c77eb\u02a5", "{\U0010ffff\u02a5"]
-_PARSE_MANY = ("from kilo_loop.safety.shell.parse import parse\n"
+_PARSE_MANY = ("from kilo_loop.guard.shell.parse import parse\n"
                f"for n in range(300):\n    for text in {_CRASHERS!a}:\n        parse((text * (1 + n % 7)).encode())\n")
 
 

@@ -4,8 +4,8 @@ runs code fetched when it runs. Every command is data for Guard.check_command, n
 
 from __future__ import annotations
 
-from kilo_loop.safety.guard import Guard
-from kilo_loop.safety.shell import SimpleCommand, analyze
+from kilo_loop.guard.runtime import Guard
+from kilo_loop.guard.shell import SimpleCommand, analyze
 
 
 def test_a_remote_module_run_says_what_to_do_instead() -> None:

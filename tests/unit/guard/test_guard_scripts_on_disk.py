@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kilo_loop.safety.guard import Guard
-from kilo_loop.safety.shell.scripts_on_disk import MAX_SCRIPT_BYTES
+from kilo_loop.guard.runtime import Guard
+from kilo_loop.guard.shell.scripts_on_disk import MAX_SCRIPT_BYTES
 from tests.support.git import git
 
 WIPE_HOME = "rm -rf ~\n"
@@ -322,7 +322,7 @@ def test_a_committed_sql_dump_too_big_to_read_is_allowed(guard: Guard, tmp_path:
 
 def test_git_is_asked_once_per_script_however_deeply_it_is_run(guard: Guard, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    analyze = importlib.import_module("kilo_loop.safety.shell.analyze")
+    analyze = importlib.import_module("kilo_loop.guard.shell.analyze")
     asked: list[str] = []
 
     def committed(path: str) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kilo_loop.safety.shell.sed import sed_executes
+from kilo_loop.guard.shell.sed import sed_executes
 
 
 @pytest.mark.parametrize("script", [

@@ -22,8 +22,8 @@ from kilo_loop.agent.serve.config import serve_config, serve_env
 from kilo_loop.agent.serve.mapping import PermissionAsk
 from kilo_loop.agent.subprocess_run import child_environment
 from kilo_loop.goal.protect import is_protected
+from kilo_loop.guard.runtime import Guard
 from kilo_loop.review.readonly import ReadOnlyGuard
-from kilo_loop.safety.guard import Guard
 
 PROJECT = "/work/project-x"
 GLOBS = ("tests/**", "verify.sh")

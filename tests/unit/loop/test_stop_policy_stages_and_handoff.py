@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kilo_loop.goal.model import Goal, Stage
+from kilo_loop.guard.runtime import GuardDecision
 from kilo_loop.loop.handoff import HandoffStore
 from kilo_loop.loop.stages import StageBook
 from kilo_loop.loop.stop_policy import Limits, budget_reason, guard_reason, next_stale_count, stale_reason
@@ -13,7 +14,6 @@ from kilo_loop.run.events import GuardBlocked, RunFinished, StatusChanged, TextO
 from kilo_loop.run.guard_decision import checked
 from kilo_loop.run.notices import notice_for
 from kilo_loop.run.state import Question, RunState, StageState, Totals
-from kilo_loop.safety.guard import GuardDecision
 
 
 def test_budget_reason() -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from kilo_loop.goal.parse import parse_markdown_goal
+from kilo_loop.guard.runtime import Guard
 from kilo_loop.review.options import ReviewConfigError, review_options, review_runtimes, role_specs
 from kilo_loop.review.preflight import ask_large_budget, needs_large_question, review_row
 from kilo_loop.review.readonly import ReadOnlyGuard
-from kilo_loop.safety.guard import Guard
 from kilo_loop.settings import ConfigError, load_settings
 
 PROJECT = Path("/work/project")

@@ -28,8 +28,8 @@ from kilo_loop.agent.serve import backend as serve_backend
 from kilo_loop.agent.serve.backend import ServeAgentRun, ServeBackend
 from kilo_loop.agent.serve.broker import PermissionBroker
 from kilo_loop.agent.serve.client import ServerClient
+from kilo_loop.guard.runtime import Guard
 from kilo_loop.loop.retry import transient_reason
-from kilo_loop.safety.guard import Guard
 
 SES = "ses_1"
 Frame = dict[str, Any]

@@ -11,8 +11,8 @@ import pytest
 from kilo_loop.agent.serve.broker import PermissionBroker, rejection_message, user_rule_for
 from kilo_loop.agent.serve.config import asking_bash_rules, serve_config, serve_env, user_bash_rules
 from kilo_loop.agent.serve.mapping import PermissionAsk
-from kilo_loop.safety.guard import Guard
-from kilo_loop.safety.guard_config import deny_patterns
+from kilo_loop.guard.cli_rules import deny_patterns
+from kilo_loop.guard.runtime import Guard
 
 PROJECT = "/work/project-x"
 

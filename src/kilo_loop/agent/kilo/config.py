@@ -1,7 +1,7 @@
 """The child CLI's inline config (`KILO_CONFIG_CONTENT` / `OPENCODE_CONFIG_CONTENT`), built in one place.
 
 What goes in: the guard's `permission.bash` deny rules (when the loop's guard is on; the
-rules themselves are data in `safety.guard_config`) and, for kilo, `"snapshot": false`.
+rules themselves are data in `guard.cli_rules`) and, for kilo, `"snapshot": false`.
 Provider injection (issue 11, seed 001) belongs in `child_config_env` too.
 
 The map is merged into the inline config the user may already have set: their
@@ -27,7 +27,7 @@ import json5
 
 from kilo_loop.agent.kilo.provider import ProviderConfigMode, merge_provider, provider_injection
 from kilo_loop.agent.kilo.runtime import RUNTIMES, RuntimeName
-from kilo_loop.safety.guard_config import bash_rules
+from kilo_loop.guard.cli_rules import bash_rules
 
 
 # ----------------------------------------------------------------------------- reading configs

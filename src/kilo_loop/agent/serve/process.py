@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from kilo_loop.errors import KiloLoopError
-from kilo_loop.safety.process_group import signal_group, terminate_process_group
+from kilo_loop.process_group import signal_group, terminate_process_group
 
 if TYPE_CHECKING:
     from kilo_loop.sandbox.jail import Jail

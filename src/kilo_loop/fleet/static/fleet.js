@@ -43,7 +43,7 @@ function renderRuns(data) {
     const percent = run.stagesTotal ? Math.round((100 * run.stagesDone) / run.stagesTotal) : 0;
     const row = el("tr", { "data-run": run.runId, onclick: () => select(run.runId, run.title) },
       el("td", {}, run.title, el("div", { class: "muted" }, run.runId)),
-      el("td", {}, el("span", { class: `pill ${run.status}` }, run.status),
+      el("td", {}, el("span", { class: "pill", "data-status": run.status }, run.status),
         run.quotaUntil ? el("div", { class: "muted" }, `quota resets in ${countdown(run.quotaUntil, data.now)}`) : ""),
       el("td", {}, `${run.stagesDone} / ${run.stagesTotal}`,
         bar(percent)),

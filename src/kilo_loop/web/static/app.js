@@ -518,8 +518,8 @@
       S.nowTools = [];
       S.nowDoing = event.message || "";
     } else if (event.type === "tool") {
+      // the tool list shows it; "doing" keeps the last thing the agent said, so no line shows twice
       S.nowTools = [...S.nowTools, event.message || ""].slice(-NOW_TOOLS);
-      S.nowDoing = event.message || S.nowDoing;
     } else if (DOING_TYPES.has(event.type) && event.message) {
       S.nowDoing = event.message;
     }
@@ -628,10 +628,18 @@
     const of = `${run.iteration || 0} / ${run.maxIterations || "?"}`;
     $("run-iteration").textContent = clock.running && clock.runningFor !== null ? `${of} · running ${fmtDuration(clock.runningFor)}` : of;
     $("run-average").textContent = clock.average === null ? "—" : fmtDuration(clock.average);
-    $("run-eta").textContent = clock.final ? "finished" : (clock.eta === null ? "after the first iteration" : `~${fmtDuration(clock.eta)}`);
+    $("run-eta").textContent = etaText(run, clock);
     renderQuota(run, now);
     const runningCard = clock.running ? document.querySelector(`.iteration[data-iter="${clock.running.iteration}"] .iteration__duration`) : null;
     if (runningCard && clock.runningFor !== null) runningCard.textContent = `running ${fmtDuration(clock.runningFor)}`;
+  }
+
+  // The ETA box: a question pending stops the clock that matters, so it says who the run waits for.
+  function etaText(run, clock) {
+    if (clock.final) return "finished";
+    if (run.status === "waiting-answer") return "waiting for you";
+    if (run.status === "paused") return "paused";
+    return clock.eta === null ? "after the first iteration" : `~${fmtDuration(clock.eta)}`;
   }
 
   // A usage-limit wait: status waiting-quota, and the ISO time the limit resets in `quotaUntil`.
@@ -1216,7 +1224,7 @@
     }
   }
 
-  window.kiloLoop = { topbarState, runClock, cumulativeSeries, displayStatus, fmtDuration }; // for tests and the curious
+  window.kiloLoop = { topbarState, runClock, cumulativeSeries, displayStatus, fmtDuration, etaText }; // for tests and the curious
   document.addEventListener("DOMContentLoaded", () => {
     dropTokenFromAddressBar();
     wire();
