@@ -205,3 +205,19 @@ def test_a_resume_is_a_fresh_start_for_the_live_flags_and_stop_conditions_in_the
     assert resumed.stale_iterations == 0 and resumed.retry == RetryState() and resumed.quota_stop == ""
     assert resumed.guard_note == "keep me" and resumed.blocked_stages == ["s2"] and resumed.verify_feedback == "failed"
     assert resumed.first_iteration == 2 and resumed.iterations[0].outcome == "interrupted"
+
+
+def test_a_run_recorded_before_the_reducer_built_the_rows_resumes(tmp_path: Path) -> None:
+    """The golden run's files (events.jsonl, state.json from before this version) load, replay and
+    reopen: rows, files and the resumed flags come out as a new run's would."""
+    from kilo_loop.run.layout import RunLayout as Layout
+
+    layout = Layout(tmp_path / "run")
+    layout.ensure()
+    layout.events.write_bytes((GOLDEN / "events.jsonl").read_bytes())
+    layout.state.write_bytes((GOLDEN / "state.json").read_bytes())
+    loaded = load_for_resume(layout)
+    resumed = reduce(loaded, StateOpened(state=header_wire(loaded), resumed=True, seq=loaded.seq + 1))
+    assert [item.tokens for item in resumed.iterations] == [1000, 0, 800, 900, 700]
+    assert resumed.run_files == ["a.txt", "b.txt", "c.txt"] and resumed.first_iteration == 6
+    assert resumed.status == "starting" and not resumed.review_stages and not resumed.review_feedback
