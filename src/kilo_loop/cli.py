@@ -27,6 +27,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
              "Set up this project: pick the agent CLI, check its login, write config.json and a first plan."),
     "guard": ("kilo_loop.commands.guard:guard_group",
               "Check shell commands against the destructive-command guard."),
+    "merge": ("kilo_loop.commands.merge:merge_command",
+              "Land a parallel plan's result left needs-merge, after a fix (verified on the merged result)."),
     "new-plan": ("kilo_loop.commands.new_plan:new_plan_command",
                  "Scaffold a plan from <project>/.kilo/templates/plan.md ({{title}}, {{date}}, {{slug}})."),
     "redact": ("kilo_loop.commands.redact:redact_command",
@@ -126,6 +128,8 @@ def _options(func: Any) -> Any:
                      help="plans at once, each in its own git worktree (default: all given)"),
         click.option("--merge", type=click.Choice(["auto", "ask", "never"]),
                      help="parallel plans: apply each result to your tree (auto), ask, or only save it"),
+        click.option("--keep-branches", is_flag=True, default=None,
+                     help="parallel plans: keep each plan's kilo-loop/<runId> branch after its result landed"),
         click.option("--goal-text", help="inline goal (one implicit stage)"),
         click.option("-n", "--iterations", type=int, help="loop count (default 5)"),
         # Execution
@@ -167,11 +171,22 @@ def _options(func: Any) -> Any:
                      help="jail the agent and verify in bubblewrap: auto (when it works here, default), bwrap "
                           "(required), off"),
         click.option("--guard-stop", is_flag=True, default=None, help="stop the run on the first guard hit"),
-        click.option("--finish", type=click.Choice(["none", "commit", "branch"]),
+        click.option("--finish", type=click.Choice(["none", "commit", "branch", "pr"]),
                      help="when a stage is done, the loop commits exactly its changes: on this branch (commit), on a "
-                          "new branch kilo-loop/<slug>-<runId> (branch), or not at all (none, default)"),
+                          "new branch kilo-loop/<slug>-<runId> (branch), that branch pushed with a pull request "
+                          "(pr; token from GITHUB_TOKEN, GITLAB_TOKEN or GITEA_TOKEN), or not at all (none, default)"),
         click.option("--commit-author", metavar='"NAME <EMAIL>"',
                      help="author of the loop's commits (default: git's configured identity)"),
+        click.option("--remote", help="--finish pr: the git remote to push to (default origin)"),
+        click.option("--forge", type=click.Choice(["auto", "github", "gitlab", "gitea"]),
+                     help="--finish pr: the forge (default: from the remote's host)"),
+        click.option("--forge-url", metavar="URL",
+                     help="--finish pr: the forge's REST API (default: GITHUB_API_URL, CI_API_V4_URL, GITEA_URL or "
+                          "the remote's host)"),
+        click.option("--forge-repo", metavar="OWNER/REPO", help="--finish pr: the repository, when the remote's URL "
+                     "does not say"),
+        click.option("--issue-comments", is_flag=True, default=None,
+                     help="a goal from an issue (--goal github:OWNER/REPO#N): comment on it as each stage is committed"),
         click.option("--max-guard-blocks", type=int, help="consecutive guard hits tolerated (default 3)"),
         click.option("--redact/--no-redact", default=None, help="redact secrets in everything written"),
         click.option("--max-cost", type=float, help="stop at this cost in USD (stopped-budget)"),
@@ -232,7 +247,7 @@ def _given(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
         values.setdefault("agent", values.pop("mode"))
     if "no_confirm" in values:
         values["confirm"] = not values.pop("no_confirm")
-    for parent_only in ("list_goals", "parallel", "merge"):
+    for parent_only in ("list_goals", "parallel", "merge", "keep_branches"):
         values.pop(parent_only, None)
     goals = values.pop("goal", ())
     if goals:
@@ -254,7 +269,7 @@ _ACTS_ONLY_WITH: dict[str, tuple[str, str]] = {
 # Flags only a real agent CLI acts on: a dry run's simulated agent runs no command, so the loop runs
 # no verify after it (verify could change files; a dry run changes none but the loop's own).
 _REAL_RUN_ONLY = ("verify", "verify_timeout_minutes", "runtime", "transport", "isolate_home", "usage_db", "sandbox",
-                  "finish", "commit_author",
+                  "finish", "commit_author", "remote", "forge", "forge_url", "forge_repo", "issue_comments",
                   "provider_config_mode", "thinking", "auto")
 
 # A flag that loses to another one typed with it: (the flag, the winning flag, what the winner does).
@@ -290,8 +305,10 @@ def ignored_flags(typed: set[str], settings: Settings) -> list[str]:
     if settings.dry_run:
         warnings += [f"{_as_typed(name, settings)} has no effect in a dry run (the simulated agent runs no command)"
                      for name in _REAL_RUN_ONLY if name in typed]
-    if "merge" in typed:
-        warnings.append("--merge has no effect on one plan (it applies to several --goal or --parallel)")
+    for parallel_only in ("merge", "keep_branches"):
+        if parallel_only in typed:
+            warnings.append(f"{_flag(parallel_only)} has no effect on one plan (it applies to several --goal or "
+                            "--parallel)")
     return [f"kilo-loop: warning: {warning}" for warning in warnings]
 
 

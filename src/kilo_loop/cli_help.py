@@ -11,7 +11,7 @@ import click
 
 # Panel title -> the run's options in it, by parameter name, in the order shown.
 PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Goal", ("goal", "goal_text", "iterations", "parallel", "merge", "list_goals", "force", "sync_goal",
+    ("Goal", ("goal", "goal_text", "iterations", "parallel", "merge", "keep_branches", "list_goals", "force", "sync_goal",
               "resume", "run_id", "dry_run")),
     ("Agent", ("project", "runtime", "agent", "model", "variant", "thinking", "auto", "transport", "shared_context",
                "session_mode", "auto_fresh_tokens", "context_warn_tokens", "prompt_extra", "isolate_home",
@@ -22,7 +22,8 @@ PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
                  "retry_delay", "retry_max_delay")),
     ("Review and questions", ("review", "review_wave", "review_agent", "review_retries", "review_gate", "hitl",
                               "answer_timeout", "notify")),
-    ("Hand-over", ("finish", "commit_author")),
+    ("Hand-over", ("finish", "commit_author", "remote", "forge", "forge_url", "forge_repo",
+                   "issue_comments")),
     ("Dashboard", ("dashboard", "port", "host", "lan", "local", "keep_open", "keep_open_for")),
     ("Output", ("quiet", "no_color", "no_confirm", "version", "help")),
 )

@@ -36,7 +36,8 @@ KEY_HELP: dict[str, str] = {
 # Settings whose flag has another name.
 FLAG_OF: dict[str, str] = {"confirm": "no_confirm"}
 # Options of the run that set no config key (they choose what the command does, or are old names).
-COMMAND_ONLY_FLAGS = frozenset({"version", "parallel", "merge", "mode", "session_mode", "list_goals"})
+COMMAND_ONLY_FLAGS = frozenset({"version", "parallel", "merge", "keep_branches", "mode", "session_mode",
+                                "list_goals"})
 # Durations: the file and the environment take "90s", "10m", "6h" (or a number of seconds).
 DURATIONS = frozenset({"keep_open_for", "answer_timeout", "max_quota_wait"})
 

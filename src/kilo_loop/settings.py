@@ -74,8 +74,13 @@ class Settings(BaseSettings):
     # The jail (bubblewrap) around every process that runs code the agent controls; see sandbox/.
     sandbox: Literal["auto", "bwrap", "off"] = "auto"
     # Handing the work over (finish/): the loop, never the agent, commits each finished stage
-    finish: Literal["none", "commit", "branch"] = "none"
+    finish: Literal["none", "commit", "branch", "pr"] = "none"
     commit_author: str | None = None  # "Name <email>" for the loop's commits (default: git's own identity)
+    remote: str = "origin"  # --finish pr: where the run's branch is pushed
+    forge: Literal["auto", "github", "gitlab", "gitea"] = "auto"  # auto: from the remote's host
+    forge_url: str | None = None  # the forge's REST API base (GitHub Enterprise, self-hosted GitLab/Gitea)
+    forge_repo: str | None = None  # OWNER/REPO when the remote's URL does not say (a local path, an SSH alias)
+    issue_comments: bool = False  # a goal from an issue: comment on it as each stage is committed
     guard_stop: bool = False
     max_guard_blocks: int = Field(3, ge=1)
     guard_deny: list[str] = Field(default_factory=list)

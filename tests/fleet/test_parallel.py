@@ -72,6 +72,35 @@ def test_three_plans_two_at_a_time_all_land(tmp_path: Path) -> None:
     runs = sorted(p.name for p in (project / ".kilocode-loop" / "runs").iterdir())
     assert len(runs) == 3 and all((project / ".kilocode-loop" / "runs" / r / "report.md").is_file() for r in runs)
     assert ".kilocode-loop" not in git(project, "status", "--porcelain")
+    assert git(project, "branch", "--list", "kilo-loop/*") == "", "landed plans leave no branch behind"
+
+
+def test_a_plan_whose_verify_fails_on_the_merged_result_needs_a_merge(tmp_path: Path) -> None:
+    """Each plan passes its verify in its own worktree; merged with what landed first, the second fails
+    it, so it is `needs-merge` (nothing applied) until the operator fixes the tree and runs `merge`."""
+    project = init_repo(tmp_path / "repo")
+    first = stage("s1", {"write": {"a.txt": "1\n"}, "sleep": 0.2})
+    first["verify"] = "test -f a.txt"
+    second = stage("s1", {"write": {"b.txt": "2\n"}, "sleep": 2.0})
+    second["verify"] = "test ! -f a.txt"  # true in its own worktree; false once a.txt has landed
+    goals = []
+    for name, plan in (("first", first), ("second", second)):
+        goals += ["--goal", str(write_goal(project / "plans" / f"{name}.json", goal(name, plan)))]
+    env = loop_env(agent_binary(tmp_path), KILO_LOOP_SANDBOX="off")
+    result = run(project, env, *goals, "--parallel", "2", "-n", "2", "--no-dashboard", "--sandbox", "off")
+    out = result.stdout + result.stderr
+    assert result.returncode == 1, out
+    assert (project / "a.txt").exists() and not (project / "b.txt").exists()
+    assert "needs-merge: verify `test ! -f a.txt` failed on the merged result" in out
+    kept = [p.name for p in (project / ".kilocode-loop" / "worktrees").iterdir() if p.is_dir()]
+    assert len(kept) == 1 and kept[0].endswith("-second")
+
+    (project / "a.txt").unlink()  # the operator's fix
+    merged = run(project, env, "merge", kept[0], "--sandbox", "off")
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert "verified on the merged result: `test ! -f a.txt`" in merged.stdout
+    assert (project / "b.txt").read_text() == "2\n"
+    assert git(project, "branch", "--list", "kilo-loop/*") == ""
 
 
 def test_two_plans_on_the_same_lines_one_lands_one_conflicts(tmp_path: Path) -> None:
@@ -84,7 +113,8 @@ def test_two_plans_on_the_same_lines_one_lands_one_conflicts(tmp_path: Path) -> 
     out = result.stdout + result.stderr
     assert result.returncode == 1, out
     assert (project / "shared.txt").read_text() == "one\nfirst\nthree\n", "the first to finish lands whole"
-    assert "conflict" in out and "shared.txt" in out and "git -C" in out and "apply --3way" in out
+    assert "needs-merge: conflicts in shared.txt" in out and "git -C" in out and "apply --3way" in out
+    assert "kilo-loop merge" in out
     patches = list((project / ".kilocode-loop" / "worktrees").glob("*-second.patch"))
     assert len(patches) == 1 and "+second" in patches[0].read_text()
     kept = [p for p in (project / ".kilocode-loop" / "worktrees").iterdir() if p.is_dir()]

@@ -12,6 +12,7 @@ import pytest
 
 from kilo_loop.finish.commits import commit_paths, committed_stages
 from tests.fleet.support import agent_binary, goal, init_repo, loop_env, stage, write_goal
+from tests.support.forge_server import scripted_github
 from tests.support.git import git
 
 
@@ -91,3 +92,74 @@ def test_revert_to_before_a_committed_stage_drops_its_commits_only_with_yes(proj
     assert not (project / "src").exists()
     assert (project / "notes.txt").read_text() == "mine\nstill typing\n"  # the work in progress as it was
     assert git(project, "status", "--porcelain", "--untracked-files=no").strip() == "M notes.txt"
+
+
+TOKEN = "ghp_" + "k1L0oPt3stT0k3nN0tR3aL" + "x" * 14  # looks like a GitHub token, so redaction must hide it
+
+
+def with_origin(project: Path, tmp_path: Path) -> Path:
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(origin)], check=True)
+    git(project, "remote", "add", "origin", str(origin))
+    git(project, "push", "-q", "origin", "main")
+    return origin
+
+
+ISSUE = {"title": "Add the two modules", "state": "open", "body": (
+    "Two small modules, please.\n\n"
+    "- [ ] Add module A\n  agent: {\"write\": {\"src/a.py\": \"A = 1\\n\"}}\n"
+    "- [ ] Add module B\n  agent: {\"write\": {\"src/b.py\": \"B = 2\\n\"}, \"append\": {\"notes.txt\": \"x\\n\"}}\n\n"
+    "verify: test -f src/a.py\n")}
+
+
+def run_pr(project: Path, tmp_path: Path, forge_url: str, *flags: str, token: str = TOKEN,
+           goal_ref: str = "plans/work.json") -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "kilo_loop", "--goal", goal_ref, "--no-dashboard", "--no-confirm",
+            "--hitl", "off", "--finish", "pr", "--forge", "github", "--forge-repo", "acme/app",
+            "--forge-url", forge_url, *flags]
+    env = loop_env(agent_binary(tmp_path), GITHUB_TOKEN=token, GITHUB_API_URL=forge_url)
+    return subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=120, check=False)
+
+
+def test_an_issue_becomes_a_draft_pull_request_then_the_resume_makes_it_ready(project: Path, tmp_path: Path) -> None:
+    """`--goal github:acme/app#12 --finish pr --issue-comments`: the issue's tasks are the stages; a run that
+    ends early opens a draft saying what is left; the resume (reading the saved plan, not the issue again)
+    finishes, updates the pull request and marks it ready."""
+    origin = with_origin(project, tmp_path)
+    with scripted_github(issues={12: dict(ISSUE)}) as forge:
+        flags = ("--issue-comments",)
+        first = run_pr(project, tmp_path, forge.url, "-n", "1", *flags, goal_ref="github:acme/app#12")
+        assert len(forge.pulls) == 1 and forge.pulls[0]["draft"] is True, first.stdout + first.stderr
+        pull = forge.pulls[0]
+        assert pull["base"]["ref"] == "main" and pull["head"]["ref"].startswith("kilo-loop/add-the-two-modules-")
+        assert "Closes #12" in pull["body"] and "## What is left" in pull["body"] and "Add module B" in pull["body"]
+        branch = pull["head"]["ref"]
+        assert git(origin, "log", "-1", "--format=%s", branch).strip() == "Add module A"
+        assert [number for number, _text in forge.comments] == [12] and "Add module A" in forge.comments[0][1]
+        assert (project / ".kilocode-loop" / "goals" / "issue-github-acme-app-12.md").is_file()
+
+        reads = len([r for r in forge.requests if r["method"] == "GET" and r["path"].endswith("/issues/12")])
+        run_id = "-".join(branch.rsplit("-", 3)[-3:])
+        second = run_pr(project, tmp_path, forge.url, "-n", "2", "--resume", run_id, *flags,
+                        goal_ref="github:acme/app#12")
+        assert second.returncode == 0, second.stdout + second.stderr
+        assert len(forge.pulls) == 1 and forge.pulls[0]["draft"] is False  # updated, then marked ready
+        assert "## What is left" not in forge.pulls[0]["body"] and "[x] **Add module B**" in forge.pulls[0]["body"]
+        assert git(origin, "log", "--format=%s", branch).split("\n")[:2] == ["Add module B", "Add module A"]
+        assert git(origin, "rev-parse", "main") == git(project, "rev-parse", "main")  # never the default branch
+        assert len(forge.comments) == 2
+        assert reads == len([r for r in forge.requests if r["method"] == "GET" and r["path"].endswith("/issues/12")])
+
+    assert all(r["authorization"] == f"Bearer {TOKEN}" for r in forge.requests)
+    written = "".join(p.read_text(errors="replace") for p in (project / ".kilocode-loop").rglob("*") if p.is_file())
+    assert TOKEN not in written and TOKEN not in first.stdout + second.stdout
+
+
+def test_finish_pr_without_a_token_stops_before_any_work(project: Path, tmp_path: Path) -> None:
+    with_origin(project, tmp_path)
+    with scripted_github() as forge:
+        done = run_pr(project, tmp_path, forge.url, "-n", "2", token="")
+    assert done.returncode != 0
+    assert "--finish pr needs a github token: set GITHUB_TOKEN" in done.stdout + done.stderr
+    assert not (project / "src").exists() and forge.requests == []

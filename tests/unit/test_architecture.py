@@ -18,7 +18,7 @@ from pathlib import Path
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "durations", "__init__"}),
     frozenset({"run"}),
-    frozenset({"git", "gitstatus", "treewatch", "goal", "guard", "checkpoint", "safety", "agent", "notify", "doctor", "finish",
+    frozenset({"git", "gitstatus", "treewatch", "goal", "guard", "checkpoint", "safety", "agent", "notify", "doctor", "finish", "forge",
                "sandbox", "verify", "process_group"}),
     frozenset({"settings"}),
     frozenset({"session"}),

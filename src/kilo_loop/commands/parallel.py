@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,9 @@ import click
 
 from kilo_loop.errors import report_error
 from kilo_loop.fleet.child import plan_flags
-from kilo_loop.fleet.parallel import DashboardFactory, MergeMode, run_parallel
-from kilo_loop.fleet.worktree import WorktreeError
+from kilo_loop.fleet.merge_check import plan_verify_commands, verify_on_merge
+from kilo_loop.fleet.parallel import DashboardFactory, MergeMode, Plan, run_parallel
+from kilo_loop.fleet.worktree import MergedCheck, WorktreeError
 from kilo_loop.git import NotAGitRepo, git_root
 from kilo_loop.goal.model import GoalError
 from kilo_loop.goal.parse import load_goal
@@ -55,10 +57,24 @@ def parallel_main(params: dict[str, Any], argv: list[str]) -> int:
     try:
         factory = _dashboard_factory(params)
         return run_parallel(project, goals, limit, merge, plan_flags(argv), new_run_id(),
-                            lambda line: click.echo(line), _ask, params.get("resume"), factory)
+                            lambda line: click.echo(line), _ask, params.get("resume"), factory,
+                            _merge_check(params), bool(params.get("keep_branches")))
     except (WorktreeError, OSError) as exc:
         click.echo(f"kilo-loop: {exc}", err=True)
         return 2
+
+
+def _merge_check(params: dict[str, Any]) -> Callable[[Plan], MergedCheck | None] | None:
+    """Each plan's verify commands, run (jailed) on its merged result before it lands; none in a dry run."""
+    if params.get("dry_run"):
+        return None
+    sandbox = params.get("sandbox") or "auto"
+    timeout_s = float(params.get("verify_timeout_minutes") or 10) * 60
+
+    def warn(line: str) -> None:
+        click.echo(f"kilo-loop: warning: {line}", err=True)
+
+    return lambda plan: verify_on_merge(plan_verify_commands(plan.goal, params.get("verify")), sandbox, timeout_s, warn)
 
 
 def _dashboard_factory(params: dict[str, Any]) -> DashboardFactory | None:

@@ -2,5 +2,6 @@
 (`--finish commit`) or on a branch of the run's own (`--finish branch`)."""
 
 from kilo_loop.finish.finisher import StageFinisher, build_finisher
+from kilo_loop.finish.handover import ForgeOptions
 
-__all__ = ["StageFinisher", "build_finisher"]
+__all__ = ["ForgeOptions", "StageFinisher", "build_finisher"]

@@ -124,3 +124,24 @@ def move_branch_back(project: Path, base: str, head: str) -> None:
     """Point the current branch at `base` again (from `head`, which it must still be at); files untouched."""
     git_output(project, "update-ref", "-m", "kilo-loop revert: drop the run's stage commits", "HEAD", base, head,
                what="moving the branch back to the checkpoint's commit")
+
+
+def remote_url(project: Path, remote: str) -> str:
+    proc = run_git(project, "remote", "get-url", remote)
+    if proc.returncode != 0:
+        raise FinishError(f"the project has no git remote {remote!r} to push to: add it (`git remote add {remote} URL`) "
+                          "or name another with --remote")
+    return proc.stdout.decode().strip()
+
+
+def push_branch(project: Path, remote: str, branch: str) -> None:
+    """Push `branch` to the same name on `remote`, never forced; FinishError says what to do when refused."""
+    proc = run_git(project, "push", "--porcelain", remote, f"refs/heads/{branch}:refs/heads/{branch}", timeout=300)
+    if proc.returncode == 0:
+        return
+    detail = (proc.stderr + proc.stdout).decode(errors="replace").strip()
+    if "non-fast-forward" in detail or "[rejected]" in detail or "fetch first" in detail:
+        raise FinishError(f"{remote} refused the push of {branch}: it has commits this run does not (never forced). "
+                          f"Fetch and rebase the branch, then resume the run to push again. git said: {detail[-400:]}")
+    raise FinishError(f"could not push {branch} to {remote} (the commits stay here; resume the run to push "
+                      f"again): {detail[-400:]}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +22,13 @@ from kilo_loop.finish.commits import (
     current_branch,
     switch_to_run_branch,
 )
+from kilo_loop.finish.handover import ForgeOptions, PullRequester, build_pull_requester
 from kilo_loop.finish.message import commit_message
 from kilo_loop.finish.paths import stage_paths
+from kilo_loop.forge.api import Forge, ForgeError
 from kilo_loop.gitstatus import read_status
-from kilo_loop.run.events import FinishPlanned, RunEvent, StageCommitted, Warned
+from kilo_loop.goal.issue import IssueRef, issue_forge
+from kilo_loop.run.events import FinishPlanned, PullRequestOpened, RunEvent, StageCommitted, Warned
 from kilo_loop.run.receipts import stage_receipts
 from kilo_loop.run.state import RunState
 
@@ -48,6 +52,8 @@ class StageFinisher:
     branch: str | None = None  # --finish branch: the run's own branch
     author: dict[str, str] = field(default_factory=dict)
     loop_files: frozenset[str] = frozenset()  # the goal file, relative to the project
+    pr: PullRequester | None = None  # --finish pr: push after each stage, the pull request at the end
+    issue_comments: tuple[Forge, int] | None = None  # --issue-comments: the goal's issue hears of each stage
     _committed: set[str] = field(default_factory=set)
     _dirty_at_start: frozenset[str] = frozenset()
 
@@ -79,6 +85,13 @@ class StageFinisher:
             done.append(Committed(stage.id, stage.title, commit, paths.commit, paths.left_out))
         return done
 
+    def _comment(self, commits: list[Committed]) -> None:
+        forge, number = self.issue_comments or (None, 0)
+        for item in commits:
+            if forge is not None:
+                forge.comment(number, f"kilo-loop run `{self.run_id}`: stage **{item.title}** is done and committed "
+                                      f"({item.commit[:10]}, {len(item.files)} file(s)).")
+
     def _baseline(self) -> frozenset[str]:
         if self.baseline_file.is_file():
             return frozenset(orjson.loads(self.baseline_file.read_bytes()))
@@ -92,8 +105,12 @@ class StageFinisher:
         """The loop's hook: commit off the event loop, then say what was committed (or why not)."""
         try:
             commits = await asyncio.to_thread(self.commit_done, state)
-        except (FinishError, OSError) as exc:
-            emit(Warned(message=f"finish: the stage was not committed: {exc}", reason=str(exc), about="finish"))
+            if commits and self.pr is not None:
+                await asyncio.to_thread(self.pr.push)
+            if commits and self.issue_comments is not None:
+                await asyncio.to_thread(self._comment, commits)
+        except (FinishError, ForgeError, OSError) as exc:
+            emit(Warned(message=f"finish: {exc}", reason=str(exc), about="finish"))
             return
         for item in commits:
             left = f"; left out (dirty before the run): {', '.join(item.left_out)}" if item.left_out else ""
@@ -103,6 +120,28 @@ class StageFinisher:
                 left_out=list(item.left_out)))
 
 
+    async def after_run(self, state: RunState, emit: Emit) -> None:
+        """--finish pr, once the run has ended: push and open or update the pull request (a draft while
+        stages are left). A failure is a warning: the commits stay here and a resume publishes them."""
+        if self.pr is None:
+            return
+        loop = asyncio.get_running_loop()
+
+        def wait(seconds: float, why: str) -> None:
+            loop.call_soon_threadsafe(emit, Warned(message=f"finish: {why}: waiting {round(seconds)} s",
+                                                   reason=why, about="finish"))
+            time.sleep(seconds)
+
+        try:
+            change = await asyncio.to_thread(self.pr.publish, state, wait)
+        except (FinishError, ForgeError, OSError) as exc:
+            emit(Warned(message=f"finish: the pull request was not opened: {exc}", reason=str(exc), about="finish"))
+            return
+        kind = "draft pull request" if change.draft else "pull request"
+        emit(PullRequestOpened(message=f"{kind} #{change.number}: {change.url}", url=change.url,
+                               number=change.number, draft=change.draft))
+
+
 def run_branch_name(goal_title: str, run_id: str) -> str:
     """`kilo-loop/<slug>-<runId>`: the title's words, lower case, at most 40 characters."""
     slug = re.sub(r"[^a-z0-9]+", "-", goal_title.lower()).strip("-")[:40].rstrip("-") or "run"
@@ -110,13 +149,18 @@ def run_branch_name(goal_title: str, run_id: str) -> str:
 
 
 def build_finisher(mode: str, project: Path, run_id: str, run_dir: Path, goal_title: str,
-                   goal_file: Path | None, author: str | None) -> StageFinisher | None:
-    """The finisher for `--finish` (None for `none`); FinishError for a bad --commit-author."""
+                   goal_file: Path | None, author: str | None, forge: ForgeOptions | None = None,
+                   issue: IssueRef | None = None, issue_comments: bool = False) -> StageFinisher | None:
+    """The finisher for `--finish` (None for `none`); FinishError for what would stop it later (a bad
+    --commit-author; with `pr`, no remote, an unknown forge, no token)."""
     if mode == "none":
         return None
+    branch = run_branch_name(goal_title, run_id) if mode in ("branch", "pr") else None
+    pr = build_pull_requester(project, branch, forge or ForgeOptions(), issue) if mode == "pr" and branch else None
+    comments = (issue_forge(issue), issue.number) if issue is not None and issue_comments else None
     goal = goal_file.resolve() if goal_file is not None else None
     inside = goal is not None and goal.is_relative_to(project.resolve())  # one outside is not in the work tree
     loop_files = frozenset({goal.relative_to(project.resolve()).as_posix()}) if goal and inside else frozenset()
     return StageFinisher(project=project, run_id=run_id, baseline_file=run_dir / "finish-baseline.json",
-                         branch=run_branch_name(goal_title, run_id) if mode == "branch" else None,
-                         author=author_env(author), loop_files=loop_files)
+                         branch=branch, author=author_env(author), loop_files=loop_files, pr=pr,
+                         issue_comments=comments)

@@ -19,7 +19,7 @@ _PR_SET_PDEATHSIG = 1
 _VALUED = {"--goal", "--goal-text", "--parallel", "--merge", "-C", "--project", "--run-id", "--resume",
            "-p", "--port", "--host", "--keep-open-for", "--broker", "--repo", "--ref"}
 _BARE = {"--lan", "--local", "--keep-open", "--dashboard", "--no-dashboard", "--no-confirm", "--yes", "--quiet",
-         "--list-goals", "--push-branch"}
+         "--list-goals", "--push-branch", "--keep-branches"}
 
 
 def plan_flags(argv: Sequence[str]) -> list[str]:

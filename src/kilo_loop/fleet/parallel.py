@@ -20,6 +20,7 @@ from kilo_loop.fleet.serve import FleetDashboard
 from kilo_loop.fleet.sources import LocalRuns
 from kilo_loop.fleet.tail import follow
 from kilo_loop.fleet.worktree import (
+    MergedCheck,
     MergeOutcome,
     PlanWorktree,
     WorktreeError,
@@ -71,6 +72,8 @@ class ParallelRun:
     say: Say
     ask: Ask | None = None
     dashboard: DashboardFactory | None = None
+    merge_check: Callable[[Plan], MergedCheck | None] | None = None  # verify on the merged result
+    keep_branches: bool = False
     interrupted: bool = False
     _processes: dict[str, asyncio.subprocess.Process] = field(default_factory=dict)
     _merge_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -182,18 +185,20 @@ class ParallelRun:
                 else "never"
         if mode == "never":
             patch = save_result(plan.worktree)
-            remove_worktree(plan.worktree)
+            remove_worktree(plan.worktree)  # the result stays on its branch
             plan.notes.append(f"result saved as {patch} and on branch {plan.worktree.branch}")
             return
-        plan.merge = offer_result(plan.worktree)
+        plan.merge = offer_result(plan.worktree, self.merge_check(plan) if self.merge_check else None)
         if plan.merge.applied:
-            remove_worktree(plan.worktree)
+            remove_worktree(plan.worktree, keep_branch=self.keep_branches)
             plan.notes.append("no change to apply" if plan.merge.empty else "result applied to your working tree")
             self.say(f"[{plan.label}] {plan.notes[-1]}")
             return
+        plan.status = "needs-merge"
         plan.notes.append(f"NOT applied — {plan.merge.message}; patch saved as {plan.merge.patch}")
         plan.notes.extend(f"  {line}" for line in plan.merge.resolve_commands(plan.worktree))
-        self.say(f"[{plan.label}] conflict: {plan.merge.message} (worktree and patch kept)")
+        plan.notes.append(f"  after a fix in your tree: kilo-loop merge {plan.run_id}")
+        self.say(f"[{plan.label}] needs-merge: {plan.merge.message} (worktree and patch kept)")
 
     def _summary(self) -> None:
         self.say("Parallel plans:")
@@ -280,12 +285,13 @@ def make_plans(goals: Sequence[Path], run_id_base: str, resume: str | None) -> l
 def run_parallel(
     project: Path, goals: Sequence[Path], limit: int, merge_mode: MergeMode, flags: Sequence[str],
     run_id_base: str, say: Say, ask: Ask | None = None, resume: str | None = None,
-    dashboard: DashboardFactory | None = None,
+    dashboard: DashboardFactory | None = None, merge_check: Callable[[Plan], MergedCheck | None] | None = None,
+    keep_branches: bool = False,
 ) -> int:
     if resume and len(goals) != 1:
         raise WorktreeError("--resume with --parallel takes exactly one --goal (the plan of that run)")
     ProjectLayout(project).ensure()
     (project / LOOP_DIR / "worktrees").mkdir(parents=True, exist_ok=True)
     plans = make_plans(goals, run_id_base, resume)
-    runner = ParallelRun(project, plans, limit, merge_mode, flags, say, ask, dashboard)
+    runner = ParallelRun(project, plans, limit, merge_mode, flags, say, ask, dashboard, merge_check, keep_branches)
     return asyncio.run(runner.run())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +19,8 @@ from kilo_loop.git import GitError, git_output, run_git
 from kilo_loop.run.layout import LOOP_DIR
 
 WORKTREES = "worktrees"
+_LOOP_IDENTITY = {"GIT_AUTHOR_NAME": "kilo-loop", "GIT_AUTHOR_EMAIL": "kilo-loop@localhost",
+                  "GIT_COMMITTER_NAME": "kilo-loop", "GIT_COMMITTER_EMAIL": "kilo-loop@localhost"}
 BRANCH_PREFIX = "kilo-loop/"
 # Never part of a snapshot: other plans' worktrees (each holds a .git file) and run directories.
 _EXCLUDED = tuple(f"{LOOP_DIR}/{name}" for name in (WORKTREES, "runs", "trash"))
@@ -66,9 +68,7 @@ def snapshot_commit(repo: Path, parent: str, message: str) -> str:
     repository's own index or branch."""
     with _tree_index(repo, parent) as env:
         tree = git(repo, "write-tree", env=env).strip()
-    author = {"GIT_AUTHOR_NAME": "kilo-loop", "GIT_AUTHOR_EMAIL": "kilo-loop@localhost",
-              "GIT_COMMITTER_NAME": "kilo-loop", "GIT_COMMITTER_EMAIL": "kilo-loop@localhost"}
-    return git(repo, "commit-tree", tree, "-p", parent, "-m", message, env=author).strip()
+    return git(repo, "commit-tree", tree, "-p", parent, "-m", message, env=_LOOP_IDENTITY).strip()
 
 
 def head_commit(repo: Path) -> str:
@@ -148,11 +148,16 @@ def result_patch(plan: PlanWorktree, result: str) -> str:
     return git(plan.project, "diff", "--binary", "--full-index", plan.base, result)
 
 
-def offer_result(plan: PlanWorktree) -> MergeOutcome:
+MergedCheck = Callable[[Path], str | None]  # the merged tree checked out here: None, or why it must not land
+
+
+def offer_result(plan: PlanWorktree, check: MergedCheck | None = None) -> MergeOutcome:
     """Apply the plan's result to the operator's working tree, whole or not at all.
 
     The three-way check merges the operator's current tree (as a temporary commit) with the
-    result: conflicts leave everything as it was and the patch saved.
+    result: conflicts leave everything as it was and the patch saved. A clean merge is then checked
+    out on its own and `check`ed (the plan's verify commands, run on the merged result); a failed
+    check lands nothing either.
     """
     result = result_commit(plan)
     patch = result_patch(plan, result)
@@ -170,7 +175,25 @@ def offer_result(plan: PlanWorktree) -> MergeOutcome:
                             message=f"conflicts in {', '.join(conflicts)}")
     if merge.returncode != 0 or not lines:
         raise WorktreeError(f"git merge-tree failed: {merge.stderr.decode(errors='replace').strip()[:500]}")
-    return _apply_tree(plan, current, lines[0].strip())
+    merged = lines[0].strip()
+    problem = _check_merged(plan, current, merged, check) if check is not None else None
+    if problem is not None:
+        return MergeOutcome(applied=False, patch=plan.patch_path, message=problem)
+    return _apply_tree(plan, current, merged)
+
+
+def _check_merged(plan: PlanWorktree, current: str, merged_tree: str, check: MergedCheck) -> str | None:
+    """Run `check` in a scratch worktree holding the merged result; the scratch worktree goes afterwards."""
+    commit = git(plan.project, "commit-tree", merged_tree, "-p", current, "-m", f"kilo-loop: {plan.run_id} merged",
+                 env=_LOOP_IDENTITY).strip()
+    scratch = plan.project / LOOP_DIR / WORKTREES / f"{plan.run_id}.merge-check"
+    if scratch.exists():
+        run_git(plan.project, "worktree", "remove", "--force", str(scratch))
+    git(plan.project, "worktree", "add", "-q", "--detach", str(scratch), commit)
+    try:
+        return check(scratch)
+    finally:
+        run_git(plan.project, "worktree", "remove", "--force", str(scratch))
 
 
 def _apply_tree(plan: PlanWorktree, current: str, merged: str) -> MergeOutcome:
@@ -202,5 +225,8 @@ def keep_run_dir(plan: PlanWorktree) -> Path | None:
     return target
 
 
-def remove_worktree(plan: PlanWorktree) -> None:
+def remove_worktree(plan: PlanWorktree, keep_branch: bool = True) -> None:
+    """Remove the plan's worktree, and its branch unless `keep_branch` (its result still lives there)."""
     git(plan.project, "worktree", "remove", "--force", str(plan.path))
+    if not keep_branch:
+        run_git(plan.project, "branch", "-D", plan.branch)

@@ -351,6 +351,16 @@ class StageCommitted(RunEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class PullRequestOpened(RunEvent):
+    """`--finish pr`: the run's pull request was opened or updated (a draft while stages are left)."""
+
+    TYPE = "pull-request"
+    url: str = ""
+    number: int = 0
+    draft: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
 class StageBlocked(RunEvent):
     """The agent itself reported the stage blocked (a failed verify is a VerifyFinished)."""
 
@@ -544,7 +554,7 @@ class UnknownEvent(RunEvent):
 EVENT_TYPES: dict[str, type[RunEvent]] = {
     cls.TYPE: cls
     for cls in (
-        StateOpened, RunStarted, StatusChanged, FinishPlanned, StageCommitted, RunFinished, SecretsMasked, Crashed, Warned, ControlChanged, Reverted,
+        StateOpened, RunStarted, StatusChanged, FinishPlanned, StageCommitted, PullRequestOpened, RunFinished, SecretsMasked, Crashed, Warned, ControlChanged, Reverted,
         IterationStarted, CheckpointTaken, IterationReported, IterationFinished, SessionOpened, AgentServerStarted, TextOut,
         ReasoningOut, ToolUsed, UsageCounted, AgentErrored, AgentFailed, GuardBlocked, GuardPreDenied, JailRefused,
         VerifyFinished, StageDone, StageBlocked, QuestionAsked, AnswerReceived, QuestionUnanswered, QuotaWait,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 from kilo_loop.agent.protect_check import AGENT_CONFIG_GLOBS
@@ -17,7 +17,8 @@ from kilo_loop.checkpoint.store import (
     RevertResult,
     revert_to_checkpoint,
 )
-from kilo_loop.finish import build_finisher
+from kilo_loop.finish import ForgeOptions, StageFinisher, build_finisher
+from kilo_loop.goal.issue import parse_issue_ref
 from kilo_loop.goal.model import Goal
 from kilo_loop.guard.runtime import Guard
 from kilo_loop.loop.commands import (
@@ -140,13 +141,16 @@ class RunHandle:
         if server is not None:
             await self._open_server(server, guard, agent_env, review is not None)
         ctx = self._loop_context(guard, review)
-        ctx.finish = self._finisher()
+        finisher = self._finisher()
+        ctx.finish = (lambda state: finisher.after_iteration(state, self.recorder.emit)) if finisher else None
         handler = CommandHandler(self.control, self.recorder, self._revert, self._checkpoints_of)
         for early in self.commands.pending():  # sent before the start (e.g. the launcher's instructions)
             await handler.handle(early)
         serving = asyncio.create_task(handler.serve(self.commands), name=f"kilo-loop commands {self.run_id}")
         try:
             await Orchestrator(ctx).run()
+            if finisher is not None:
+                await finisher.after_run(self.state, self.recorder.emit)
         finally:
             self._over = True
             if server is not None:
@@ -208,15 +212,16 @@ class RunHandle:
                                              + "".join(f"; {note}" for note in notes),
                                              registered=registered, notes=notes))
 
-    def _finisher(self) -> Callable[[RunState], Awaitable[None]] | None:
-        """--finish: the loop commits each finished stage (on the run's own branch with `branch`)."""
-        settings = self.settings
-        finisher = build_finisher("none" if settings.dry_run else settings.finish, self.project, self.run_id,
-                                  self.layout.dir, self.goal.title, self.goal.source, settings.commit_author)
-        if finisher is None:
-            return None
-        self.recorder.emit(finisher.start())
-        return lambda state: finisher.after_iteration(state, self.recorder.emit)
+    def _finisher(self) -> StageFinisher | None:
+        """--finish: the loop commits each finished stage (on the run's own branch with `branch` and `pr`)."""
+        s = self.settings
+        forge = ForgeOptions(remote=s.remote, kind=s.forge, api=s.forge_url, repo=s.forge_repo)
+        issue = parse_issue_ref(str(s.goal)) if s.goal else None
+        finisher = build_finisher("none" if s.dry_run else s.finish, self.project, self.run_id, self.layout.dir,
+                                  self.goal.title, self.goal.source, s.commit_author, forge, issue, s.issue_comments)
+        if finisher is not None:
+            self.recorder.emit(finisher.start())
+        return finisher
 
     def _notifier(self) -> Notifier | None:
         """Out-of-band notices, one more subscriber of the bus."""

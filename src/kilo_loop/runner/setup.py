@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kilo_loop.git import NotAGitRepo, git_root
+from kilo_loop.goal.issue import fetch_issue_goal, parse_issue_ref
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.goal.parse import goal_from_text, load_goal
 from kilo_loop.notify import parse_targets, to_apprise_url
@@ -37,6 +38,9 @@ def resolve_goal(settings: Settings, project: Path) -> Goal:
         return goal_from_text(settings.goal_text)
     if settings.goal is None:
         raise SetupError("no goal: pass --goal <file.json|file.md> or --goal-text \"…\"")
+    issue = parse_issue_ref(str(settings.goal))
+    if issue is not None:  # fetched once and saved as a plan: a resume reads the saved one
+        return load_goal(fetch_issue_goal(issue, ProjectLayout(project).root / "goals"))
     path = settings.goal.expanduser()
     if not path.is_absolute() and not path.exists() and (project / path).exists():
         path = project / path
