@@ -35,6 +35,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
                "Redact secrets from stdin to stdout, line by line (for pipes and saved logs)."),
     "report": ("kilo_loop.commands.report:report_command",
                "Print a saved run's report.md (default: the most recent run), or its state with --json."),
+    "note": ("kilo_loop.commands.note:note_command",
+             "Send a note to the agent of a running loop, or withdraw one still queued."),
+    "mcp": ("kilo_loop.commands.mcp:mcp_command",
+            "Serve the loop to a chat agent over MCP (stdio): plans, budgeted runs, questions, notes, reports."),
     "revert": ("kilo_loop.commands.revert:revert_command",
                "Restore the working tree to the checkpoint taken before iteration N of a run."),
     "worker": ("kilo_loop.commands.fleet:worker_command",
@@ -171,6 +175,9 @@ def _options(func: Any) -> Any:
                      help="jail the agent and verify in bubblewrap: auto (when it works here, default), bwrap "
                           "(required), off"),
         click.option("--guard-stop", is_flag=True, default=None, help="stop the run on the first guard hit"),
+        click.option("--tamper", type=click.Choice(["block", "warn", "off"]),
+                     help="a stage whose diff deletes, skips or weakens tests or edits what verify reads: block "
+                          "(not done though verify passed; default), warn, off"),
         click.option("--finish", type=click.Choice(["none", "commit", "branch", "pr"]),
                      help="when a stage is done, the loop commits exactly its changes: on this branch (commit), on a "
                           "new branch kilo-loop/<slug>-<runId> (branch), that branch pushed with a pull request "

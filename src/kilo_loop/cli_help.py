@@ -16,7 +16,7 @@ PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Agent", ("project", "runtime", "agent", "model", "variant", "thinking", "auto", "transport", "shared_context",
                "session_mode", "auto_fresh_tokens", "context_warn_tokens", "prompt_extra", "isolate_home",
                "provider_config_mode", "usage_db", "max_iteration_minutes")),
-    ("Safety", ("verify", "verify_timeout_minutes", "guard", "guard_stop", "max_guard_blocks", "sandbox",
+    ("Safety", ("verify", "verify_timeout_minutes", "guard", "guard_stop", "max_guard_blocks", "sandbox", "tamper",
                 "checkpoint", "redact")),
     ("Budgets", ("max_cost", "max_tokens", "max_stale_iterations", "max_quota_wait", "retry", "max_retries",
                  "retry_delay", "retry_max_delay")),

@@ -82,6 +82,8 @@ class Settings(BaseSettings):
     forge_repo: str | None = None  # OWNER/REPO when the remote's URL does not say (a local path, an SSH alias)
     issue_comments: bool = False  # a goal from an issue: comment on it as each stage is committed
     guard_stop: bool = False
+    # A stage whose diff weakens its tests (tamper/): block = not done though verify passed; warn = say so only.
+    tamper: Literal["block", "warn", "off"] = "block"
     max_guard_blocks: int = Field(3, ge=1)
     guard_deny: list[str] = Field(default_factory=list)
     guard_allow: list[str] = Field(default_factory=list)

@@ -193,3 +193,31 @@ def test_phone_sized_screen(server: tuple[ServerProcess, Path], browser: Browser
     phone.wait_for_timeout(400)  # let the top bar's colour transition settle before the picture
     phone.screenshot(path=str(ARTIFACTS / "launcher-phone.png"), full_page=False)
     context.close()
+
+
+def test_a_note_from_the_box_under_now_shows_its_life(server: tuple[ServerProcess, Path], page: Page) -> None:
+    process, project = server
+    start = httpx.post(process.url + "/api/start", headers=process.auth,
+                       json={"file": "plans/demo.md", "dryRun": True, "iterations": 4})
+    assert start.status_code == 201, start.text
+    page.goto(process.link)
+    modal = page.locator("#question-modal")
+    expect(modal).to_be_visible(timeout=20_000)
+    page.click("#question-later")  # answer later: the note box under Now is reachable
+    page.fill("#note-text", "  ")
+    page.click("#note-send")
+    expect(page.locator("#notice")).to_contain_text("write the note first")
+    page.fill("#note-text", "Keep the helpers in utils/")
+    page.click("#note-send")
+    expect(page.locator("#note-list")).to_contain_text("n1 Keep the helpers in utils/ — queued")
+    expect(page.locator("#note-text")).to_have_value("")
+    page.fill("#note-text", "A second thought")
+    page.click("#note-send")
+    page.click("#note-list li:nth-child(2) button")  # withdraw it while it waits
+    expect(page.locator("#note-list .note--withdrawn")).to_contain_text("A second thought")
+    answer = httpx.post(process.url + "/api/answer", headers=process.auth,
+                        json={"answers": [{"question": "x", "answer": "1"}]})
+    assert answer.status_code == 200, answer.text
+    expect(page.locator("#note-list .note--acknowledged")).to_contain_text("utils/", timeout=30_000)
+    expect(page.locator("#note-text")).to_be_disabled(timeout=30_000)  # the run is over: no more notes
+    assert "Keep the helpers in utils/" in (run_dir(project) / "report.md").read_text()

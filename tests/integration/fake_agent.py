@@ -6,6 +6,7 @@ invocation; each entry is a list of steps:
   {"event": {...}}                 print one NDJSON event (sessionID filled in)
   {"raw": "text"}                  print a raw line (garbage)
   {"write": "path", "text": "..."} write a file relative to $PWD
+  {"delete": "path"}               delete a file relative to $PWD
   {"progress": {...}}              write .kilocode-loop/progress.json
   {"handoff": "..."}               write .kilocode-loop/handoff.md
   {"sleep": seconds}               sleep
@@ -58,6 +59,8 @@ def main() -> int:
             target = root / step["write"]
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(step["text"])
+        elif "delete" in step:
+            (root / step["delete"]).unlink(missing_ok=True)
         elif "progress" in step:
             (root / ".kilocode-loop").mkdir(exist_ok=True)
             (root / ".kilocode-loop" / "progress.json").write_text(json.dumps(step["progress"]))

@@ -513,6 +513,32 @@ async def test_token_required_then_kept_in_a_strict_cookie(harness: Harness) -> 
         assert bearer.status_code == 200
 
 
+async def test_notes_through_the_api_each_bad_input_gets_a_clear_answer(harness: Harness) -> None:
+    assert (await harness.client.post("/api/notes", json={"text": "hello"})).status_code == 409  # no run yet
+    run_id = await harness.start(iterations=4)
+    await harness.wait_state(lambda s: s["status"] == "waiting-answer")
+    empty = await harness.client.post("/api/notes", json={"text": "  "})
+    assert empty.status_code == 400 and "empty" in empty.json()["error"]
+    large = await harness.client.post("/api/notes", json={"text": "x" * 9000})
+    assert large.status_code == 400 and "8 KB" in large.json()["error"]
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    sent = await harness.client.post("/api/notes", json={"text": f"token {secret}: keep utils/"})
+    assert sent.status_code == 201 and sent.json() == {"ok": True, "id": "n1", "status": "queued", "masked": True}
+    second = (await harness.client.post("/api/notes", json={"text": "and withdraw this"})).json()
+    assert (await harness.client.post(f"/api/notes/{second['id']}/withdraw", json={})).status_code == 200
+    assert (await harness.client.post("/api/notes/n9/withdraw", json={})).status_code == 404
+    await harness.client.post("/api/answer", json={"answers": [{"question": DRY_RUN_QUESTION, "answer": "1"}]})
+    final = await harness.wait_state(lambda s: not s["running"])
+    assert [(n["id"], n["status"]) for n in final["notes"]] == [("n1", "acknowledged"), ("n2", "withdrawn")]
+    late = await harness.client.post("/api/notes", json={"text": "too late"})
+    assert late.status_code == 409 and "finished" in late.json()["error"]
+    files = run_dir(harness.project, run_id)
+    prompt = (files / "iterations" / "03-prompt.md").read_text()
+    assert prompt.startswith("## Notes from the operator") and "keep utils/" in prompt and "withdraw this" not in prompt
+    for name in ("events.jsonl", "state.json", "report.md"):
+        assert secret not in (files / name).read_text(), name
+
+
 def test_the_launcher_lists_the_plan_named_with_goal_where_discovery_does_not_look(project: Path) -> None:
     example = project / "examples" / "goal.example.md"
     example.parent.mkdir()

@@ -159,9 +159,16 @@ class GarbageLine:
     problem: str
 
 
+@dataclass(frozen=True)
+class PromptCarried:
+    """A model request of the running session carried the text given to `run.inject(text, token)`."""
+
+    token: str
+
+
 AgentEvent = (
     SessionStarted | ToolUse | Text | Reasoning | StepFinished | AgentError | GarbageLine | GuardRejected
-    | AgentQuestion
+    | AgentQuestion | PromptCarried
 )
 
 
@@ -209,6 +216,15 @@ class AnsweringRun(Protocol):
     """A run whose agent can wait for an answer (an `AgentQuestion`); None rejects the question."""
 
     async def answer(self, request_id: str, answers: list[str] | None) -> None: ...
+
+
+@runtime_checkable
+class InjectingRun(Protocol):
+    """A run that takes more text into its live session while it works (the serve transport): the
+    text waits on the session and goes with its next model request, announced by `PromptCarried(token)`.
+    False when the session cannot take it now (not started, or over): the caller keeps it for later."""
+
+    async def inject(self, text: str, token: str) -> bool: ...
 
 
 @runtime_checkable

@@ -89,8 +89,10 @@ class SimulatedRun:
                 yield event
             return
         stage_id, title, iteration, ask, percent = self._plan()
+        notes = _NOTE_IDS.findall(self._request.prompt)
         script: list[AgentEvent] = [
             SessionStarted(session),
+            *([Text(f"noted {', '.join(notes)}: following the operator's notes.")] if notes else []),
             Text(f"Working on {stage_id}: {title} (simulated, no API call)."),
             ToolUse("read", {"filePath": "README.md"}, "completed", output="(simulated)"),
             ToolUse("grep", {"pattern": title.split()[0] if title.split() else "TODO"}, "completed"),
@@ -102,7 +104,7 @@ class SimulatedRun:
                 return
             yield event
         tokens = TokenUsage(total=12_000 + 1_500 * iteration, input=11_000 + 1_400 * iteration, output=900)
-        self._write_reports(iteration, stage_id, title, ask, percent)
+        self._write_reports(iteration, stage_id, title, ask, percent, notes)
         step = StepFinished(tokens=tokens, cost=round(0.004 + 0.001 * iteration, 4), reason="stop")
         self._result.tokens = tokens
         self._result.cost = step.cost
@@ -133,7 +135,8 @@ class SimulatedRun:
         cwd = Path(self._request.cwd)
         return cwd / progress, cwd / handoff
 
-    def _write_reports(self, iteration: int, stage_id: str, title: str, ask: bool, percent: int) -> None:
+    def _write_reports(self, iteration: int, stage_id: str, title: str, ask: bool, percent: int,
+                       notes: list[str]) -> None:
         progress_path, handoff_path = self._report_paths()
         progress_path.parent.mkdir(parents=True, exist_ok=True)
         handoff_path.parent.mkdir(parents=True, exist_ok=True)
@@ -149,12 +152,17 @@ class SimulatedRun:
             "filesChanged": [],
             "needsInput": ask,
             "questions": questions,
+            **({"notesSeen": notes} if notes else {}),
         }
         progress_path.write_bytes(orjson.dumps(progress, option=orjson.OPT_INDENT_2))
         handoff_path.write_text(
             f"# Handoff after iteration {iteration}\n\n- State: {stage_id} simulated.\n- Next: continue the goal.\n",
             encoding="utf-8",
         )
+
+
+# The ids of the operator's notes a prompt carries (`[n1] text`): the simulated agent confirms them.
+_NOTE_IDS = re.compile(r"^\[(n\d+)\] ", re.MULTILINE)
 
 
 class DryRunBackend:

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from kilo_loop.fleet.inbox import InboxCommand
 from kilo_loop.fleet.sources import RunSource
+from kilo_loop.run import notes
 
 _STATIC = resources.files("kilo_loop.fleet") / "static"
 _RUN_STATIC = resources.files("kilo_loop.web") / "static"  # one look: the run dashboard's stylesheet
@@ -35,6 +36,10 @@ _FILES = {"fleet.js": (_STATIC, "text/javascript"), "fleet.css": (_STATIC, "text
 class ControlBody(BaseModel):
     action: Literal["stop", "pause", "resume", "abort-after-session", "shared-context"]
     value: bool | None = None
+
+
+class NoteBody(BaseModel):
+    text: str = Field(max_length=65_536)
 
 
 class AnswerBody(BaseModel):
@@ -112,6 +117,15 @@ def create_fleet_app(source: RunSource, title: str = "kilo-loop fleet") -> FastA
     def answer(run_id: str, body: AnswerBody) -> JSONResponse:
         _send(source, run_id, InboxCommand("answer", answers=tuple(body.answers)))
         return JSONResponse({"ok": True, "runId": run_id})
+
+    @app.post("/api/runs/{run_id}/notes")
+    def note(run_id: str, body: NoteBody) -> JSONResponse:
+        try:
+            text = notes.check_text(body.text)
+        except notes.NoteRefused as exc:
+            raise HTTPException(400, str(exc)) from None
+        _send(source, run_id, InboxCommand("note", text=text))
+        return JSONResponse({"ok": True, "runId": run_id, "status": "sent to the run's inbox"}, status_code=202)
 
     return app
 

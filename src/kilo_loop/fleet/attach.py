@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from kilo_loop.fleet.child import INBOX_ENV
 from kilo_loop.fleet.inbox import InboxCommand, follow_inbox
-from kilo_loop.loop.commands import SubmitAnswers, command_for
+from kilo_loop.loop.commands import SendNote, SubmitAnswers, WithdrawNote, command_for
 from kilo_loop.run.control import AnswerItem, ControlError
 
 if TYPE_CHECKING:
@@ -23,6 +23,12 @@ def inbox_requested() -> bool:
 
 def deliver(handle: RunHandle, command: InboxCommand) -> None:
     """Onto the run's one command queue, like a key in the terminal or a button in the dashboard."""
+    if command.command == "note":
+        handle.send(SendNote(command.text or "", "fleet"))
+        return
+    if command.command == "withdraw-note":
+        handle.send(WithdrawNote(command.text or "", "fleet"))
+        return
     if command.command != "answer":
         handle.send(command_for(command.command, command.value))
         return

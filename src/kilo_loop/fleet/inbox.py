@@ -20,8 +20,11 @@ from kilo_loop.run.controls import ControlAction
 
 INBOX_FILE = "inbox.jsonl"
 # The names inbox.jsonl has always carried; each is a `ControlAction` name or one of its aliases.
-CommandName = Literal["stop", "pause", "resume", "abort-after-session", "shared-context", "answer"]
-COMMANDS: tuple[CommandName, ...] = ("stop", "pause", "resume", "abort-after-session", "shared-context", "answer")
+CommandName = Literal["stop", "pause", "resume", "abort-after-session", "shared-context", "answer", "note",
+                      "withdraw-note"]
+COMMANDS: tuple[CommandName, ...] = ("stop", "pause", "resume", "abort-after-session", "shared-context", "answer",
+                                     "note", "withdraw-note")
+_TEXT_COMMANDS = ("note", "withdraw-note")  # their `text`: the note, or the id of the note to withdraw
 _WIRE_NAME: dict[ControlAction, CommandName] = {ControlAction.named(name): name for name in COMMANDS}
 
 
@@ -30,11 +33,14 @@ class InboxCommand:
     command: CommandName
     value: bool | None = None
     answers: tuple[str, ...] = field(default_factory=tuple)
+    text: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {"command": self.command}
         if self.value is not None:
             wire["value"] = self.value
+        if self.text is not None:
+            wire["text"] = self.text
         if self.answers:
             wire["answers"] = list(self.answers)
         return wire
@@ -51,10 +57,14 @@ def parse_command(record: Any) -> InboxCommand:
     value = record.get("value")
     if name == "shared-context" and not isinstance(value, bool):
         raise ValueError("shared-context needs a boolean value")
+    text = record.get("text")
+    if name in _TEXT_COMMANDS and not isinstance(text, str):
+        raise ValueError(f"{name} needs its text (the note, or the note's id) as a string in 'text'")
     answers = record.get("answers", [])
     if name == "answer" and (not isinstance(answers, list) or not all(isinstance(a, str) for a in answers)):
         raise ValueError("answer needs a list of strings in 'answers'")
-    return InboxCommand(name, value if isinstance(value, bool) else None, tuple(answers) if name == "answer" else ())
+    return InboxCommand(name, value if isinstance(value, bool) else None, tuple(answers) if name == "answer" else (),
+                        text if name in _TEXT_COMMANDS and isinstance(text, str) else None)
 
 
 def append_command(run_dir: Path, command: InboxCommand) -> None:

@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from kilo_loop.errors import KiloLoopError
+from kilo_loop.run import notes
 from kilo_loop.run.control import AnswerItem, ControlError, RunControl
 from kilo_loop.run.controls import ControlAction
-from kilo_loop.run.events import ControlChanged, Reverted
+from kilo_loop.run.events import ControlChanged, NoteQueued, NoteWithdrawn, Reverted
 from kilo_loop.run.recorder import RunRecorder
-from kilo_loop.run.status import Phase
+from kilo_loop.run.status import Phase, is_final
 
 # While the agent may be writing files (or verify is running), a revert would race it.
 REVERT_SAFE_STATUSES = frozenset({Phase.PAUSED, Phase.WAITING_ANSWER})
@@ -71,6 +72,20 @@ class SubmitAnswers:
 
 
 @dataclass(frozen=True)
+class SendNote:
+    """A note to the agent: queued now, carried by the next model request that can take it."""
+
+    text: str
+    source: str = "terminal"
+
+
+@dataclass(frozen=True)
+class WithdrawNote:
+    note_id: str
+    source: str = "terminal"
+
+
+@dataclass(frozen=True)
 class Revert:
     """Restore the checkpoint taken before `iteration` of `run` (None: this run)."""
 
@@ -80,7 +95,7 @@ class Revert:
 
 
 Command = Pause | Resume | TogglePause | StopNow | AbortAfterSession | SetSharedContext | SetPromptExtra | \
-    SubmitAnswers | Revert
+    SubmitAnswers | SendNote | WithdrawNote | Revert
 
 
 class Refusal(StrEnum):
@@ -136,6 +151,14 @@ def command_for(name: str, value: object = None) -> Command:
         if value is not None and not isinstance(value, str):
             raise ControlError("set-prompt-extra needs a string 'value' (or null to clear it)")
         return SetPromptExtra(value)
+    if action is ControlAction.NOTE:
+        if not isinstance(value, str):
+            raise ControlError("note needs the note's text as a string 'value'")
+        return SendNote(value, "inbox")
+    if action is ControlAction.WITHDRAW_NOTE:
+        if not isinstance(value, str):
+            raise ControlError("withdraw-note needs the note's id (n1, n2, …) as a string 'value'")
+        return WithdrawNote(value, "inbox")
     raise ControlError(f"{name} is not a control: answers go to their own endpoint")
 
 
@@ -193,6 +216,8 @@ class CommandHandler:
         try:
             result = await self._apply(envelope.command)
         except CommandRefused as refused:
+            if envelope.reply is None and isinstance(envelope.command, SendNote | WithdrawNote):
+                self._recorder.warn(f"note refused: {refused.message}")  # nobody waits for the reply: say it here
             _settle(envelope, refused)
         except ControlError as exc:
             _settle(envelope, CommandRefused(Refusal.INVALID, str(exc)))
@@ -222,7 +247,37 @@ class CommandHandler:
             return self._changed(ControlAction.SET_PROMPT_EXTRA, text)
         if isinstance(command, SubmitAnswers):
             return self._answers(command)
+        if isinstance(command, SendNote):
+            return self._note(command)
+        if isinstance(command, WithdrawNote):
+            return self._withdraw(command)
         return await self._revert_now(command)
+
+    def _note(self, command: SendNote) -> dict[str, Any]:
+        state = self._recorder.state
+        if is_final(state.status) or state.stop_requested:
+            raise CommandRefused(Refusal.CONFLICT, f"the run is {state.status}: a note would reach no agent; "
+                                 "start or --resume a run to send one")
+        try:
+            text = notes.check_text(command.text)
+            note_id = notes.next_id(state.notes)
+        except notes.NoteRefused as exc:
+            raise CommandRefused(Refusal.INVALID, str(exc)) from None
+        self._recorder.emit(NoteQueued(message=f"note {note_id} for the agent (from the {command.source}): queued",
+                                       note_id=note_id, text=text, source=command.source))
+        recorded = next(n for n in self._recorder.state.notes if n.id == note_id)
+        self._control.note_queued()
+        return {"id": note_id, "status": recorded.status, "masked": recorded.text != text}
+
+    def _withdraw(self, command: WithdrawNote) -> dict[str, Any]:
+        try:
+            notes.withdrawable(self._recorder.state.notes, command.note_id)
+        except notes.NoteRefused as exc:
+            kind = Refusal.NOT_FOUND if "no note" in str(exc) else Refusal.CONFLICT
+            raise CommandRefused(kind, str(exc)) from None
+        self._recorder.emit(NoteWithdrawn(message=f"note {command.note_id} withdrawn (from the {command.source})",
+                                          note_id=command.note_id, source=command.source))
+        return {"id": command.note_id, "status": notes.WITHDRAWN}
 
     def _changed(self, action: ControlAction, value: object) -> None:
         self._recorder.emit(ControlChanged(message=control_message(action, value), action=action, value=value))

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from kilo_loop.agent.protect_check import AGENT_CONFIG_GLOBS
 from kilo_loop.agent.protocol import AgentBackend, AgentQuestion, AgentRequest, StepFinished
@@ -34,6 +34,8 @@ from kilo_loop.loop.prompt import PromptInput, build_prompt
 from kilo_loop.loop.protected import protected_feedback
 from kilo_loop.loop.retry import QuotaLimit, backoff_delay_ms, quota_limit, transient_reason
 from kilo_loop.loop.stages import StageBook
+from kilo_loop.loop.tamper_check import check_stage, tamper_feedback, tamper_rows
+from kilo_loop.run import notes
 from kilo_loop.run.control import RunControl
 from kilo_loop.run.events import (
     AgentFailed,
@@ -42,6 +44,7 @@ from kilo_loop.run.events import (
     Crashed,
     IterationFinished,
     IterationStarted,
+    NoteAcknowledged,
     ProtectedChanged,
     QuestionAsked,
     QuestionUnanswered,
@@ -50,6 +53,7 @@ from kilo_loop.run.events import (
     RunFinished,
     StageBlocked,
     StageDone,
+    TamperFound,
     UsageCounted,
     VerifyFinished,
     Warned,
@@ -129,6 +133,7 @@ class _Settled:
     review: ReviewRoundSummary | None = None
     questions: tuple[Question, ...] = ()
     warnings: tuple[str, ...] = ()
+    tamper_findings: tuple[dict[str, Any], ...] = ()
 
 
 class Orchestrator:
@@ -143,6 +148,7 @@ class Orchestrator:
         # checks compare against it) and the last read of it. Everything the loop decides on is the state's.
         self._tree = WorkTree(ctx.project)
         self._stage_start: dict[str, Snapshot] = {}
+        self._stage_first: dict[str, int] = {}  # the stage's first iteration in the run (the tamper check's base)
         self.review = None if ctx.review is None else ctx.review(ReviewHooks(
             count_tokens=lambda step: self._add_totals(step, review=True), verify=self._verify_unless_stopped,
             halted=lambda: self.state.stop_requested or self._budget_stop() is not None))
@@ -216,6 +222,9 @@ class Orchestrator:
                 self._tree.forget()  # the baseline verify may have written files
         before = await self._checkpoint_and_snapshot(i)
         self._stage_start.setdefault(stage.id, before)
+        if stage.id not in self._stage_first:  # a resumed run's stage began before this process did
+            self._stage_first[stage.id] = next((it.iteration for it in self.state.iterations
+                                                if it.stage_id == stage.id), i)
         request = self._request(stage, i)
         outcome, usage = await self._run_session(request)
         return await self._after_session(stage, outcome, usage, before)
@@ -255,7 +264,7 @@ class Orchestrator:
                 shared_context=shared and not handoff, safety_feedback=state.guard_note or None,
                 verify_feedback=state.verify_feedback or None,
                 unanswered=[q.question for q in state.unanswered], review_feedback=state.review_feedback or None,
-                jailed=state.sandbox.startswith("bwrap"),
+                jailed=state.sandbox.startswith("bwrap"), notes=notes.queued(state.notes),
             )
         )
         ctx.recorder.archive(iteration, "prompt.md", prompt)
@@ -272,11 +281,13 @@ class Orchestrator:
     async def _run_session(self, request: AgentRequest) -> tuple[SessionOutcome, _DbReading]:
         ctx, rec, s = self.ctx, self.ctx.recorder, self.ctx.settings
         runner = SessionRunner(ctx.backend, rec, ctx.control, ctx.guard, self._add_totals,
-                               on_question=self._answer_agent, guard_stop=s.guard_stop)
+                               on_question=self._answer_agent, guard_stop=s.guard_stop, takes_notes=True)
         started_ms = int(time.time() * 1000)
         attempt = 0
+        prompt_notes: list[str] | None = [n.id for n in notes.queued(self.state.notes)]
         while True:
-            outcome = await runner.run(request)
+            outcome = await runner.run(request, prompt_notes)
+            prompt_notes = None
             quota = quota_limit(outcome.result, datetime.now(UTC)) if outcome.guard is None else None
             if quota is not None and not self.state.stop_requested:
                 if not await self._wait_for_quota(quota):
@@ -376,6 +387,7 @@ class Orchestrator:
         if outcome.rejections:  # refused before they ran (serve): the session went on
             facts = replace(facts, guard_hits=len(outcome.rejections), guard_reason=outcome.rejections[-1].reason)
         progress = read_progress(self.layout.progress, result.text)
+        self._notes_seen(progress)
         for warning in progress.warnings:
             rec.warn(warning)
         after = self._tree.snapshot(await asyncio.to_thread(self._tree.read))
@@ -392,7 +404,7 @@ class Orchestrator:
         settled = await self._settle_stage(stage, outcome, progress, protected)
         facts = replace(facts, outcome=settled.outcome, error=settled.error, verify=settled.verify,
                         review=settled.review, questions=(*facts.questions, *settled.questions),
-                        warnings=(*facts.warnings, *settled.warnings))
+                        warnings=(*facts.warnings, *settled.warnings), tamper_findings=settled.tamper_findings)
         facts = self._with_percent(facts, progress)
         stale = stop_policy.next_stale_count(self.state.stale_iterations, bool(tree_changes), settled.advanced)
         if self.state.stop_requested:
@@ -426,6 +438,12 @@ class Orchestrator:
         if shared and outcome.guard is None and outcome.result.session_id:
             return outcome.result.session_id
         return None
+
+    def _notes_seen(self, progress: Progress) -> None:
+        ids = notes.acknowledged_in_progress(progress.notes_seen, notes.awaiting_ack(self.state.notes))
+        if ids:
+            self.ctx.recorder.emit(NoteAcknowledged(message=f"note {', '.join(ids)} acknowledged in progress.json",
+                                                    note_ids=ids, how="progress"))
 
     def _with_progress(self, facts: IterationFacts, progress: Progress, changed: list[str]) -> IterationFacts:
         if not self.state.shared_context:
@@ -468,12 +486,17 @@ class Orchestrator:
                 self._verify_failed(stage, verdict)
                 return _Settled(verify=verdict)
             self.ctx.recorder.emit(VerifyFinished(message=f"verify passed: `{command}`", passed=True))
+        passed, tamper = await self._untampered(stage, command)
+        if not passed:
+            return replace(tamper, verify=verdict)
         if self.review is not None:
             reviewed = await self._reviewed(stage, verdict)
+            reviewed = replace(reviewed, tamper_findings=tamper.tamper_findings,
+                               warnings=(*tamper.warnings, *reviewed.warnings))
             if not reviewed.advanced:
                 return reviewed
         else:
-            reviewed = _Settled(verify=verdict)
+            reviewed = replace(tamper, verify=verdict)
         self._mark_done(stage)
         return replace(reviewed, advanced=True)
 
@@ -487,6 +510,33 @@ class Orchestrator:
         verdict = await self.review.review(stage, self.state.iteration, verify)
         questions = tuple(Question(question=q) for q in verdict.questions)
         return _Settled(advanced=verdict.advance, verify=verify, review=verdict.summary, questions=questions)
+
+    async def _untampered(self, stage: Stage, command: str | None) -> tuple[bool, _Settled]:
+        """The tamper check (tamper/): whether the stage may go on (not when --tamper block found its
+        tests weakened), and what the iteration's report says of it."""
+        mode, rec = self.ctx.settings.tamper, self.ctx.recorder
+        if mode == "off" or self.ctx.settings.dry_run:
+            return True, _Settled()
+        check = await check_stage(self.ctx.project, rec.layout.checkpoints,
+                                  self._stage_first.get(stage.id, self.state.iteration), command)
+        if check.error:
+            rec.warn(f"tamper check failed, stage judged without it: {check.error}")
+        if not check.findings:
+            return True, _Settled()
+        blocked = mode == "block"
+        found = tuple(f.as_dict() for f in check.findings)
+        rec.emit(TamperFound(
+            message=f"test tampering in stage '{stage.title}'{' (blocked)' if blocked else ''}: "
+                    + "; ".join(f.text() for f in check.findings[:5]),
+            level="error" if blocked else "warn", stage_id=stage.id, blocked=blocked, findings=list(found),
+            feedback=tamper_feedback(check.findings) if blocked else None))
+        settled = _Settled(tamper_findings=found,
+                           warnings=("test tampering: " + "; ".join(f.text() for f in check.findings),))
+        if not blocked:
+            return True, settled
+        review = ReviewRoundSummary(step="tamper", count=len(check.findings), verdict="block",
+                                    findings=[row.as_dict() for row in tamper_rows(check.findings)])
+        return False, replace(settled, review=review)
 
     def _protected_block(self, stage: Stage, protected: list[str]) -> _Settled:
         findings, feedback = protected_feedback(protected)

@@ -28,6 +28,7 @@ class Progress:
     files_changed: list[str] = field(default_factory=list)
     needs_input: bool = False
     questions: list[Question] = field(default_factory=list)
+    notes_seen: list[str] = field(default_factory=list)  # the operator's notes the agent confirms
     source: str = "agent"  # agent | fallback
     warnings: list[str] = field(default_factory=list)
 
@@ -70,6 +71,8 @@ def progress_from_object(raw: dict[str, Any]) -> Progress:
         files_changed=[f for f in files if isinstance(f, str) and f][:500] if isinstance(files, list) else [],
         needs_input=raw.get("needsInput") is True or bool(questions),
         questions=questions,
+        notes_seen=[n.strip() for n in seen if isinstance(n, str)][:100] if isinstance(seen := raw.get("notesSeen"),
+                                                                                        list) else [],
     )
 
 

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kilo_loop.goal.model import Goal, Stage
-from kilo_loop.run.state import Answer
+from kilo_loop.run import notes as operator_notes
+from kilo_loop.run.state import Answer, Note
 from kilo_loop.sandbox.policy import PROMPT_LINE as JAIL_PROMPT_LINE
 
 HANDOFF_MAX_LINES = 120
@@ -48,6 +49,7 @@ class PromptInput:
     review_feedback: str | None = None
     unanswered: Sequence[str] = ()
     jailed: bool = False  # the agent runs in the loop's jail: one line says what it allows
+    notes: Sequence[Note] = ()  # the operator's queued notes: first thing in the prompt
 
 
 def _clip(text: str, limit: int = MAX_SECTION_CHARS) -> str:
@@ -127,6 +129,8 @@ def _files_section(files: Sequence[str]) -> str | None:
 
 def build_prompt(data: PromptInput) -> str:
     sections: list[str | None] = []
+    if data.notes:
+        sections.append(operator_notes.message(data.notes))
     if data.prompt_extra:
         sections.append("## Operator instructions for this run\n" + _clip(data.prompt_extra))
     sections.append(_goal_section(data))

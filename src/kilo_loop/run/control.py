@@ -31,6 +31,16 @@ class RunControl:
         self._stop = asyncio.Event()
         self._answers: asyncio.Queue[list[AnswerItem]] = asyncio.Queue()
         self.waiting_for_answers = False
+        self._notes = asyncio.Event()
+
+    def note_queued(self) -> None:
+        """Wake whatever delivers notes into a running session (serve)."""
+        self._notes.set()
+
+    async def wait_for_notes(self) -> None:
+        """Until a note was queued since the last wait."""
+        await self._notes.wait()
+        self._notes.clear()
 
     def pause(self) -> None:
         self._resume.clear()

@@ -22,6 +22,8 @@ class ControlAction(StrEnum):
     SET_SHARED_CONTEXT = "set-shared-context"
     SET_PROMPT_EXTRA = "set-prompt-extra"
     ANSWER = "answer"
+    NOTE = "note"
+    WITHDRAW_NOTE = "withdraw-note"
 
     @classmethod
     def named(cls, name: object) -> ControlAction:
@@ -38,5 +40,7 @@ ALIASES: dict[str, ControlAction] = {
     "shared-context": ControlAction.SET_SHARED_CONTEXT,
 }
 _BY_NAME: dict[str, ControlAction] = {**{action.value: action for action in ControlAction}, **ALIASES}
-# What the dashboard's control endpoint takes (answers and reverts have endpoints of their own).
-CONTROL_NAMES: tuple[str, ...] = tuple(action.value for action in ControlAction if action is not ControlAction.ANSWER)
+# What the dashboard's control endpoint takes (answers, notes and reverts have endpoints of their own).
+CONTROL_NAMES: tuple[str, ...] = tuple(
+    action.value for action in ControlAction
+    if action not in (ControlAction.ANSWER, ControlAction.NOTE, ControlAction.WITHDRAW_NOTE))

@@ -405,6 +405,60 @@ class QuotaWait(RunEvent):
     stop: str | None = None  # the reset is beyond --max-quota-wait: why the run stops instead of waiting
 
 
+# ------------------------------------------------------------------ notes to the agent
+@dataclass(frozen=True, kw_only=True)
+class NoteQueued(RunEvent):
+    """The operator's note to the agent, waiting for the next model request that can carry it."""
+
+    TYPE = "note-queued"
+    note_id: str = ""
+    text: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoteWithdrawn(RunEvent):
+    TYPE = "note-withdrawn"
+    note_id: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoteDelivered(RunEvent):
+    """A model request carried the note: `live` into the running session (serve), or `prompt` (an iteration's)."""
+
+    TYPE = "note-delivered"
+    note_ids: list[str] = field(default_factory=list)
+    via: str = ""
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoteAcknowledged(RunEvent):
+    """The agent confirmed the note: in its reply (`reply`) or progress.json `notesSeen` (`progress`)."""
+
+    TYPE = "note-acknowledged"
+    note_ids: list[str] = field(default_factory=list)
+    how: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class McpCalled(RunEvent):
+    """A chat agent steered the run through `kilo-loop mcp` (a start, an answer, a note, pause, stop)."""
+
+    TYPE = "mcp-call"
+    tool: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class McpRead(RunEvent):
+    """A chat agent read the run through `kilo-loop mcp` (status, a wait for change, the report): recorded, not logged."""
+
+    TYPE = "mcp-read"
+    RECORD_ONLY = True
+    tool: str = ""
+
+
 # ------------------------------------------------------------------ the review wave
 @dataclass(frozen=True, kw_only=True)
 class ReviewStarted(RunEvent):
@@ -535,6 +589,17 @@ class ProtectedChanged(RunEvent):
     feedback: str | None = None  # what the implementer is told (put the files back)
 
 
+@dataclass(frozen=True, kw_only=True)
+class TamperFound(RunEvent):
+    """The stage's diff weakens its tests: blocked (--tamper block) or only said (warn)."""
+
+    TYPE = "tamper"
+    level: str = "error"
+    stage_id: str = ""
+    blocked: bool = True
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    feedback: str | None = None  # blocked: what the implementer is told to put back
+
 
 @dataclass(frozen=True, kw_only=True)
 class UnknownEvent(RunEvent):
@@ -561,6 +626,8 @@ EVENT_TYPES: dict[str, type[RunEvent]] = {
         ReviewStarted, ReviewBaseline, ReviewFinished, ReviewRound, ReviewFinal, ReviewRecheck, ReviewDeferred, ReviewFixPass,
         ReviewResumed, ReviewGateOpened, ReviewGateAnswered, ReviewGateClosed, ReviewBlocked, ReviewHeld,
         ProtectedChanged,
+        TamperFound,
+        NoteQueued, NoteWithdrawn, NoteDelivered, NoteAcknowledged, McpCalled, McpRead,
     )
 }
 

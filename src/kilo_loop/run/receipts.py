@@ -25,6 +25,8 @@ class StageReceipt:
     verify: str = "—"  # passed | failed (exit N) | timed out | — (never run)
     verify_command: str | None = None
     review: str = "—"
+    tamper_findings: int = 0
+    notes: list[str] = field(default_factory=list)  # the operator's notes its iterations' sessions carried
 
     def add(self, item: IterationSummary) -> None:
         self.iterations.append(item.iteration)
@@ -32,6 +34,7 @@ class StageReceipt:
         self.tokens += item.tokens
         self.cost += item.cost
         self.retries += item.retries
+        self.tamper_findings += len(item.tamper_findings)
         if item.verify is not None:
             v = item.verify
             self.verify = "passed" if v.passed else ("timed out" if v.timed_out else f"failed (exit {v.exit_code})")
@@ -54,6 +57,8 @@ class StageReceipt:
             "verify": self.verify,
             "verifyCommand": self.verify_command,
             "review": self.review,
+            "tamperFindings": self.tamper_findings,
+            **({"notes": self.notes} if self.notes else {}),  # only where notes went: older receipts keep their shape
         }
 
 
@@ -76,4 +81,6 @@ def stage_receipts(state: RunState, iterations: Iterable[IterationSummary] | Non
         receipt = receipts.get(item.stage_id or "")
         if receipt is not None and item.outcome != "running":
             receipt.add(item)
+    for receipt in receipts.values():
+        receipt.notes = [n.id for n in state.notes if n.iteration is not None and n.iteration in receipt.iterations]
     return list(receipts.values())

@@ -14,6 +14,10 @@ from kilo_loop.run.events import (
     ControlChanged,
     IterationReported,
     IterationStarted,
+    NoteAcknowledged,
+    NoteDelivered,
+    NoteQueued,
+    NoteWithdrawn,
     QuestionUnanswered,
     QuotaWait,
     Reverted,
@@ -41,6 +45,7 @@ from kilo_loop.run.status import RunStatus
 _SAVE_AFTER: dict[type[RunEvent], bool] = {
     StateOpened: True, StatusChanged: True, IterationReported: True, RunFinished: True,
     ControlChanged: False, AnswerReceived: False, QuestionUnanswered: False, QuotaWait: False, Reverted: False,
+    NoteQueued: False, NoteWithdrawn: False, NoteDelivered: False, NoteAcknowledged: False,
 }
 _SHOW_AFTER: frozenset[type[RunEvent]] = frozenset({IterationStarted, StageDone, StageBlocked, VerifyFinished})
 

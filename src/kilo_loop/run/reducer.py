@@ -22,6 +22,10 @@ from kilo_loop.run.events import (
     IterationFinished,
     IterationReported,
     IterationStarted,
+    NoteAcknowledged,
+    NoteDelivered,
+    NoteQueued,
+    NoteWithdrawn,
     ProtectedChanged,
     QuestionAsked,
     QuestionUnanswered,
@@ -39,6 +43,7 @@ from kilo_loop.run.events import (
     StageDone,
     StateOpened,
     StatusChanged,
+    TamperFound,
     UsageCounted,
     VerifyFinished,
     Warned,
@@ -48,6 +53,7 @@ from kilo_loop.run.state import (
     LOG_TAIL_LINES,
     IterationFacts,
     IterationSummary,
+    Note,
     Question,
     RetryState,
     ReviewGateState,
@@ -93,14 +99,14 @@ def settled_row(state: RunState, facts: IterationFacts, iteration: int | None = 
         row = IterationSummary(iteration=number)
     update = {f.name: getattr(facts, f.name) for f in dataclasses.fields(facts)}
     update.update(files_changed=list(facts.files_changed), questions=list(facts.questions),
-                  warnings=list(facts.warnings))
+                  warnings=list(facts.warnings), tamper_findings=list(facts.tamper_findings))
     return row.model_copy(update=update)
 
 
 def header_wire(state: RunState) -> dict[str, Any]:
     """What StateOpened carries: the state without its history (iterations, log tail, seq)."""
     # ``masked`` only once something was, as in state.json: a run without known secrets keeps its old shape
-    hidden = {"iterations", "log_tail", "seq"} | (set() if state.masked else {"masked"})
+    hidden = {"iterations", "log_tail", "seq"} | state.empty_optional()
     return state.model_dump(mode="json", by_alias=True, exclude=hidden)
 
 
@@ -323,6 +329,10 @@ def _review_round(state: RunState, event: ReviewRound) -> Changes:
     return _review_stage(state, event.stage_id, update)
 
 
+def _tamper(state: RunState, event: TamperFound) -> Changes:
+    return {"review_feedback": event.feedback} if event.blocked and event.feedback else {}
+
+
 def _review_baseline(state: RunState, event: ReviewBaseline) -> Changes:
     if not event.stage_id:
         return {}
@@ -365,6 +375,34 @@ def _run_finished(state: RunState, event: RunFinished) -> Changes:
     return {"finished_at": event.ts, "current_stage_id": None, "resume_command": event.resume}
 
 
+def _note_queued(state: RunState, event: NoteQueued) -> Changes:
+    note = Note(id=event.note_id, text=event.text, source=event.source, queued_at=event.ts)
+    return {"notes": [*state.notes, note]}
+
+
+def _notes_changed(state: RunState, ids: list[str], status: str, before: tuple[str, ...],
+                   update: dict[str, Any]) -> Changes:
+    """The notes named in `ids` moved to `status`, those (only) that were in a status of `before`."""
+    wanted = set(ids)
+    notes = [note.model_copy(update={"status": status, **update}) if note.id in wanted and note.status in before
+             else note for note in state.notes]
+    return {"notes": notes}
+
+
+def _note_withdrawn(state: RunState, event: NoteWithdrawn) -> Changes:
+    return _notes_changed(state, [event.note_id], "withdrawn", ("queued",), {})
+
+
+def _note_delivered(state: RunState, event: NoteDelivered) -> Changes:
+    return _notes_changed(state, event.note_ids, "delivered", ("queued",),
+                          {"delivered_at": event.ts, "delivered_via": event.via, "iteration": event.iteration})
+
+
+def _note_acknowledged(state: RunState, event: NoteAcknowledged) -> Changes:
+    return _notes_changed(state, event.note_ids, "acknowledged", ("queued", "delivered"),
+                          {"acknowledged_at": event.ts, "acknowledged_how": event.how})
+
+
 def _handler(cls: type[E], fn: Callable[[RunState, E], Changes]) -> tuple[type[RunEvent], Callable[..., Changes]]:
     return cls, fn
 
@@ -374,6 +412,7 @@ _HANDLERS: dict[type[RunEvent], Callable[..., Changes]] = dict([
     _handler(ReviewRound, _review_round),
     _handler(ReviewHeld, _review_held),
     _handler(ReviewBaseline, _review_baseline),
+    _handler(TamperFound, _tamper),
     _handler(ProtectedChanged, _review_blocked),
     _handler(ReviewGateOpened, _gate_opened),
     _handler(ReviewGateClosed, _gate_closed),
@@ -394,4 +433,8 @@ _HANDLERS: dict[type[RunEvent], Callable[..., Changes]] = dict([
     _handler(QuotaWait, _quota),
     _handler(RunFinished, _run_finished),
     _handler(SecretsMasked, _masked),
+    _handler(NoteQueued, _note_queued),
+    _handler(NoteWithdrawn, _note_withdrawn),
+    _handler(NoteDelivered, _note_delivered),
+    _handler(NoteAcknowledged, _note_acknowledged),
 ])

@@ -179,6 +179,7 @@ def run_report_md(state: RunState, iterations: list[IterationSummary] | None = N
     lines += ["", "## Stages", ""]
     lines += [f"- [{'x' if s.status == 'done' else ' '}] {s.title} — {s.status}" for s in state.stages]
     lines += _receipt_lines(state)
+    lines += _notes_section(state)
     lines += ["", "## Iterations", "", "| # | stage | outcome | tokens | cost | % | verify |", "|---|---|---|---|---|---|---|"]
     history = state.iterations if iterations is None else iterations
     for item in history:
@@ -192,6 +193,20 @@ def run_report_md(state: RunState, iterations: list[IterationSummary] | None = N
     if state.resume_command:
         lines += ["", f"Resume this run: `{state.resume_command}`"]
     return "\n".join(lines) + "\n"
+
+
+def _notes_section(state: RunState) -> list[str]:
+    """`## Notes to the agent`: each note, where its life got to, and which iteration's session carried it."""
+    if not state.notes:
+        return []
+    lines = ["", "## Notes to the agent", "", "| note | from | status | delivered | iteration | text |",
+             "|---|---|---|---|---|---|"]
+    for note in state.notes:
+        text = " ".join(note.text.split()).replace("|", "\\|")
+        text = text if len(text) <= 200 else text[:199] + "…"
+        lines.append(f"| {note.id} | {note.source or '—'} | {note.status} | {note.delivered_via or '—'} "
+                     f"| {note.iteration or '—'} | {text} |")
+    return lines
 
 
 def _receipt_lines(state: RunState) -> list[str]:

@@ -59,6 +59,21 @@ class Question(WireModel):
     options: list[str] = Field(default_factory=list)
 
 
+class Note(WireModel):
+    """The operator's note to the agent and its life: queued -> delivered -> acknowledged (or withdrawn)."""
+
+    id: str
+    text: str
+    source: str = ""
+    status: str = "queued"  # queued | delivered | acknowledged | withdrawn
+    queued_at: str = ""
+    delivered_at: str | None = None
+    delivered_via: str | None = None  # live (into the running session) | prompt (an iteration's)
+    iteration: int | None = None  # the iteration whose session carried it
+    acknowledged_at: str | None = None
+    acknowledged_how: str | None = None  # reply | progress
+
+
 class Answer(WireModel):
     question: str
     answer: str
@@ -148,6 +163,8 @@ class IterationSummary(WireModel):
     guard_reason: str = ""
     verify: VerifyResult | None = None
     review: ReviewRoundSummary | None = None
+    # Test tampering found in the stage's diff when verify passed (tamper/): {file, line, rule, reason}
+    tamper_findings: list[dict[str, Any]] = Field(default_factory=list, exclude_if=lambda value: not value)
     progress_source: str = "agent"  # agent | fallback
     questions: list[Question] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
@@ -182,6 +199,7 @@ class IterationFacts:
     warnings: tuple[str, ...] = ()
     error: str = ""
     duration_ms: int = 0
+    tamper_findings: tuple[dict[str, Any], ...] = ()
 
 
 class RetryState(WireModel):
@@ -251,15 +269,20 @@ class RunState(WireModel):
     review_gate: ReviewGateState | None = None
     # by stage id; left out of the wire while no review ran, so a run without a review keeps its shape
     review_stages: dict[str, ReviewStageState] = Field(default_factory=dict, exclude_if=lambda value: not value)
+    notes: list[Note] = Field(default_factory=list)  # the operator's notes to the agent, oldest first
     seq: int = 0  # the last event folded into this state: resume replays events.jsonl past it
     log_tail: list[dict[str, Any]] = Field(default_factory=list)
+
+    def empty_optional(self) -> set[str]:
+        """Fields left out of state.json while empty, so a run that never used them keeps its old shape."""
+        return {name for name in ("masked", "notes") if not getattr(self, name)}
 
     def snapshot(self, newest: int | None = None) -> dict[str, Any]:
         """state.json's content: the header, then the history (iterations, log tail) last. With
         `newest`, only that many iterations (the dashboard's view of a long run; a copy of the tail)."""
         # ``masked`` only once something was: a run without known secrets keeps its old shape
         wire = self.model_dump(mode="json", by_alias=True,
-                               exclude={"iterations", "log_tail"} | (set() if self.masked else {"masked"}))
+                               exclude={"iterations", "log_tail"} | self.empty_optional())
         if newest is None:
             wire["iterations"] = _ITERATION_WIRES.of(self.iterations)
             wire["logTail"] = self.log_tail

@@ -19,18 +19,23 @@ from kilo_loop.agent.protocol import (
     AnsweringRun,
     GarbageLine,
     GuardRejected,
+    InjectingRun,
+    PromptCarried,
     Reasoning,
     SessionStarted,
     StepFinished,
     Text,
     ToolUse,
 )
+from kilo_loop.run import notes
 from kilo_loop.run.control import RunControl
 from kilo_loop.run.events import (
     AgentErrored,
     GuardBlocked,
     GuardPreDenied,
     JailRefused,
+    NoteAcknowledged,
+    NoteDelivered,
     ReasoningOut,
     SessionOpened,
     TextOut,
@@ -95,6 +100,7 @@ class SessionRunner:
         on_tokens: Callable[[StepFinished], str | None],
         on_question: Callable[[AgentQuestion], Awaitable[list[str] | None]] | None = None,
         guard_stop: bool = False,
+        takes_notes: bool = False,
     ) -> None:
         self._backend = backend
         self._recorder = recorder
@@ -103,11 +109,21 @@ class SessionRunner:
         self._on_tokens = on_tokens
         self._on_question = on_question
         self._guard_stop = guard_stop
+        self._takes_notes = takes_notes  # the operator's notes go to this session (the loop's, not a reviewer's)
+        self._prompt_notes: list[str] = []  # notes the session's prompt carries, until delivered
+        self._injected: dict[str, list[str]] = {}  # token -> notes injected into the live session
+        self._session_id: str | None = None
 
-    async def run(self, request: AgentRequest) -> SessionOutcome:
+    async def run(self, request: AgentRequest, prompt_notes: list[str] | None = None) -> SessionOutcome:
+        """One session; `prompt_notes` are the operator's notes its prompt carries (delivered once it starts)."""
+        if prompt_notes is not None:
+            self._prompt_notes = list(prompt_notes)
         run = self._backend.start(request)
         outcome = SessionOutcome(result=run.result)
         stop_watch = asyncio.create_task(self._kill_on_stop(run, outcome))
+        notes_in = None
+        if self._takes_notes and isinstance(run, InjectingRun):
+            notes_in = asyncio.create_task(self._deliver_live(run))
         try:
             # aclosing: on an early break the backend's cleanup (reaping, stderr, exit code) runs now.
             async with contextlib.aclosing(run.events()) as events:
@@ -116,8 +132,37 @@ class SessionRunner:
                         break
         finally:
             stop_watch.cancel()
+            if notes_in is not None:
+                notes_in.cancel()
         outcome.result = run.result
         return outcome
+
+    async def _deliver_live(self, run: InjectingRun) -> None:
+        """Every note queued while the session runs goes into it at once (it waits on the session for the
+        next model request); a note the session cannot take stays queued for the next iteration's prompt."""
+        while True:
+            sent = {note_id for ids in self._injected.values() for note_id in ids} | set(self._prompt_notes)
+            waiting = [n for n in notes.queued(self._recorder.state.notes) if n.id not in sent]
+            if waiting:
+                token = ",".join(n.id for n in waiting)
+                if await run.inject(notes.message(waiting), token):
+                    self._injected[token] = [n.id for n in waiting]
+                else:
+                    return  # the session is over: the next iteration's prompt carries them
+            await self._control.wait_for_notes()
+
+    def _delivered(self, ids: list[str], via: str) -> None:
+        ids = [n.id for n in notes.queued(self._recorder.state.notes) if n.id in ids]
+        if ids:
+            self._recorder.emit(NoteDelivered(
+                message=f"note {', '.join(ids)} delivered to the agent ({'live, into its session' if via == 'live' else 'in its prompt'})",
+                note_ids=ids, via=via, session_id=self._session_id))
+
+    def _acknowledged(self, text: str) -> None:
+        ids = notes.acknowledged_in_reply(text, notes.awaiting_ack(self._recorder.state.notes))
+        if ids:
+            self._recorder.emit(NoteAcknowledged(message=f"note {', '.join(ids)} acknowledged by the agent",
+                                                 note_ids=ids, how="reply"))
 
     async def _kill_on_stop(self, run: Any, outcome: SessionOutcome) -> None:
         await self._control.wait_for_stop()
@@ -128,6 +173,9 @@ class SessionRunner:
     async def _handle(self, event: AgentEvent, run: Any, outcome: SessionOutcome, cwd: str) -> bool:
         """Record one event; True when the session must end now."""
         rec = self._recorder
+        if self._prompt_notes and isinstance(event, ToolUse | Text | Reasoning | StepFinished):
+            self._delivered(self._prompt_notes, "prompt")  # the model answered the request that carried them
+            self._prompt_notes = []
         if isinstance(event, ToolUse):
             outcome.tool_calls += 1
             rec.emit(ToolUsed(message=tool_heading(event), tool=event.tool, status=event.status,
@@ -138,6 +186,8 @@ class SessionRunner:
             return await self._check_guard(event, run, outcome, cwd)
         if isinstance(event, Text) and event.text.strip():
             rec.emit(TextOut(message=event.text.strip()[:4000]))
+            if self._takes_notes:
+                self._acknowledged(event.text)
         elif isinstance(event, Reasoning) and event.text.strip():
             rec.emit(ReasoningOut(message=event.text.strip()[:4000]))
         elif isinstance(event, StepFinished):
@@ -148,7 +198,10 @@ class SessionRunner:
                 await run.kill(f"budget: {over_budget}")
                 return True
         elif isinstance(event, SessionStarted):
+            self._session_id = event.session_id
             rec.emit(SessionOpened(message=f"session {event.session_id}", session_id=event.session_id))
+        elif isinstance(event, PromptCarried):
+            self._delivered(self._injected.pop(event.token, []), "live")
         elif isinstance(event, AgentError):
             rec.emit(AgentErrored(message=f"agent error: {event.name}: {event.message}"))
         elif isinstance(event, GarbageLine):

@@ -22,16 +22,19 @@ from typing import Any
 from kilo_loop.loop.commands import (
     AbortAfterSession,
     Command,
+    SendNote,
     SetSharedContext,
     StopNow,
     SubmitAnswers,
     TogglePause,
 )
+from kilo_loop.run import notes
 from kilo_loop.run.control import AnswerItem
 from kilo_loop.run.state import Question, RunState
 
 KEY_HELP = (
     "keys: X abort after this session · P pause/resume · S toggle shared context · Q stop now · "
+    "N a note to the agent (type it, Enter sends) · "
     "? help · Ctrl+C stop (twice: force exit) · when a question is pending, type the answer "
     "(a number picks an option) and press Enter"
 )
@@ -83,6 +86,7 @@ class TerminalInput:
         self._help_shown = False  # `?` was the line so far: its Enter closes the line, it answers nothing
         self._early_answers: list[str] = []
         self._round: list[str] = []
+        self._noting = False  # after N: the next line is a note to the agent
         self.open = False
 
     def start(self) -> bool:
@@ -130,7 +134,9 @@ class TerminalInput:
             line, self._typed = self._typed, ""
             after_help, self._help_shown = self._help_shown, False
             self._echo("\n")
-            if line.strip() or (self._pending() and not after_help):  # an empty Enter answers "nothing to add"
+            if self._noting:
+                self._note(line)
+            elif line.strip() or (self._pending() and not after_help):  # an empty Enter answers "nothing to add"
                 self.answer(line.strip())
             return
         if char in _ERASE:
@@ -138,7 +144,7 @@ class TerminalInput:
                 self._typed = self._typed[:-1]
                 self._echo("\b \b")
             return
-        if not self._typed and (char == "?" or not self._pending()) and self.handle_key(char):
+        if not self._typed and not self._noting and (char == "?" or not self._pending()) and self.handle_key(char):
             self._help_shown = char == "?"
             return  # `?` shows the keys even at a question (no answer is a lone "?")
         self._help_shown = False
@@ -149,6 +155,9 @@ class TerminalInput:
     # ---------------------------------------------------------- line input
     def handle_line(self, line: str) -> None:
         text = line.strip()
+        if self._noting:
+            self._note(text)
+            return
         if not text:
             return
         if (text == "?" or not self._pending()) and self.handle_key(text):
@@ -157,7 +166,8 @@ class TerminalInput:
 
     def handle_key(self, text: str) -> bool:
         actions: dict[str, Callable[[], None]] = {
-            "x": self._abort, "p": self._pause, "s": self._shared, "q": self._stop, "?": lambda: self._say(KEY_HELP),
+            "x": self._abort, "p": self._pause, "s": self._shared, "q": self._stop, "n": self._start_note,
+            "?": lambda: self._say(KEY_HELP),
         }
         action = actions.get(text.lower())
         if action is None:
@@ -210,6 +220,23 @@ class TerminalInput:
         self._send(SetSharedContext(shared))
         mode = "one shared session" if shared else "fresh session + handoff"
         self._say(f"S: context from the next iteration: {mode}")
+
+    def _start_note(self) -> None:
+        self._noting = True
+        self._say("N: type a note for the agent and press Enter (an empty line cancels)")
+
+    def _note(self, text: str) -> None:
+        self._noting = False
+        if not text.strip():
+            self._say("N: no note sent")
+            return
+        try:
+            notes.check_text(text)
+        except notes.NoteRefused as exc:
+            self._say(f"N: not sent: {exc}")
+            return
+        self._send(SendNote(text, "terminal"))
+        self._say("N: note queued: it goes with the agent's next model request (its life shows in the log)")
 
     def _stop(self) -> None:
         self._say("Q: stopping now — killing the agent session")

@@ -19,6 +19,7 @@ from kilo_loop.run.state import Question, RunState
 from kilo_loop.run.status import is_final
 from kilo_loop.runner import AllStagesDone, RunHandle, SetupError, plan_run
 from kilo_loop.settings import Settings
+from kilo_loop.web.api_file import write_api_file
 from kilo_loop.web.launcher import run_settings
 from kilo_loop.web.schemas import StartRequest
 from kilo_loop.web.snapshot import HEAD_ITERATIONS, KEPT_ITERATIONS, compact_state, state_head
@@ -140,6 +141,7 @@ class RunController:
         self._answer_channel = answer_channel
         self.hooks = hooks or RunHooks()
         self.global_verify: str | None = None  # set from the dashboard; wins for later runs
+        self.api_address: tuple[str, str] | None = None  # (base URL, token) once the dashboard serves
 
     @property
     def busy(self) -> bool:
@@ -148,6 +150,8 @@ class RunController:
     def adopt(self, handle: RunHandle, task: asyncio.Task[Any] | None = None) -> LiveRun:
         """Show (and steer) this run; a question now waits for an answer from the dashboard too."""
         handle.answer_channels.append(self._answer_channel)
+        if self.api_address is not None:
+            write_api_file(handle.layout.dir, *self.api_address)
         self.live = LiveRun(handle, task)
         self.hub.attach(self.live)
         return self.live

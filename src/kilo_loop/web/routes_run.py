@@ -10,10 +10,11 @@ from fastapi import APIRouter, Header, Query
 from starlette.responses import Response, StreamingResponse
 
 from kilo_loop.checkpoint.store import RevertResult, revert_to_checkpoint
-from kilo_loop.loop.commands import CommandRefused, Revert, SubmitAnswers, command_for
+from kilo_loop.loop.commands import CommandRefused, Revert, SendNote, SubmitAnswers, WithdrawNote, command_for
 from kilo_loop.run.control import AnswerItem
 from kilo_loop.web.context import ApiError, DashboardContext, json_response
-from kilo_loop.web.schemas import AnswerRequest, ControlRequest, RevertRequest
+from kilo_loop.web.controller import LiveRun
+from kilo_loop.web.schemas import AnswerRequest, ControlRequest, NoteRequest, RevertRequest
 from kilo_loop.web.sse import event_stream, parse_last_event_id
 
 
@@ -31,6 +32,15 @@ def _revert_payload(result: RevertResult) -> dict[str, Any]:
         "missing": list(result.missing),
         "forced": result.forced,
     }
+
+
+def _steerable(ctx: DashboardContext) -> LiveRun:
+    """The live run, or a 409 that says the run is over (a note to it would reach no agent)."""
+    live = ctx.live_run(active_only=False)
+    if live.finished:
+        raise ApiError(409, f"run {live.run_id} has finished ({live.state.status}): a note would reach no agent; "
+                       "--resume it or start a new run")
+    return live
 
 
 def run_router(ctx: DashboardContext) -> APIRouter:
@@ -86,6 +96,20 @@ def run_router(ctx: DashboardContext) -> APIRouter:
             live.answered = None
             raise
         return json_response({"ok": True, "answers": len(items)})
+
+    @router.post("/notes", summary="A note to the agent: queued, then delivered with its next model request")
+    async def post_note(body: NoteRequest, source: Annotated[str, Query(max_length=40,
+                        pattern=r"^[a-z-]+$")] = "dashboard") -> Response:
+        live = _steerable(ctx)
+        reply = await live.ask(SendNote(body.text, source))
+        return json_response({"ok": True, **reply.result}, status=201)
+
+    @router.post("/notes/{note_id}/withdraw", summary="Withdraw a note that is still queued")
+    async def delete_note(note_id: str, source: Annotated[str, Query(max_length=40,
+                          pattern=r"^[a-z-]+$")] = "dashboard") -> Response:
+        live = _steerable(ctx)
+        reply = await live.ask(WithdrawNote(note_id[:32], source))
+        return json_response({"ok": True, **reply.result})
 
     @router.post("/revert", summary="Restore the checkpoint taken before iteration N (destructive)")
     async def post_revert(body: RevertRequest) -> Response:

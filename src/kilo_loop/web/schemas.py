@@ -69,6 +69,11 @@ class RevertRequest(Body):
     force: bool = Field(False, description="revert even if HEAD moved since the checkpoint")
 
 
+class NoteRequest(Body):
+    # the run's own check (8 KB) answers a long note in words; this bound only stops unbounded bodies
+    text: str = Field(max_length=65_536, description="the note for the agent, at most 8 KB")
+
+
 class AnswerEntry(Body):
     question: str = Field(max_length=4000)
     answer: str = Field(max_length=8000)

@@ -15,6 +15,7 @@ import uvicorn
 
 from kilo_loop.safety.redact import Redactor
 from kilo_loop.settings import Settings
+from kilo_loop.web.api_file import remove_api_file
 from kilo_loop.web.app import create_app
 from kilo_loop.web.binding import Binding, bound_port, open_listener, plan_binding
 from kilo_loop.web.context import DashboardContext, Mode
@@ -89,10 +90,14 @@ class Dashboard:
         if not ready.done():
             ready.cancel()
             self._task.result()  # startup failed: raise its error here
+        self.controller.api_address = (self.binding.url(), self.token)
 
     async def stop(self) -> None:
         """Close the event streams, stop accepting, let requests in flight finish."""
         self.ctx.hub.close_all()
+        live = self.controller.live
+        if live is not None:
+            remove_api_file(live.handle.layout.dir)
         if self._server is not None:
             self._server.should_exit = True
         if self._task is not None:

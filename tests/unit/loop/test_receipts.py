@@ -16,7 +16,8 @@ def state() -> RunState:
                 StageState(id="c", title="Gamma")],
         iterations=[
             IterationSummary(iteration=1, stage_id="a", outcome="ok", tokens=1000, cost=0.01, duration_ms=30_000,
-                             verify=verify_fail, retries=2),
+                             verify=verify_fail, retries=2,
+                             tamper_findings=[{"file": "t.py", "line": 3, "rule": "skip-marker", "reason": "skip"}]),
             IterationSummary(iteration=2, stage_id="a", outcome="ok", tokens=500, cost=0.005, duration_ms=45_000,
                              verify=verify_pass),
             IterationSummary(iteration=3, stage_id="b", outcome="timeout", tokens=10, cost=0.001, duration_ms=600_000,
@@ -32,7 +33,7 @@ def test_each_stage_sums_its_own_iterations() -> None:
     assert alpha == {
         "stageId": "a", "title": "Alpha", "status": "done", "iterations": 2, "iterationNumbers": [1, 2],
         "durationMs": 75_000, "tokens": 1500, "cost": 0.015, "retries": 2, "verify": "passed",
-        "verifyCommand": "pytest -q", "review": "—",
+        "verifyCommand": "pytest -q", "review": "—", "tamperFindings": 1,
     }
     assert beta["verify"] == "timed out" and beta["iterations"] == 1 and beta["status"] == "blocked"
     assert gamma["iterations"] == 0 and gamma["tokens"] == 0 and gamma["verify"] == "—"  # running: not counted yet

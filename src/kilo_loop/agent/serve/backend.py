@@ -241,6 +241,9 @@ class ServeAgentRun:
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._ended = False
         self._answered: set[str] = set()
+        self._mapper: TurnMapper | None = None
+        self._injected_at = 0.0  # loop time of the last injection
+        self._prompted = asyncio.Event()  # the turn's own prompt went out (or the turn ended): notes may follow
 
     @property
     def result(self) -> AgentResult:
@@ -261,10 +264,28 @@ class ServeAgentRun:
             else:
                 await self._client.reject_question(request_id)
 
+    async def inject(self, text: str, token: str) -> bool:
+        """Put `text` on the running session as a user message: the server queues it and its loop takes
+        it into the next model request (after the current step's tools, never aborting them)."""
+        await self._prompted.wait()
+        client, session, mapper = self._client, self._session, self._mapper
+        if self._ended or client is None or session is None or mapper is None:
+            return False
+        mapper.injected[text] = token
+        self._injected_at = asyncio.get_running_loop().time()
+        try:
+            await client.prompt(session, text, agent=self._request.agent, model=self._request.model,
+                                variant=self._request.variant)
+        except (ServerError, ServerGone):
+            mapper.injected.pop(text, None)
+            return False
+        return True
+
     async def _end_turn(self) -> None:
         if self._ended:
             return
         self._ended = True
+        self._prompted.set()
         self._queue.put_nowait(_Wake())
         if self._client is not None and self._session is not None:
             with contextlib.suppress(ServerError, ServerGone):
@@ -283,6 +304,8 @@ class ServeAgentRun:
             self._result.error = self._result.error or str(exc)
         finally:
             self._backend.turn_ended(self._session)
+            self._ended = True  # no more notes into this turn
+            self._prompted.set()
             self._finish()
 
     async def _lost(self, exc: ServerGone) -> None:
@@ -318,7 +341,7 @@ class ServeAgentRun:
         yield SessionStarted(session)
         if self._ended:
             return  # killed before the prompt went out: nothing to start
-        mapper = TurnMapper(session, request.prompt, request.thinking, known)
+        mapper = self._mapper = TurnMapper(session, request.prompt, request.thinking, known)
         async with client.events() as frames:
             reader = asyncio.create_task(self._pump(frames))
             try:
@@ -327,6 +350,7 @@ class ServeAgentRun:
                     return
                 await client.prompt(session, request.prompt, agent=request.agent, model=request.model,
                                     variant=request.variant)
+                self._prompted.set()
                 if self._ended:  # killed while the prompt was on its way: its abort may have come first
                     await client.abort(session)
                     return
@@ -397,6 +421,8 @@ class ServeAgentRun:
             if isinstance(item, dict):
                 for out in mapper.feed(item):
                     if isinstance(out, TurnIdle):
+                        if self._awaiting_injection(loop.time()):
+                            continue  # a note went in as the session went idle: it starts the loop again
                         return
                     if isinstance(out, TurnBusy):
                         continue
@@ -426,8 +452,15 @@ class ServeAgentRun:
         """After a silence: is the session idle (an idle frame may have been dropped)?"""
         if not mapper.busy and elapsed < _UNCONFIRMED_TURN_S:
             return False
+        if self._awaiting_injection(asyncio.get_running_loop().time()):
+            return False
         assert self._session is not None
         return not await client.session_busy(self._session)
+
+    def _awaiting_injection(self, now: float) -> bool:
+        """Injected text not yet carried by a model request, for at most `_UNCONFIRMED_TURN_S`."""
+        mapper = self._mapper
+        return mapper is not None and mapper.awaiting_injection and now - self._injected_at < _UNCONFIRMED_TURN_S
 
     async def _time_out(self) -> None:
         self._result.timed_out = True

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kilo_loop.agent.kilo.stream import event_from_object
-from kilo_loop.agent.protocol import AgentError, AgentEvent
+from kilo_loop.agent.protocol import AgentError, AgentEvent, PromptCarried
 
 _PART_KINDS = {"tool": "tool_use", "text": "text", "reasoning": "reasoning", "step-finish": "step_finish"}
 _FINAL_TOOL_STATES = ("completed", "error")
@@ -128,6 +128,9 @@ class TurnMapper:
     roles: dict[str, str] = field(default_factory=dict)
     tools: dict[str, str] = field(default_factory=dict)  # callID -> tool name, for the broker
     busy: bool = False
+    # Text injected into the live session (a note) -> its token; the user message that holds it -> the token.
+    injected: dict[str, str] = field(default_factory=dict)
+    _injected_messages: dict[str, str] = field(default_factory=dict)
     _emitted: set[str] = field(default_factory=set)
     _errors: int = 0
 
@@ -146,8 +149,12 @@ class TurnMapper:
         if kind == "message.updated":
             info = _dict(props.get("info"))
             self.roles[_str(info.get("id"))] = _str(info.get("role"))
+            carried = self._carried(info)
+            return [carried] if carried else []
         elif kind == "message.part.updated":
-            event = self._part(_dict(props.get("part")))
+            part = _dict(props.get("part"))
+            self._note_injected_part(part)
+            event = self._part(part)
             return [event] if event else []
         elif kind == "session.error":
             return [self._error(props.get("error"))]
@@ -156,6 +163,26 @@ class TurnMapper:
         elif kind == "session.idle":
             return self._status("idle")
         return []
+
+    @property
+    def awaiting_injection(self) -> bool:
+        """Injected text no model request has carried yet: the turn is not over."""
+        return bool(self.injected)
+
+    def _note_injected_part(self, part: dict[str, Any]) -> None:
+        token = self.injected.get(_str(part.get("text"))) if part.get("type") == "text" else None
+        if token is not None:
+            self._injected_messages[_str(part.get("messageID"))] = token
+
+    def _carried(self, info: dict[str, Any]) -> PromptCarried | None:
+        """The first assistant message answering an injected user message: the request that carries it."""
+        if _str(info.get("role")) != "assistant":
+            return None
+        token = self._injected_messages.pop(_str(info.get("parentID")), None)
+        if token is None:
+            return None
+        self.injected = {text: t for text, t in self.injected.items() if t != token}
+        return PromptCarried(token)
 
     def _status(self, status: str) -> list[AgentEvent | Signal]:
         if status in ("busy", "retry"):

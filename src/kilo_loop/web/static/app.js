@@ -670,6 +670,36 @@
     const box = $("now-unanswered");
     box.hidden = !unanswered.length;
     box.textContent = unanswered.length ? `${unanswered.length} question(s) went unanswered (the run went on): ${unanswered.map((q) => q.question || q).join(" · ")}` : "";
+    renderNotes(run, final);
+  }
+
+  // Notes to the agent: a box under "Now" while the run goes; each note's life (queued -> delivered -> acknowledged).
+  const NOTE_STATUS = { queued: "queued", delivered: "delivered, waiting for the agent to confirm", acknowledged: "acknowledged", withdrawn: "withdrawn" };
+  function renderNotes(run, final) {
+    const notes = run.notes || [];
+    $("note-form").hidden = final && !notes.length;
+    $("note-text").disabled = $("note-send").disabled = final || !S.live;
+    fill($("note-list"), ...notes.slice(-10).map((note) => {
+      const via = note.deliveredVia === "live" ? " (live, into the session)" : note.deliveredVia === "prompt" ? " (in the prompt)" : "";
+      const item = h("li", { class: `note note--${note.status}`, title: note.text },
+        h("strong", { text: `${note.id} ` }), `${note.text.length > 120 ? note.text.slice(0, 119) + "…" : note.text} — ${NOTE_STATUS[note.status] || note.status}${via}`);
+      if (note.status === "queued" && S.live && !final) {
+        const withdraw = h("button", { type: "button", class: "link", text: "withdraw" });
+        withdraw.addEventListener("click", () => attempt(() => api(`/api/notes/${encodeURIComponent(note.id)}/withdraw`, { body: {} }), `note ${note.id} withdrawn`));
+        item.append(" ", withdraw);
+      }
+      return item;
+    }));
+  }
+
+  async function sendNote(event) {
+    event.preventDefault();
+    const box = $("note-text");
+    const text = box.value.trim();
+    if (!text) { notify("write the note first", "error"); return; }
+    const result = await attempt(() => api("/api/notes", { body: { text } }),
+      (reply) => `note ${reply.id} queued: it goes with the agent's next model request${reply.masked ? " (a secret in it was masked)" : ""}`);
+    if (result) box.value = "";
   }
 
   function renderBadges(run) {
@@ -1188,6 +1218,7 @@
     $("ctl-new-run").addEventListener("click", openLauncher);
     $("load-earlier").addEventListener("click", loadEarlier);
     $("question-form").addEventListener("submit", submitAnswers);
+    $("note-form").addEventListener("submit", sendNote);
     $("question-later").addEventListener("click", answerLater);
     $("question-modal").addEventListener("cancel", () => { S.dismissedQuestions = $("question-modal").dataset.key || ""; });
     $("chart-cost").addEventListener("click", () => setChartMode("cost"));

@@ -1,0 +1,54 @@
+"""The loop's tamper check in a real git repository: the stage's diff since its first checkpoint (or
+HEAD), new untracked test files as additions, and a failing check as an error, never an exception."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from pathlib import Path
+
+from kilo_loop.loop.tamper_check import check_stage, tamper_feedback
+from kilo_loop.tamper import TamperFinding
+
+
+def _repo(tmp_path: Path) -> Path:
+    project = tmp_path / "repo"
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "test_a.py").write_text("def test_a():\n    assert 1\n")
+    for args in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a"]):
+        subprocess.run(["git", *args], cwd=project, check=True)
+    return project
+
+
+def test_the_stage_diff_against_head_without_a_checkpoint(tmp_path: Path) -> None:
+    project = _repo(tmp_path)
+    (project / "tests" / "test_a.py").unlink()
+    (project / "conftest.py").write_text("collect_ignore = ['tests']\n")
+    check = asyncio.run(check_stage(project, tmp_path / "none", 1, "pytest -q"))
+    assert check.error is None
+    assert sorted((f.file, f.rule) for f in check.findings) == [
+        ("conftest.py", "skip-marker"), ("tests/test_a.py", "deleted-test-file")]
+
+
+def test_the_stage_diff_starts_at_the_first_iterations_checkpoint(tmp_path: Path) -> None:
+    project = _repo(tmp_path)
+    (project / "tests" / "test_a.py").write_text("def test_a():\n    pass\n")  # before the stage
+    tree = subprocess.run(["git", "write-tree"], cwd=project, check=True, capture_output=True, text=True)
+    subprocess.run(["git", "add", "."], cwd=project, check=True)
+    tree = subprocess.run(["git", "write-tree"], cwd=project, check=True, capture_output=True, text=True)
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()
+    (checkpoints / "iter-03.json").write_text(json.dumps({"tree": tree.stdout.strip(), "untracked": []}))
+    check = asyncio.run(check_stage(project, checkpoints, 3, None))
+    assert check.findings == [] and check.error is None  # the earlier change is not this stage's
+
+
+def test_a_failing_check_is_an_error_not_an_exception(tmp_path: Path) -> None:
+    check = asyncio.run(check_stage(tmp_path, tmp_path, 1, None))  # not a git repository
+    assert check.findings == [] and check.error
+
+
+def test_the_feedback_asks_to_restore_the_test() -> None:
+    text = tamper_feedback([TamperFinding("tests/test_a.py", 4, "skip-marker", "skip added: @pytest.mark.skip")])
+    assert "Restore the test" in text and "tests/test_a.py:4" in text and "skip-marker" in text
