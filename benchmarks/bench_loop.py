@@ -13,6 +13,11 @@
     `git diff HEAD --binary` on the same repository.
 (c) memory: peak RSS of that loop process against `python -c "import kilo_loop.cli"`. Target: at
     most 80 MB.
+(d) circles: the going-in-circles detectors (loop/circles: the failure signature of a failed
+    2,000-line verify run's tail as the loop keeps it, the work-tree fingerprint and file flips, the
+    thrash streak, the reducer's fold) per iteration on the same 5,000-file repository, three more
+    files edited each iteration; `git status` is read outside the timing (the loop reads it anyway).
+    Floor: that `git status`. Target: at most 2 ms per iteration. Also the doom-loop watch per tool call.
 
 `--profile` also runs the loop once more under cProfile and prints its hot spots.
 Everything is written to a temporary directory that is removed at the end.
@@ -42,6 +47,7 @@ import orjson
 from kilo_loop.agent.kilo.stream import NdjsonEventParser
 from kilo_loop.agent.protocol import GarbageLine
 
+CIRCLES_TARGET_MS = 2.0
 CHUNK = 64 * 1024
 MB = 1024 * 1024
 BENCH_DIR = Path(__file__).resolve().parent
@@ -541,6 +547,69 @@ def profile_parser(path: Path, top: int = 15) -> None:
 # ------------------------------------------------------------------ report
 
 
+def _verify_output(rng: random.Random, lines: int) -> str:
+    body = [f"tests/test_m{rng.randrange(99)}.py::test_{rng.randrange(999)} PASSED [{i * 100 // lines}%]"
+            for i in range(lines)]
+    tail = ["FAILED tests/test_parser.py::test_nested - AssertionError: assert 3 == 4",
+            f"===== 1 failed, {lines} passed in {rng.uniform(1, 9):.2f}s ====="]
+    return "\n".join(body + tail)
+
+
+def bench_circles(tmp: Path, files: int, iterations: int, seed: int = 7) -> list[Row]:
+    """(d) the detectors' own cost per iteration, edits and `git status` outside the timing."""
+    from kilo_loop.gitstatus import read_status, snapshot
+    from kilo_loop.loop.circles.doom import DoomWatch
+    from kilo_loop.loop.circles.watch import CircleWatch, Iteration
+    from kilo_loop.run.events import StateOpened
+    from kilo_loop.run.reducer import reduce
+    from kilo_loop.run.state import RunState, VerifyResult
+    from kilo_loop.verify import output_tail
+
+    root = tmp / "circles"
+    repo, _goal = make_repo(root, files, 1)
+    rng = random.Random(seed)
+    paths = sorted(str(p.relative_to(repo)) for p in repo.glob("pkg*/**/*.py"))
+    state = reduce(None, StateOpened(state=RunState(run_id="b", project=str(repo), goal_title="g").wire()))
+    watch = CircleWatch(repo, max_same_failure=1_000_000)
+    status = read_status(repo)
+    before = snapshot(repo, status, ".kilocode-loop")
+    spent: list[float] = []
+    floor: list[float] = []
+    per_call: list[float] = []
+    for number in range(1, iterations + 1):
+        changed = rng.sample(paths, 3)
+        for path in changed:
+            (repo / path).write_text(f"VALUE = {number}\n")
+        started = time.perf_counter()
+        status = read_status(repo)
+        floor.append(time.perf_counter() - started)
+        after = snapshot(repo, status, ".kilocode-loop")
+        # what the loop holds of a verify run: its tail (verify.py), as the detectors are given it
+        tail = output_tail(_verify_output(rng, 2000))
+        verify = VerifyResult(command="pytest", exit_code=1, passed=False, output_tail=tail)
+        started = time.perf_counter()
+        seen = watch.observe(state.circles, Iteration(number, "stage-1", verify, changed, before, after,
+                                                      status.head, 0.01))
+        state = reduce(state, seen.event)
+        spent.append(time.perf_counter() - started)
+        doom = DoomWatch(8, 12)
+        started = time.perf_counter()
+        for call in range(40):
+            doom.observe("bash", {"command": f"pytest -q tests/test_{call % 30}.py", "description": "run"}, False)
+        per_call.append((time.perf_counter() - started) / 40)
+        before = after
+    per = statistics.median(spent) * 1000
+    worst = max(spent) * 1000
+    status_ms = statistics.median(floor) * 1000
+    return [
+        Row("circles: detectors per iteration (median)", f"{per:.2f} ms", f"{status_ms:.1f} ms git status",
+            f"{per / status_ms:.2f}x", f"<= {CIRCLES_TARGET_MS:.0f} ms", per <= CIRCLES_TARGET_MS),
+        Row("circles: detectors per iteration (worst)", f"{worst:.2f} ms", "", "", "", None),
+        Row("circles: doom-loop watch per tool call", f"{statistics.median(per_call) * 1e6:.0f} us", "", "", "",
+            None),
+    ]
+
+
 def print_table(rows: Sequence[Row]) -> None:
     headers = ("measurement", "value", "floor", "ratio", "target", "ok")
     cells = [headers] + [(r.name, r.value, r.floor, r.ratio, r.target,
@@ -561,7 +630,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--files", type=int, default=5000, help="committed files in the loop's repository")
     parser.add_argument("--stages", type=int, default=60)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--only", choices=("stream", "loop"), help="run one part only")
+    parser.add_argument("--only", choices=("stream", "loop", "circles"), help="run one part only")
     parser.add_argument("--profile", action="store_true", help="also print cProfile hot spots")
     return parser.parse_args(argv)
 
@@ -572,6 +641,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kilo-loop-bench-") as name:
         tmp = Path(name)
+        if args.only == "circles":
+            rows += bench_circles(tmp, args.files, args.iterations, args.seed)
+            print_table(rows)
+            return 0 if all(r.ok is not False for r in rows) else 1
         if args.only != "loop":
             rows += bench_stream(tmp, args.mb, args.seed, args.repeat)
             if args.profile:

@@ -20,6 +20,9 @@ reaped: the stub, git), which is steadier on a shared machine and is what the `o
 Start-up: `ralphy --version`, and for kilo-loop the interpreter importing what a run imports.
 Git floor: `git status` + `git diff HEAD` (as bench_loop). Targets (issue 8): kilo-loop with
 --no-checkpoint at most 3x ralphy's own cost; with checkpoints at most the git floor plus that.
+Where bubblewrap works, kilo-loop (checkpoints on) runs once more with `--sandbox off`: its own cost
+with the jail at most 1.1x without (issue 23; the stub and every git call the agent makes run in the
+jail, so this is the whole price of jailing an iteration).
 """
 
 from __future__ import annotations
@@ -38,8 +41,11 @@ from pathlib import Path
 
 from bench_loop import ChildRun, Row, child_env, git_floor, make_repo, print_table, run_child, startup_floor
 
+from kilo_loop.sandbox.probe import probe_bwrap
+
 RALPHY = "ralphy-cli@4.7.2"
 RATIO_TARGET = 3.0
+JAIL_TARGET = 1.1
 
 # The stub is data written to a file and executed as a program with an argv list (never through a
 # shell command line). It must be cheap: one append, two `sed` runs, four printf lines.
@@ -139,18 +145,20 @@ def run_ralphy(ralphy: Path, stub_dir: Path, repo: Path, iterations: int) -> Mea
     return Measured("ralphy 4.7.2", Cost(run.seconds, run.cpu_seconds), startup, iterations)
 
 
-def run_kilo_loop(stub: Path, repo: Path, iterations: int, checkpoint: bool, startup: Cost) -> Measured:
+def run_kilo_loop(stub: Path, repo: Path, iterations: int, checkpoint: bool, startup: Cost,
+                  sandbox: str = "auto") -> Measured:
     # The stub answers `opencode run` only: no server to start (ralphy starts none either), and no
     # pre-flight of its --help, as the test harnesses set for their stand-in CLIs.
     env = child_env({"KILO_BIN": str(stub), "KILO_LOOP_TRANSPORT": "run", "KILO_LOOP_PREFLIGHT": "0"})
     argv = [sys.executable, "-m", "kilo_loop", "-C", str(repo), "--goal", "PLAN.md", "-n", str(iterations),
-            "--no-confirm", "--no-dashboard", "--hitl", "off", "--quiet", *([] if checkpoint else ["--no-checkpoint"])]
+            "--no-confirm", "--no-dashboard", "--hitl", "off", "--quiet", "--sandbox", sandbox,
+            *([] if checkpoint else ["--no-checkpoint"])]
     run = run_child(argv, env, cwd=repo)
     reports = len(list((repo / ".kilocode-loop" / "runs").glob("*/iterations/*-report.json")))
     if run.exit_code != 0 or reports != iterations:
         raise SystemExit(f"kilo-loop exited {run.exit_code} after {reports}/{iterations} iterations:\n"
                          f"{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
-    label = "kilo-loop" + ("" if checkpoint else " --no-checkpoint")
+    label = "kilo-loop" + ("" if checkpoint else " --no-checkpoint") + (" --sandbox off" if sandbox == "off" else "")
     return Measured(label, Cost(run.seconds, run.cpu_seconds), startup, iterations)
 
 
@@ -166,7 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ralphy = args.ralphy or install_ralphy(tmp / "npm")
         stub_file = write_stub(tmp / "bin")
         print(f"creating three copies of a {args.files:,}-file repository with a {n}-task checklist…", flush=True)
-        repos = [fresh_repo(tmp / label, args.files, n) for label in ("ralphy", "checkpoint", "no-checkpoint")]
+        labels = ("ralphy", "checkpoint", "no-checkpoint", "jail-off")
+        repos = [fresh_repo(tmp / label, args.files, n) for label in labels]
         stub = stub_cost(stub_file, repos[0], n)
         git = git_floor_cost(repos[1], n)
         kilo_startup = Cost(*startup_floor(5))
@@ -175,9 +184,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         peer = run_ralphy(ralphy, stub_file.parent, repos[0], n)
         with_cp = run_kilo_loop(stub_file, repos[1], n, True, kilo_startup)
         without = run_kilo_loop(stub_file, repos[2], n, False, kilo_startup)
+        jailed = probe_bwrap().usable
+        bare = run_kilo_loop(stub_file, repos[3], n, True, kilo_startup, "off") if jailed else None
     table = comparison(peer, [without, with_cp], stub, git)
+    if bare is not None:
+        table.append(jail_row(with_cp, bare, stub))
     print_table(table)
     return 0 if all(row.ok is not False for row in table) else 1
+
+
+def jail_row(jailed: Measured, bare: Measured, stub: Cost) -> Row:
+    """The loop's own cost per iteration with the jail against without it (both with checkpoints)."""
+    on, off = jailed.own_ms(stub), bare.own_ms(stub)
+    ratio = on.cpu / off.cpu if off.cpu > 0 else float("inf")
+    return Row("jail: kilo-loop own / iteration", f"{on.wall:.1f} ms wall, {on.cpu:.1f} ms CPU",
+               f"--sandbox off {off.wall:.1f} ms wall, {off.cpu:.1f} ms CPU",
+               f"{on.wall / off.wall:.2f}x wall, {ratio:.2f}x CPU", f"<= {JAIL_TARGET}x CPU", ratio <= JAIL_TARGET)
 
 
 def git_floor_cost(repo: Path, iterations: int) -> Cost:

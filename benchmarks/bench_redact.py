@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kilo_loop.commands.redact import burst_workers, filter_stream
-from kilo_loop.safety.redact import Redactor
-from kilo_loop.safety.secret_patterns import REDACTED, combined_pattern
+from kilo_loop.redact import Redactor
+from kilo_loop.redact._patterns import REDACTED, combined_pattern
 
 _ALNUM = string.ascii_letters + string.digits
 _WORDS = (

@@ -174,6 +174,11 @@ def _options(func: Any) -> Any:
         click.option("--sandbox", type=click.Choice(["auto", "bwrap", "off"]),
                      help="jail the agent and verify in bubblewrap: auto (when it works here, default), bwrap "
                           "(required), off"),
+        click.option("--sandbox-network", type=click.Choice(["full", "model", "none"]),
+                     help="the jail's network: full (default), model (the model endpoint and --sandbox-allow-host "
+                          "only, through the loop's proxy), none (the model endpoint only)"),
+        click.option("--sandbox-allow-host", "sandbox_allow_hosts", multiple=True,
+                     help="with --sandbox-network model: a host (host, host:port, *.domain) the jail may reach too"),
         click.option("--guard-stop", is_flag=True, default=None, help="stop the run on the first guard hit"),
         click.option("--tamper", type=click.Choice(["block", "warn", "off"]),
                      help="a stage whose diff deletes, skips or weakens tests or edits what verify reads: block "
@@ -199,6 +204,13 @@ def _options(func: Any) -> Any:
         click.option("--max-cost", type=float, help="stop at this cost in USD (stopped-budget)"),
         click.option("--max-tokens", type=int, help="stop at this many tokens (stopped-budget)"),
         click.option("--max-stale-iterations", type=int, help="stop after N iterations with no change (default 3)"),
+        click.option("--max-same-failure", type=int,
+                     help="the same verify failure this many times in a row is thrash: fresh session, then ask, "
+                          "then stop (default 3; 0 off)"),
+        click.option("--max-repeat-calls", type=int,
+                     help="end a session that makes the same tool call this many times (default 8; 0 off)"),
+        click.option("--max-failed-calls", type=int,
+                     help="end a session after this many failing tool calls in a row (default 12; 0 off)"),
         click.option("--retry/--no-retry", default=None, help="retry an iteration on a transient model error"),
         click.option("--max-quota-wait", help="longest wait for a usage-limit reset, e.g. 30m, 6h (default 12h; "
                      "past it the run stops resumable, exit 3)"),
@@ -276,6 +288,7 @@ _ACTS_ONLY_WITH: dict[str, tuple[str, str]] = {
 # Flags only a real agent CLI acts on: a dry run's simulated agent runs no command, so the loop runs
 # no verify after it (verify could change files; a dry run changes none but the loop's own).
 _REAL_RUN_ONLY = ("verify", "verify_timeout_minutes", "runtime", "transport", "isolate_home", "usage_db", "sandbox",
+                  "sandbox_network", "sandbox_allow_hosts",
                   "finish", "commit_author", "remote", "forge", "forge_url", "forge_repo", "issue_comments",
                   "provider_config_mode", "thinking", "auto")
 

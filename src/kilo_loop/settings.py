@@ -73,6 +73,9 @@ class Settings(BaseSettings):
     guard: bool = True
     # The jail (bubblewrap) around every process that runs code the agent controls; see sandbox/.
     sandbox: Literal["auto", "bwrap", "off"] = "auto"
+    # The jail's network: the machine's (full), or its own with the loop's proxy as the only way out.
+    sandbox_network: Literal["full", "model", "none"] = "full"
+    sandbox_allow_hosts: list[str] = Field(default_factory=list)  # `model`: hosts beyond the model's
     # Handing the work over (finish/): the loop, never the agent, commits each finished stage
     finish: Literal["none", "commit", "branch", "pr"] = "none"
     commit_author: str | None = None  # "Name <email>" for the loop's commits (default: git's own identity)
@@ -89,13 +92,18 @@ class Settings(BaseSettings):
     guard_allow: list[str] = Field(default_factory=list)
     guard_packs: dict[str, bool] = Field(default_factory=dict)  # rule packs switched on/off by name
     redact: bool = True
-    # Known secrets masked by value (safety/known_secrets.py): dotenv-style files of the project
+    # Known secrets masked by value (redact/_known.py): dotenv-style files of the project
     # (globs; [] to opt out) and values given outright (also KILO_LOOP_MASK, one per line)
     mask_files: list[str] = Field(default_factory=lambda: [".env*"])
     mask_values: list[str] = Field(default_factory=list, repr=False)
     max_cost: float | None = Field(None, ge=0)
     max_tokens: int | None = Field(None, ge=0)
     max_stale_iterations: int | None = Field(3, ge=1)
+    # Going in circles (loop/circles; 0 turns a detector off): the same verify failure K times in a row,
+    # the same tool call N times in one session, M failing tool calls in a row
+    max_same_failure: int = Field(3, ge=0)
+    max_repeat_calls: int = Field(8, ge=0)
+    max_failed_calls: int = Field(12, ge=0)
     retry: bool = True
     max_retries: int = Field(3, ge=0, le=100)
     retry_delay: int = Field(2000, ge=0)

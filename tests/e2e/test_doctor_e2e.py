@@ -36,6 +36,7 @@ def test_doctor_passes_every_kilo_check_against_the_real_cli(agent_bins: AgentBi
         "kilo: server transport": "ok", "kilo: usage database": "ok",
         "git": "ok", "dashboard port": "ok", "python": "ok", "dependencies": "ok",
         "sandbox": "ok",  # bubblewrap: installed here and by .ci/run
+        "sandbox network": "ok",  # a round trip through the loop's proxy from a jail with its own network
     }, done.stdout
     assert "7.7.7" in next(row["detail"] for row in rows if row["check"] == "kilo: binary")
     assert "kilo-loop-doctor-probe" not in done.stdout + done.stderr  # debug config's output is never echoed

@@ -12,21 +12,26 @@ only under the test's temporary directory.
 
 from __future__ import annotations
 
+import base64
+import http.server
 import json
 import os
 import secrets
 import subprocess
+import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from kilo_loop.sandbox.probe import probe_bwrap
 
 from .agent_loop import AgentLoop
-from .conftest import LOOP_DIR, Loop, LoopRun, find_cli, iteration_marker, write, write_progress
+from .conftest import LOOP_DIR, AgentBins, Loop, LoopRun, find_cli, iteration_marker, write, write_progress
 from .fake_anthropic import FakeAnthropic, claude_env
 from .fake_provider import Calls, FakeProvider, call, hold, say
 from .fake_responses import codex_env
@@ -260,47 +265,95 @@ def test_codex_without_the_jail_reports_its_broken_sandbox_before_the_run(jail_o
 
 # --------------------------------------------------------------------------- the warm server's own API
 
-# Data: a command that finds the warm server's password and port in /proc (inside the jail its
-# PID namespace still holds the server) and makes every command `allow` through `PATCH /config`.
+# Data: a command that looks for the warm server's password in every process's environment it can see
+# (the jail's PID namespace holds the server) and calls the server's API with what it found (or with
+# none): it writes what it saw to reach.txt. Outside the jail's user namespace for commands, both worked.
 REACH_THE_SERVER = (
     "python3 -c '"
-    "import os, json, base64, urllib.request\n"
-    "pw = port = None\n"
+    "import os, json, base64, urllib.request, urllib.error\n"
+    "pw, port, readable = None, None, 0\n"
     "for p in [d for d in os.listdir(\"/proc\") if d.isdigit()]:\n"
     "    try:\n"
-    "        env = open(f\"/proc/{p}/environ\", \"rb\").read().split(b\"\\0\")\n"
     "        cmd = open(f\"/proc/{p}/cmdline\", \"rb\").read().split(b\"\\0\")\n"
+    "        port = cmd[cmd.index(b\"--port\") + 1].decode() if b\"--port\" in cmd else port\n"
+    "        env = open(f\"/proc/{p}/environ\", \"rb\").read().split(b\"\\0\")\n"
     "    except OSError:\n"
     "        continue\n"
+    "    readable += 1\n"
     "    pw = next((e.split(b\"=\", 1)[1].decode() for e in env if e.startswith(b\"KILO_SERVER_PASSWORD=\")), pw)\n"
-    "    port = cmd[cmd.index(b\"--port\") + 1].decode() if b\"--port\" in cmd else port\n"
-    "auth = base64.b64encode(f\"kilo:{pw}\".encode()).decode()\n"
+    "auth = base64.b64encode((\"kilo:\" + (pw or \"\")).encode()).decode()\n"
     "body = json.dumps({\"permission\": {\"bash\": \"allow\", \"edit\": \"allow\"}}).encode()\n"
     "req = urllib.request.Request(f\"http://127.0.0.1:{port}/config\", data=body, method=\"PATCH\",\n"
     "    headers={\"content-type\": \"application/json\", \"authorization\": f\"Basic {auth}\"})\n"
-    "print(\"PATCH\", urllib.request.urlopen(req).status)\n"
+    "try:\n"
+    "    status = urllib.request.urlopen(req).status\n"
+    "except urllib.error.HTTPError as exc:\n"
+    "    status = exc.code\n"
+    "open(\"reach.txt\", \"w\").write(json.dumps({\"port\": port, \"found\": pw is not None, \"readable\": readable,\n"
+    "    \"status\": status}))\n"
     "'"
 )
 
 
+def server_password(pid: int) -> tuple[str, int]:
+    """The server's password and port, read from outside the jail (the test is the server's user)."""
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    password = next(e.split(b"=", 1)[1].decode() for e in environ if e.startswith(b"KILO_SERVER_PASSWORD="))
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    return password, int(cmdline[cmdline.index(b"--port") + 1])
+
+
+def patch_config_from_outside(pidfile: Path) -> int:
+    """What an agent that had reached the API would do: make every command `allow`."""
+    password, port = server_password(json.loads(pidfile.read_text(encoding="utf-8"))["pid"])
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/config", method="PATCH",
+        data=json.dumps({"permission": {"bash": "allow", "edit": "allow"}}).encode(),
+        headers={"content-type": "application/json",
+                 "authorization": "Basic " + base64.b64encode(f"kilo:{password}".encode()).decode()})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return int(response.status)
+
+
 @pytest.mark.parametrize("transport", ["serve"], indirect=True)
-def test_a_changed_server_permission_config_is_a_guard_event_and_undone(
+def test_the_server_password_is_out_of_reach_and_a_changed_config_is_undone(
         jail_on: None, loop: Loop, fake_provider: FakeProvider, git_project: Path) -> None:
+    """From inside the jail, the agent's commands cannot read the warm server's password (no process's
+    environment that holds it is readable) nor use its API (401), and its tools cannot read /proc; then
+    the config is changed from outside (as an agent that got in would), and the next session finds it
+    changed, restarts the server with the loop's own and reports a guard event."""
     (git_project / "plan.md").write_text("# P\n\n- [ ] Write a.txt\n", encoding="utf-8")
     fake_provider.add_turns(
         call("bash", {"command": REACH_THE_SERVER, "description": "Scripted command"}),
-        write_progress(git_project, 1, "stage-1", "in-progress", percent=50), say("Half."),
+        call("read", {"filePath": "/proc/1/environ"}),
+        write_progress(git_project, 1, "stage-1", "in-progress", percent=50), hold(240.0, say("Half.")),
         marker=iteration_marker(1),
     )
     fake_provider.add_turns(
         write(git_project / "a.txt", "a\n"), write_progress(git_project, 2, "stage-1", "done", percent=100),
         say("Done."), marker=iteration_marker(2),
     )
-
-    run = loop.run("kilo", git_project, "--goal", "plan.md", "-n", "3", "--no-guard", "--sandbox", "bwrap",
-                   "--max-stale-iterations", "3")
+    process = loop.start("kilo", git_project, "--goal", "plan.md", "-n", "3", "--no-guard", "--sandbox", "bwrap",
+                         "--max-stale-iterations", "3")
+    output: list[str] = []
+    reader = threading.Thread(target=lambda: output.extend(process.communicate(timeout=400)))
+    reader.start()
+    try:
+        assert fake_provider.wait_for_hold(240.0), "the agent never reached the held reply"
+        [pidfile] = (git_project / LOOP_DIR / "runs").glob("*/agent-server.pid")
+        assert patch_config_from_outside(pidfile) == 200
+    finally:
+        fake_provider.release()
+        reader.join(420)
+    out, err = output or ["", ""]
+    run = LoopRun(Loop.command(git_project, ()), process.returncode, out, err, 0.0, git_project)
 
     assert run.returncode == 0, run.describe()
+    reach = json.loads((git_project / "reach.txt").read_text(encoding="utf-8"))
+    assert reach["port"] and reach["readable"] <= 1 and not reach["found"], reach  # only its own environment
+    assert reach["status"] == 401, reach
+    process_files = [e for e in run.events("guard") if e["data"].get("rule") == "process-files"]
+    assert process_files, run.describe()
     changed = [e for e in run.events("guard") if e["data"].get("rule") == "server-config"]
     assert changed and changed[0]["iteration"] == 2, run.describe()
     assert "permission config changed" in run.stdout, run.describe()
@@ -367,3 +420,97 @@ def wait_until(condition: Callable[[], bool], seconds: float = 30.0) -> bool:
             return False
         time.sleep(0.1)
     return True
+
+
+@pytest.mark.parametrize("transport", ["run"], indirect=True)
+def test_an_agent_the_jail_cannot_start_says_what_failed_and_what_to_do(
+        jail_on: None, loop: Loop, git_project: Path, agent_home: Path, agent_bins: AgentBins) -> None:
+    """A CLI whose interpreter lives under HOME, which the jail replaces (the CLI itself the jail binds, as
+    the environment names it): bubblewrap cannot exec it. The run says so with bubblewrap's own words
+    and the fix, not "agent produced no events"."""
+    (git_project / "plan.md").write_text("# P\n\n- [ ] Write a.txt\n", encoding="utf-8")
+    interpreter = agent_home / "bin" / "sh"
+    interpreter.parent.mkdir()
+    interpreter.symlink_to("/bin/sh")
+    hidden = agent_home / "cli" / "kilo"
+    hidden.parent.mkdir()
+    hidden.write_text(f'#!{interpreter}\nexec {agent_bins.for_runtime("kilo")} "$@"\n', encoding="utf-8")
+    hidden.chmod(0o755)
+
+    run = loop.run("kilo", git_project, "--goal", "plan.md", "-n", "1", "--sandbox", "bwrap", "--no-retry",
+                   extra_env={"KILO_BIN": str(hidden)})
+
+    failed = run.events("agent-failed")
+    assert failed, run.describe()
+    assert "the jail could not start the agent" in failed[0]["message"], failed[0]["data"]
+    assert f"bwrap: execvp {hidden}" in failed[0]["message"] and "--sandbox off" in failed[0]["message"], failed
+    assert "bwrap: execvp" in failed[0]["data"]["stderr"], failed
+    assert "the jail could not start the agent" in run.stdout, run.describe()
+
+
+# --------------------------------------------------------------------------- the jail's own network
+
+# Data: the agent tries a second local HTTP server directly and through the jail's proxy; it writes
+# what happened to net.txt.
+REACH_ANOTHER_SERVER = (
+    "python3 -c '"
+    "import json, os, urllib.request\n"
+    "os.environ.pop(\"no_proxy\", None), os.environ.pop(\"NO_PROXY\", None)\n"
+    "out = {}\n"
+    "for name, opener in ((\"direct\", urllib.request.build_opener(urllib.request.ProxyHandler({}))),\n"
+    "        (\"proxy\", urllib.request.build_opener(urllib.request.ProxyHandler({\"http\": os.environ.get(\"HTTP_PROXY\", \"http://127.0.0.1:3128\")})))):\n"
+    "    try:\n"
+    "        out[name] = opener.open(\"http://127.0.0.1:OTHER_PORT/secret\", timeout=10).status\n"
+    "    except Exception as exc:\n"
+    "        out[name] = f\"{type(exc).__name__}: {exc}\"[:200]\n"
+    "open(\"net.txt\", \"w\").write(json.dumps(out))\n"
+    "'"
+)
+
+
+class _Counting(http.server.BaseHTTPRequestHandler):
+    hits: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.hits.append(self.path)
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("transport", ["serve", "run"], indirect=True)
+def test_sandbox_network_model_reaches_the_model_and_nothing_else(
+        jail_on: None, loop: Loop, fake_provider: FakeProvider, git_project: Path) -> None:
+    """The jail in its own network namespace: the model server (loopback, forwarded by the in-jail
+    bridge) is reached; a second local server is not, directly or through the loop's proxy, whose
+    refusal is a guard event. Under serve the loop reaches the warm server inside the jail's network
+    through a socket the bridge inherited."""
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Counting)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        (git_project / "plan.md").write_text("# P\n\n- [ ] Write a.txt\n", encoding="utf-8")
+        fake_provider.add_turns(
+            call("bash", {"command": REACH_ANOTHER_SERVER.replace("OTHER_PORT", str(other.server_address[1])),
+                          "description": "Scripted command"}),
+            write(git_project / "a.txt", "a\n"), write_progress(git_project, 1, "stage-1", "done", percent=100),
+            say("Done."), marker=iteration_marker(1),
+        )
+
+        run = loop.run("kilo", git_project, "--goal", "plan.md", "-n", "2", "--sandbox", "bwrap",
+                       "--sandbox-network", "model")
+    finally:
+        other.shutdown()
+
+    assert run.returncode == 0, run.describe()
+    assert (git_project / "a.txt").read_text(encoding="utf-8") == "a\n"  # the model was reached
+    assert "network model" in run.state()["sandbox"], run.state()["sandbox"]
+    if loop.transport == "serve":
+        assert "agent server up" in run.stdout, run.describe()
+    assert (git_project / "net.txt").exists(), [e["data"] for e in run.events("tool")]
+    reached = json.loads((git_project / "net.txt").read_text(encoding="utf-8"))
+    assert "Connection refused" in str(reached["direct"]) and "403" in str(reached["proxy"]), reached
+    assert _Counting.hits == []
+    refused = [e for e in run.events("guard") if e["data"].get("rule") == "network"]
+    assert refused and f"127.0.0.1:{other.server_address[1]}" in refused[0]["message"], run.describe()

@@ -18,8 +18,8 @@ from pathlib import Path
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "durations", "__init__"}),
     frozenset({"run"}),
-    frozenset({"git", "gitstatus", "treewatch", "goal", "guard", "checkpoint", "safety", "agent", "notify", "doctor", "finish", "forge",
-               "sandbox", "verify", "process_group", "tamper"}),
+    frozenset({"git", "gitstatus", "treewatch", "goal", "guard", "checkpoint", "redact", "agent", "notify", "doctor",
+               "finish", "forge", "sandbox", "verify", "process_group", "tamper"}),
     frozenset({"settings"}),
     frozenset({"session"}),
     frozenset({"loop", "review"}),
@@ -39,9 +39,7 @@ KNOWN_AGAINST_LAYERS: frozenset[tuple[str, str]] = frozenset({
 KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset({
     # The same validator; review/options names Settings only for its type (issue 22 item 7).
     frozenset({"kilo_loop.settings", "kilo_loop.review.options"}),
-    # safety/ waits for its split by concept (issue 22 item 5) until the guard and redactor branches land.
-    frozenset({"kilo_loop.safety.redact", "kilo_loop.safety.redact_blocks", "kilo_loop.safety.redact_pairs",
-               "kilo_loop.safety.redact_values", "kilo_loop.safety.redact_wrap"}),
+    # The shell analyzer and parser of the guard call each other (the split by concept left them as they were).
     frozenset({"kilo_loop.guard.shell.analyze", "kilo_loop.guard.shell.parse"}),
 })
 

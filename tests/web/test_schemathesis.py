@@ -18,7 +18,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
-from kilo_loop.safety.redact import Redactor
+from kilo_loop.redact import Redactor
 from kilo_loop.settings import load_settings
 from kilo_loop.web.app import create_app
 from kilo_loop.web.context import DashboardContext

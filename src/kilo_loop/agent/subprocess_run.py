@@ -20,6 +20,7 @@ from kilo_loop.agent.protect_check import protect_env
 from kilo_loop.agent.protocol import AgentEvent, AgentRequest, AgentResult
 from kilo_loop.agent.tally import ResultTally
 from kilo_loop.process_group import terminate_process_group
+from kilo_loop.sandbox.failure import jail_failure
 
 if TYPE_CHECKING:
     from kilo_loop.sandbox.jail import Jail
@@ -172,7 +173,10 @@ class CliAgentRun:
         result.stderr_tail = "\n".join(self._stderr)
         result.warnings = self._invocation.warnings(result.stderr_tail)
         result.text = self._tally.text
-        if not self._tally.saw_activity and result.error is None:
+        failure = jail_failure(result.stderr_tail, process.returncode) if self._invocation.jail else None
+        if not self._tally.saw_activity and failure is not None and not result.killed:
+            result.error = failure  # what bubblewrap refused, and what to do, not a silent CLI
+        elif not self._tally.saw_activity and result.error is None:
             result.error = f"agent produced no events (exit {process.returncode})"
         elif result.error is None and process.returncode not in (0, None) and not result.killed:
             result.error = f"agent exited with status {process.returncode}"

@@ -6,7 +6,7 @@ lines are redacted in one scan and written, and the output is flushed whenever n
 waiting.  A live pipe (``kilo run --format json | kilo-loop redact | tee log``) still gets every
 complete line as soon as it arrives; a partial last line waits for its newline (or the end of the
 input).  A big burst (a file, a saved log) is spread over worker processes when cores are idle,
-one block of lines each, and written back in order (``safety.redact_pool``).  Bytes that are not
+one block of lines each, and written back in order (``kilo_loop.redact``'s worker pool).  Bytes that are not
 UTF-8 pass through unchanged.
 """
 
@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import click
 
-from kilo_loop.safety.redact import Redactor
+from kilo_loop.redact import Redactor
 
 if TYPE_CHECKING:
-    from kilo_loop.safety.redact_pool import InOrder
+    from kilo_loop.redact import InOrder
 
 _READ_SIZE = 1 << 20
 # A block this big with more input waiting is a burst worth worker processes (their start-up,
@@ -131,7 +131,7 @@ def burst_workers(allowed: int | None) -> int:
     """Worker processes for a burst: ``allowed`` when given, else one per idle core (the way
     ``make -l`` counts them, see ``_busy_cores``), up to four; 0 when fewer than two would run.
     On a busy machine workers only add the cost of shipping blocks to them."""
-    from kilo_loop.safety.redact_pool import can_fork, usable_cores
+    from kilo_loop.redact import can_fork, usable_cores
 
     if not can_fork():  # pragma: no cover - platforms without fork
         return 0
@@ -157,7 +157,7 @@ def filter_stream(source: BinaryIO, sink: BinaryIO, redactor: Redactor, workers:
         for block, more in line_blocks(source, _READ_SIZE):
             lines += block.count(b"\n") + (not block.endswith(b"\n"))
             if order is None and warm and more and (count := burst_workers(workers)):
-                from kilo_loop.safety.redact_pool import InOrder
+                from kilo_loop.redact import InOrder
 
                 order = InOrder(redactor, count, header)
             if order is None:
@@ -224,7 +224,7 @@ def _known_values(mask_files: tuple[str, ...], known: bool) -> list[tuple[str, s
     ``KILO_LOOP_MASK``, and the values of the mask files given (relative to the current directory)."""
     if not known:
         return []
-    from kilo_loop.safety.known_secrets import collect
+    from kilo_loop.redact import collect
 
     return collect(os.environ, Path.cwd(), mask_files).values
 

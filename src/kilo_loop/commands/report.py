@@ -8,11 +8,11 @@ import click
 import orjson
 
 from kilo_loop.git import project_root
+from kilo_loop.redact import Redactor
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.receipts import stage_receipts
 from kilo_loop.run.report import run_report_md
 from kilo_loop.run.store import load_state, resolve_run
-from kilo_loop.safety.redact import Redactor
 
 
 @click.command(help="Print a saved run's report.md (default: the most recent run), or its state with --json.")

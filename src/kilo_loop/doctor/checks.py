@@ -190,6 +190,14 @@ def sandbox(usable: bool, detail: str, fix: str, mode: str = "auto") -> Check:
     return Check("sandbox", "fail" if mode == "bwrap" else "warn", f"no jail: {detail}", fix)
 
 
+def sandbox_network(complaint: str | None, mode: str = "full") -> Check:
+    """`--sandbox-network model|none`: the loop's proxy reached from a jail with its own network."""
+    if complaint is None:
+        return Check("sandbox network", "ok", f"the jail's own network reaches the loop's proxy (network {mode})")
+    return Check("sandbox network", "fail" if mode != "full" else "warn", complaint,
+                 "use --sandbox-network full, or report the message")
+
+
 def codex_sandbox(complaint: str | None, jailed: bool, fix: str) -> Check:
     """Codex's own sandbox: switched off inside the loop's jail, required to work without it."""
     name = "codex sandbox"

@@ -32,6 +32,7 @@ from kilo_loop.doctor import checks
 from kilo_loop.doctor.checks import Check
 from kilo_loop.doctor.preflight import failures as preflight_failures
 from kilo_loop.sandbox.probe import probe_bwrap
+from kilo_loop.sandbox.selftest import check_proxy
 
 BACKENDS = ("kilo", "opencode", "claude", "codex", "gemini", "cursor")
 DEPENDENCIES = ("click", "rich", "pydantic", "pydantic-settings", "fastapi", "uvicorn", "json5", "tree-sitter-bash")
@@ -162,14 +163,18 @@ def machine_checks(environ: Mapping[str, str], port: int) -> list[Check]:
         checks.port(port, port_free(port)),
         checks.python((sys.version_info.major, sys.version_info.minor, sys.version_info.micro)),
         checks.dependencies(_dependency_versions()),
-        _sandbox_check(environ),
+        *_sandbox_checks(environ),
     ]
 
 
-def _sandbox_check(environ: Mapping[str, str]) -> Check:
+def _sandbox_checks(environ: Mapping[str, str]) -> list[Check]:
     mode = environ.get("KILO_LOOP_SANDBOX", "auto")
     status = probe_bwrap(environ, use_cache=False)
-    return checks.sandbox(status.usable, status.summary, status.fix, mode)
+    found = [checks.sandbox(status.usable, status.summary, status.fix, mode)]
+    if status.usable and status.binary is not None and mode != "off":
+        network = environ.get("KILO_LOOP_SANDBOX_NETWORK", "full")
+        found.append(checks.sandbox_network(check_proxy(status.binary), network))
+    return found
 
 
 def run_checks(runtimes: tuple[str, ...], port: int, project: Path,

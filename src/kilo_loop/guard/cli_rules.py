@@ -43,9 +43,25 @@ _CLASS_DENY = (
     "kill -9 -1*", "kill -KILL -1*", "kill -- -1*", ":(){*", "curl * | sh*", "curl * | bash*", "wget * | sh*",
     "wget * | bash*",
 )
-# A dry run publishes nothing: these come after the denies, so they win (the last matching rule wins).
+# A dry run changes nothing: these come after the denies, so they win (the last matching rule wins). They
+# follow the runtime guard's dry-run look-alikes (tests/unit/guard/test_guard_config.py checks the two
+# layers agree); `*` spans spaces, so an option is matched as a whole word, never inside another.
+_DRY_RUN_ALLOW = (
+    "git push --dry-run*", "git push -n", "git push -n *", "git push * --dry-run", "git push * --dry-run *",
+    "git push * -n", "git push * -n *",
+    "git commit --dry-run*", "git commit * --dry-run", "git commit * --dry-run *",
+    "git clean -n*", "git clean --dry-run*", "git clean -?n", "git clean -??n", "git clean -?n *", "git clean -??n *",
+    "git clean * -n", "git clean * -n *", "git clean * --dry-run", "git clean * --dry-run *",
+    "kubectl delete * --dry-run", "kubectl delete * --dry-run *", "kubectl delete * --dry-run=client*",
+    "kubectl delete * --dry-run=server*",
+    "helm uninstall * --dry-run", "helm uninstall * --dry-run *", "helm uninstall * --dry-run=client*",
+    "helm uninstall * --dry-run=server*",
+)
 _ALLOW_AFTER = ("npm publish --dry-run*", "pnpm publish --dry-run*", "yarn npm publish --dry-run*",
-                "bun publish --dry-run*", "cargo publish --dry-run*")
+                "bun publish --dry-run*", "cargo publish --dry-run*", *_DRY_RUN_ALLOW)
+# A later word that undoes the dry run: denied again, last.
+_DENY_AGAIN = ("git push *--no-dry-run*", "git commit *--no-dry-run*", "kubectl delete *--dry-run=none*",
+               "helm uninstall *--dry-run=none*", "helm uninstall *--dry-run=false*")
 
 
 def deny_patterns() -> tuple[str, ...]:
@@ -59,13 +75,18 @@ def deny_patterns() -> tuple[str, ...]:
 
 
 def allow_exceptions() -> tuple[str, ...]:
-    """Patterns allowed again after the denies (dry runs that publish nothing)."""
+    """Patterns allowed again after the denies (dry runs that change nothing)."""
     return _ALLOW_AFTER
+
+
+def deny_again() -> tuple[str, ...]:
+    """Patterns denied once more after the exceptions (a dry run undone by a later word)."""
+    return _DENY_AGAIN
 
 
 def bash_rules(existing: Mapping[str, Any] | None = None, catch_all: bool = True) -> dict[str, Any]:
     """`existing` rules kept in order, `"*": "allow"` first (unless left out or present), our denies
-    after them and our dry-run exceptions last."""
+    after them, our dry-run exceptions, and last the words that undo a dry run."""
     rules: dict[str, Any] = {"*": "allow"} if catch_all and "*" not in (existing or {}) else {}
     rules.update(existing or {})
     for pattern in deny_patterns():
@@ -74,4 +95,7 @@ def bash_rules(existing: Mapping[str, Any] | None = None, catch_all: bool = True
     for pattern in allow_exceptions():
         rules.pop(pattern, None)
         rules[pattern] = "allow"
+    for pattern in deny_again():
+        rules.pop(pattern, None)
+        rules[pattern] = "deny"
     return rules

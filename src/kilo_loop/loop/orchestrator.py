@@ -27,6 +27,8 @@ from kilo_loop.durations import format_duration
 from kilo_loop.gitstatus import TreeStatus
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.loop import stop_policy
+from kilo_loop.loop.circles.hooks import CircleHooks
+from kilo_loop.loop.circles.watch import Iteration
 from kilo_loop.loop.handoff import HandoffStore
 from kilo_loop.loop.hitl import AnswerBook, collect_answers
 from kilo_loop.loop.progress import Progress, completion_percent, first_open_stage_title, read_progress
@@ -61,6 +63,7 @@ from kilo_loop.run.events import (
 from kilo_loop.run.guard_decision import GuardDecision, GuardLike
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.recorder import RunRecorder
+from kilo_loop.run.reducer import settled_row
 from kilo_loop.run.report import iteration_line
 from kilo_loop.run.state import (
     Answer,
@@ -80,7 +83,7 @@ from kilo_loop.settings import Settings
 Stop = stop_policy.Stop
 QUOTA_COUNTDOWN_S = 300.0  # a countdown line this often while waiting for a usage-limit reset
 ALWAYS_QUESTION = "Any instructions or corrections for the next iteration? (empty to continue)"
-_DONE_OUTCOMES = ("ok", "failed", "timeout", "stopped")
+_DONE_OUTCOMES = ("ok", "failed", "timeout", "stopped", "ended-early")
 
 
 class Hooks(Protocol):
@@ -149,6 +152,9 @@ class Orchestrator:
         self._tree = WorkTree(ctx.project)
         self._stage_start: dict[str, Snapshot] = {}
         self._stage_first: dict[str, int] = {}  # the stage's first iteration in the run (the tamper check's base)
+        s = ctx.settings
+        self.circles = CircleHooks(ctx.project, ctx.recorder, max_same_failure=s.max_same_failure,
+                                   max_repeat_calls=s.max_repeat_calls, max_failed_calls=s.max_failed_calls)
         self.review = None if ctx.review is None else ctx.review(ReviewHooks(
             count_tokens=lambda step: self._add_totals(step, review=True), verify=self._verify_unless_stopped,
             halted=lambda: self.state.stop_requested or self._budget_stop() is not None))
@@ -265,6 +271,7 @@ class Orchestrator:
                 verify_feedback=state.verify_feedback or None,
                 unanswered=[q.question for q in state.unanswered], review_feedback=state.review_feedback or None,
                 jailed=state.sandbox.startswith("bwrap"), notes=notes.queued(state.notes),
+                circle_feedback=state.circles.note or None,
             )
         )
         ctx.recorder.archive(iteration, "prompt.md", prompt)
@@ -281,7 +288,8 @@ class Orchestrator:
     async def _run_session(self, request: AgentRequest) -> tuple[SessionOutcome, _DbReading]:
         ctx, rec, s = self.ctx, self.ctx.recorder, self.ctx.settings
         runner = SessionRunner(ctx.backend, rec, ctx.control, ctx.guard, self._add_totals,
-                               on_question=self._answer_agent, guard_stop=s.guard_stop, takes_notes=True)
+                               on_question=self._answer_agent, guard_stop=s.guard_stop, takes_notes=True,
+                               watch=self.circles.session())
         started_ms = int(time.time() * 1000)
         attempt = 0
         prompt_notes: list[str] | None = [n.id for n in notes.queued(self.state.notes)]
@@ -390,7 +398,8 @@ class Orchestrator:
         self._notes_seen(progress)
         for warning in progress.warnings:
             rec.warn(warning)
-        after = self._tree.snapshot(await asyncio.to_thread(self._tree.read))
+        after_status = await asyncio.to_thread(self._tree.read)
+        after = self._tree.snapshot(after_status)
         tree_changes = changed_between(before, after)
         changed = sorted(set(tree_changes) | set(progress.files_changed))
         # Against the stage's start: a protected file put back as it was no longer blocks.
@@ -401,11 +410,18 @@ class Orchestrator:
         if outcome.stopped:
             rec.record_iteration(replace(facts, outcome="stopped", error="stopped by the operator"), session_id)
             return stop_policy.STOPPED
+        # The circle hooks read and mark a row: they get the row as the events and facts make it so far.
+        early = settled_row(self.state, facts)
+        self.circles.ended_early(outcome.ended_early, outcome.tool_calls, early, ctx.settings.max_iteration_minutes * 60)
+        facts = replace(facts, outcome=early.outcome, error=early.error, circles=early.circles)
         settled = await self._settle_stage(stage, outcome, progress, protected)
-        facts = replace(facts, outcome=settled.outcome, error=settled.error, verify=settled.verify,
+        facts = replace(facts, outcome=settled.outcome or facts.outcome, error=settled.error or facts.error, verify=settled.verify,
                         review=settled.review, questions=(*facts.questions, *settled.questions),
                         warnings=(*facts.warnings, *settled.warnings), tamper_findings=settled.tamper_findings)
-        facts = self._with_percent(facts, progress)
+        seen = settled_row(self.state, facts)
+        self.circles.observe(Iteration(seen.iteration, stage.id, seen.verify, tree_changes, before, after,
+                                       after_status.head, seen.cost), seen)
+        facts = self._with_percent(replace(facts, circles=seen.circles), progress)
         stale = stop_policy.next_stale_count(self.state.stale_iterations, bool(tree_changes), settled.advanced)
         if self.state.stop_requested:
             rec.record_iteration(replace(facts, outcome="stopped"), session_id)
@@ -463,6 +479,8 @@ class Orchestrator:
         """Decide the stage's status: whether it became done this iteration, and what the iteration's
         report says of it."""
         result = outcome.result
+        if outcome.ended_early:
+            return _Settled(outcome="")  # a doom loop: cut short, its report is not to be trusted (its outcome stays)
         if result.failed:
             error = result.error or "agent failed"
             self.ctx.recorder.emit(AgentFailed(message=f"agent session failed: {error}",
@@ -636,6 +654,10 @@ class Orchestrator:
         stop = await self._ask_operator(row)
         if stop:
             return stop
+        can_ask = self.ctx.settings.hitl != "off" and self.ctx.answer_channel_open()
+        stop = await self.circles.respond(row, can_ask, self._ask_about_circle)
+        if stop:
+            return stop
         why = stop_policy.stale_reason(self.limits, self.state.stale_iterations,
                                        self.stages.next_stage(self.state) is not None)
         return (StopReason.STALLED, why) if why else None
@@ -673,6 +695,12 @@ class Orchestrator:
             return StopReason.ABORTED, "stopped while waiting for an answer"
         rec.set_status(Phase.RUNNING)
         return None
+
+    async def _ask_about_circle(self, questions: list[Question], iteration: int) -> list[Answer] | None:
+        self._tree.forget()  # the operator may edit files while deciding
+        answers = await self._put_questions(questions, iteration)
+        self.ctx.recorder.set_status(Phase.RUNNING)
+        return answers
 
     async def _put_questions(self, questions: list[Question], iteration: int) -> list[Answer] | None:
         """Ask the operator and wait; the answers are recorded. None when the run was stopped; an empty

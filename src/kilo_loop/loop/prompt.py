@@ -50,6 +50,7 @@ class PromptInput:
     unanswered: Sequence[str] = ()
     jailed: bool = False  # the agent runs in the loop's jail: one line says what it allows
     notes: Sequence[Note] = ()  # the operator's queued notes: first thing in the prompt
+    circle_feedback: str | None = None  # the loop saw it going in circles (loop/circles)
 
 
 def _clip(text: str, limit: int = MAX_SECTION_CHARS) -> str:
@@ -139,6 +140,8 @@ def build_prompt(data: PromptInput) -> str:
     sections.append(f"Iteration {data.iteration} of {data.max_iterations}.")
     if data.safety_feedback:
         sections.append("## Loop safety feedback\n" + _clip(data.safety_feedback))
+    if data.circle_feedback:
+        sections.append("## Going in circles\n" + _clip(data.circle_feedback))
     if data.verify_feedback:
         sections.append("## Verify failed last iteration\n" + _clip(data.verify_feedback))
     if data.review_feedback:

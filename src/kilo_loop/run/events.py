@@ -601,6 +601,57 @@ class TamperFound(RunEvent):
     feedback: str | None = None  # blocked: what the implementer is told to put back
 
 
+# ------------------------------------------------------------------ going in circles (loop/circles)
+@dataclass(frozen=True, kw_only=True)
+class CirclesObserved(RunEvent):
+    """What the circle detectors saw at the end of an iteration, as they decided it: the verify
+    failure's signature and its streak, the work tree's fingerprint, the changed files' contents."""
+
+    TYPE = "circles"
+    RECORD_ONLY = True
+    stage_id: str = ""
+    signature: str = ""
+    signature_text: str = ""
+    streak: int = 0
+    files_changed: list[str] = field(default_factory=list)
+    cost: float = 0.0
+    tree: str = ""  # the work tree after the iteration
+    start_tree: str = ""  # the tree before it, on the stage's first observation
+    contents: Mapping[str, list[str]] = field(default_factory=dict)  # changed path -> its new content id(s)
+    oscillation: str = ""  # what returned, when something did
+    progress: bool = False  # verify passed, or failed a new way: the ladder starts again
+
+
+@dataclass(frozen=True, kw_only=True)
+class CircleFound(RunEvent):
+    """Thrash or oscillation, and the ladder's rung the loop takes: a fresh session with a step-back
+    prompt, a question to the operator, or the stop (with its diagnosis)."""
+
+    TYPE = "circle"
+    level: str = "warn"
+    kind: str = ""  # thrash | oscillation
+    step: str = ""  # fresh-session | ask-operator | stop
+    stage_id: str = ""
+    diagnosis: str = ""
+    note: str = ""  # what the next prompt tells the agent
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionEndedEarly(RunEvent):
+    """A doom loop inside a session (the same tool call again and again, or failing calls in a row):
+    the loop ended the session and estimates what that saved."""
+
+    TYPE = "session-ended-early"
+    level: str = "warn"
+    reason: str = ""
+    calls: int = 0
+    tokens: int = 0  # what the session had spent
+    cost: float = 0.0
+    saved_tokens: int = 0
+    saved_cost: float = 0.0
+    note: str = ""
+
+
 @dataclass(frozen=True, kw_only=True)
 class UnknownEvent(RunEvent):
     """A type this version does not know (a newer writer): kept as it is."""
@@ -628,6 +679,7 @@ EVENT_TYPES: dict[str, type[RunEvent]] = {
         ProtectedChanged,
         TamperFound,
         NoteQueued, NoteWithdrawn, NoteDelivered, NoteAcknowledged, McpCalled, McpRead,
+        CirclesObserved, CircleFound, SessionEndedEarly,
     )
 }
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from kilo_loop.run.circles import CircleMark
 from kilo_loop.run.state import IterationSummary, RunState
 
 
@@ -27,6 +28,7 @@ class StageReceipt:
     review: str = "—"
     tamper_findings: int = 0
     notes: list[str] = field(default_factory=list)  # the operator's notes its iterations' sessions carried
+    circles: CircleReceipt = field(default_factory=lambda: CircleReceipt())
 
     def add(self, item: IterationSummary) -> None:
         self.iterations.append(item.iteration)
@@ -42,6 +44,8 @@ class StageReceipt:
         review = review_verdict(item)
         if review is not None:
             self.review = review
+        if item.circles is not None:
+            self.circles.add(item.circles, item.cost)
 
     def wire(self) -> dict[str, Any]:
         return {
@@ -59,6 +63,47 @@ class StageReceipt:
             "review": self.review,
             "tamperFindings": self.tamper_findings,
             **({"notes": self.notes} if self.notes else {}),  # only where notes went: older receipts keep their shape
+            **self.circles.wire(),
+        }
+
+
+@dataclass
+class CircleReceipt:
+    """Going in circles in one stage, with the cost of each: the longest same-failure streak (and what
+    its repeats cost), the oscillations, the sessions ended early (and what that saved)."""
+
+    same_failure_streak: int = 0
+    same_failure_cost: float = 0.0  # the iterations that failed the same way again
+    oscillations: int = 0
+    oscillation_cost: float = 0.0
+    sessions_ended_early: int = 0
+    ended_early_cost: float = 0.0
+    saved_tokens: int = 0
+    saved_cost: float = 0.0
+
+    def add(self, mark: CircleMark, cost: float) -> None:
+        self.same_failure_streak = max(self.same_failure_streak, mark.same_failure_streak)
+        if mark.same_failure_streak > 1:
+            self.same_failure_cost += cost
+        if mark.oscillation:
+            self.oscillations += 1
+            self.oscillation_cost += cost
+        if mark.ended_early:
+            self.sessions_ended_early += 1
+            self.ended_early_cost += cost
+            self.saved_tokens += mark.saved_tokens
+            self.saved_cost += mark.saved_cost
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "sameFailureStreak": self.same_failure_streak,
+            "sameFailureCost": round(self.same_failure_cost, 6),
+            "oscillations": self.oscillations,
+            "oscillationCost": round(self.oscillation_cost, 6),
+            "sessionsEndedEarly": self.sessions_ended_early,
+            "endedEarlyCost": round(self.ended_early_cost, 6),
+            "savedTokens": self.saved_tokens,
+            "savedCost": round(self.saved_cost, 6),
         }
 
 

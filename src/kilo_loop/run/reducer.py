@@ -14,9 +14,12 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from kilo_loop.run import circles
 from kilo_loop.run.controls import ControlAction
 from kilo_loop.run.events import (
     AnswerReceived,
+    CircleFound,
+    CirclesObserved,
     ControlChanged,
     GuardBlocked,
     IterationFinished,
@@ -39,6 +42,7 @@ from kilo_loop.run.events import (
     RunEvent,
     RunFinished,
     SecretsMasked,
+    SessionEndedEarly,
     StageBlocked,
     StageDone,
     StateOpened,
@@ -218,6 +222,8 @@ def _reported(state: RunState, event: IterationReported) -> Changes:
     fresh = [f for f in summary.files_changed if f not in known]
     if fresh:
         changes["run_files"] = [*state.run_files, *dict.fromkeys(fresh)]
+    if state.circles.note:
+        changes["circles"] = circles.note_read(state.circles, summary.iteration)
     return changes
 
 
@@ -367,7 +373,8 @@ def _masked(state: RunState, event: SecretsMasked) -> Changes:
         return {}
     masked = dict(state.masked)
     for source, count in event.counts.items():
-        masked[source] = masked.get(source, 0) + int(count)
+        if isinstance(count, int):  # not a count the redactor took for a PIN (a source named like `.env.secret`)
+            masked[source] = masked.get(source, 0) + count
     return {"masked": masked}
 
 
@@ -401,6 +408,28 @@ def _note_delivered(state: RunState, event: NoteDelivered) -> Changes:
 def _note_acknowledged(state: RunState, event: NoteAcknowledged) -> Changes:
     return _notes_changed(state, event.note_ids, "acknowledged", ("queued", "delivered"),
                           {"acknowledged_at": event.ts, "acknowledged_how": event.how})
+def _circles_observed(state: RunState, event: CirclesObserved) -> Changes:
+    return {"circles": circles.observed(
+        state.circles, event.iteration or state.iteration, stage_id=event.stage_id, signature=event.signature,
+        signature_text=event.signature_text, streak=event.streak, files_changed=list(event.files_changed),
+        cost=event.cost, tree=event.tree, start_tree=event.start_tree,
+        contents={path: list(ids) for path, ids in event.contents.items()}, oscillation=event.oscillation,
+        progress=event.progress)}
+
+
+def _circle_found(state: RunState, event: CircleFound) -> Changes:
+    changes: Changes = {"circles": circles.found(state.circles, event.iteration or state.iteration, kind=event.kind,
+                                                 step=event.step,
+                                                 diagnosis=event.diagnosis, note=event.note)}
+    if event.step == circles.STEP_FRESH:
+        changes["session_id"] = None  # a shared session starts afresh
+    return changes
+
+
+def _ended_early(state: RunState, event: SessionEndedEarly) -> Changes:
+    return {"circles": circles.ended_early(state.circles, event.iteration or state.iteration,
+                                           saved_tokens=event.saved_tokens, saved_cost=event.saved_cost,
+                                           note=event.note)}
 
 
 def _handler(cls: type[E], fn: Callable[[RunState, E], Changes]) -> tuple[type[RunEvent], Callable[..., Changes]]:
@@ -437,4 +466,7 @@ _HANDLERS: dict[type[RunEvent], Callable[..., Changes]] = dict([
     _handler(NoteWithdrawn, _note_withdrawn),
     _handler(NoteDelivered, _note_delivered),
     _handler(NoteAcknowledged, _note_acknowledged),
+    _handler(CirclesObserved, _circles_observed),
+    _handler(CircleFound, _circle_found),
+    _handler(SessionEndedEarly, _ended_early),
 ])

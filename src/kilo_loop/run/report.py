@@ -76,6 +76,20 @@ def review_lines(review: ReviewRoundSummary | None) -> list[str]:
     return lines
 
 
+def _circle_lines(item: IterationSummary) -> list[str]:
+    c = item.circles
+    assert c is not None
+    lines = []
+    if c.same_failure_streak > 1:
+        lines.append(f"- Same verify failure: {c.same_failure_streak} times in a row (signature `{c.signature}`)")
+    if c.oscillation:
+        lines.append(f"- Oscillation: {c.oscillation}")
+    if c.ended_early:
+        lines.append(f"- Ended early: {c.ended_early} (saved up to {format_tokens(c.saved_tokens)} tokens, "
+                     f"{format_cost(c.saved_cost)})")
+    return lines
+
+
 def iteration_report_md(item: IterationSummary) -> str:
     lines = [
         f"# Iteration {item.iteration} — {item.stage_title or item.stage_id or 'goal'}",
@@ -95,6 +109,8 @@ def iteration_report_md(item: IterationSummary) -> str:
         lines.append(f"- Retries: {item.retries} (last reason: {item.retry_reason})")
     if item.guard_hits:
         lines.append(f"- Guard hits: {item.guard_hits} ({item.guard_reason})")
+    if item.circles is not None:
+        lines += _circle_lines(item)
     lines += _verify_lines(item)
     lines += review_lines(item.review)
     if item.error:
@@ -180,6 +196,7 @@ def run_report_md(state: RunState, iterations: list[IterationSummary] | None = N
     lines += [f"- [{'x' if s.status == 'done' else ' '}] {s.title} — {s.status}" for s in state.stages]
     lines += _receipt_lines(state)
     lines += _notes_section(state)
+    lines += _circles_section(state)
     lines += ["", "## Iterations", "", "| # | stage | outcome | tokens | cost | % | verify |", "|---|---|---|---|---|---|---|"]
     history = state.iterations if iterations is None else iterations
     for item in history:
@@ -209,13 +226,43 @@ def _notes_section(state: RunState) -> list[str]:
     return lines
 
 
+def _circles_section(state: RunState) -> list[str]:
+    """`## Going in circles`: the last circle's diagnosis, the oscillations, the sessions ended early."""
+    c = state.circles
+    if not (c.diagnosis or c.sessions_ended_early or c.oscillations):
+        return []
+    lines = ["", "## Going in circles", ""]
+    if c.diagnosis:
+        lines += [c.diagnosis, ""]
+    if c.steps:
+        lines.append("- Ladder: " + "; ".join(c.steps[-10:]))
+    if c.oscillations:
+        lines.append(f"- Oscillations: {c.oscillations}")
+    if c.sessions_ended_early:
+        lines.append(f"- Sessions ended early (doom loops): {c.sessions_ended_early}, saving up to "
+                     f"{format_tokens(c.saved_tokens)} tokens, {format_cost(c.saved_cost)}")
+    return lines
+
+
 def _receipt_lines(state: RunState) -> list[str]:
     """`## Stage receipts`: per stage, what it took and how it was checked."""
     header = "| stage | status | iterations | duration | tokens | cost | retries | verify | review |"
     lines = ["", "## Stage receipts", "", header, "|---|---|---|---|---|---|---|---|---|"]
-    for r in stage_receipts(state):
+    receipts = stage_receipts(state)
+    for r in receipts:
         lines.append(
             f"| {r.title} | {r.status} | {len(r.iterations)} | {format_duration(r.duration_ms / 1000)} | {r.tokens} "
             f"| {format_cost(r.cost)} | {r.retries} | {r.verify} | {r.review} |"
         )
+    circling = [r for r in receipts if r.circles.same_failure_streak > 1 or r.circles.oscillations
+                or r.circles.sessions_ended_early]
+    if circling:
+        lines += ["", "| stage | same-failure streak | its cost | oscillations | their cost | sessions ended early "
+                      "| their cost | saved |", "|---|---|---|---|---|---|---|---|"]
+        for r in circling:
+            c = r.circles
+            lines.append(f"| {r.title} | {c.same_failure_streak} | {format_cost(c.same_failure_cost)} | {c.oscillations} "
+                         f"| {format_cost(c.oscillation_cost)} | {c.sessions_ended_early} "
+                         f"| {format_cost(c.ended_early_cost)} | {format_tokens(c.saved_tokens)} tokens, "
+                         f"{format_cost(c.saved_cost)} |")
     return lines

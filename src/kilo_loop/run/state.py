@@ -9,22 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
+from kilo_loop.run.circles import CircleMark, CircleState
 from kilo_loop.run.status import Phase, RunStatus, StageStatus
+from kilo_loop.run.wire import WireModel as WireModel  # the state models' base, imported from here too
 
+_NO_CIRCLES = CircleState()
 LOG_TAIL_LINES = 200
 # state.json keeps the newest iterations only (each one's whole report is iterations/NN-report.json),
 # so its size, and the bytes written per iteration, do not grow with the run.
 ITERATIONS_KEPT = 50
-
-
-class WireModel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
-
-    def wire(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
 
 
 class StageState(WireModel):
@@ -172,6 +167,8 @@ class IterationSummary(WireModel):
     started_at: str = ""
     finished_at: str = ""
     duration_ms: int = 0
+    # going in circles (loop/circles): left out of the wire while nothing was seen
+    circles: CircleMark | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 @dataclass(frozen=True)
@@ -200,6 +197,7 @@ class IterationFacts:
     error: str = ""
     duration_ms: int = 0
     tamper_findings: tuple[dict[str, Any], ...] = ()
+    circles: CircleMark | None = None
 
 
 class RetryState(WireModel):
@@ -270,6 +268,8 @@ class RunState(WireModel):
     # by stage id; left out of the wire while no review ran, so a run without a review keeps its shape
     review_stages: dict[str, ReviewStageState] = Field(default_factory=dict, exclude_if=lambda value: not value)
     notes: list[Note] = Field(default_factory=list)  # the operator's notes to the agent, oldest first
+    # the circle detectors' memory (run/circles.py); left out of state.json until something is in it
+    circles: CircleState = Field(default_factory=CircleState, exclude_if=lambda value: value == _NO_CIRCLES)
     seq: int = 0  # the last event folded into this state: resume replays events.jsonl past it
     log_tail: list[dict[str, Any]] = Field(default_factory=list)
 

@@ -33,6 +33,7 @@ from kilo_loop.loop.commands import (
 from kilo_loop.loop.hitl import AnswerBook, effective_answer_timeout
 from kilo_loop.loop.orchestrator import LoopContext, Orchestrator
 from kilo_loop.notify import Notifier
+from kilo_loop.redact import KnownSecrets, Redactor, collect, from_env, screen
 from kilo_loop.review.controller import ReviewOptions
 from kilo_loop.review.options import review_options
 from kilo_loop.review.readonly import ReadOnlyGuard
@@ -49,11 +50,14 @@ from kilo_loop.runner.backends import agent_policy, all_protect_globs, serve_bac
 from kilo_loop.runner.hooks import SafetyHooks
 from kilo_loop.runner.setup import PreparedRun, read_prompt_extra
 from kilo_loop.runner.terminal import stdin_is_tty
-from kilo_loop.safety.known_secrets import KnownSecrets, collect, from_env, screen
-from kilo_loop.safety.redact import Redactor
 from kilo_loop.sandbox.jail import Jail
 from kilo_loop.sandbox.setup import run_jail
+from kilo_loop.sandbox.watch import WatchedBackend
 from kilo_loop.settings import Settings
+
+# The mask source of the warm server's password in the report's counts (no secret word in it: the
+# counts are redacted like any event data, and a number under a password-named key would be).
+_SERVER_PASSWORD_SOURCE = "agent server"
 
 
 class RunHandle:
@@ -131,6 +135,9 @@ class RunHandle:
     async def run(self) -> RunState:
         """Drive the loop to its end; the final state is always saved to disk."""
         self._open_state()
+        proxy = self.jail.proxy if self.jail is not None else None
+        if proxy is not None:
+            await proxy.start()
         guard = self._guard()
         agent_env = self._prepare_agents()
         notifier = self._notifier()
@@ -153,6 +160,8 @@ class RunHandle:
                 await finisher.after_run(self.state, self.recorder.emit)
         finally:
             self._over = True
+            if proxy is not None:
+                await proxy.aclose()
             if server is not None:
                 await server.aclose()
             await stop_serving(serving)
@@ -166,7 +175,8 @@ class RunHandle:
         """The run's first event: its state (a resumed run's carried over), then what the resume warns of."""
         warnings = self.answers.load_for_resume() if self.resumed else []
         self.jail = run_jail(self.settings.sandbox, self.settings.dry_run, self.project, all_protect_globs(self.goal),
-                             self._backend, self.goal.source, warnings.append)
+                             self._backend, self.goal.source, warnings.append, self.settings.sandbox_network,
+                             self.settings.sandbox_allow_hosts)
         start = self.state.model_copy(update={
             "sandbox": self.jail.describe() if self.jail is not None else "off",
             "answers": len(self.answers.answers), "max_iterations": self.state.iteration + self.settings.iterations,
@@ -234,8 +244,10 @@ class RunHandle:
 
     def _loop_context(self, guard: Guard | None, review: ReviewOptions | None) -> LoopContext:
         settings = self.settings
+        proxy = self.jail.proxy if self.jail is not None else None
+        backend = WatchedBackend(self._backend, proxy) if proxy is not None else self._backend
         ctx = LoopContext(
-            settings=settings, goal=self.goal, project=self.project, backend=self._backend, control=self.control,
+            settings=settings, goal=self.goal, project=self.project, backend=backend, control=self.control,
             recorder=self.recorder, answers=self.answers, hooks=SafetyHooks(self.redactor.redact, self.jail), guard=guard,
             answer_channel_open=self.answer_channel_open,
             answer_timeout=effective_answer_timeout(settings.answer_timeout, settings.dry_run, stdin_is_tty()),
@@ -249,11 +261,17 @@ class RunHandle:
                            reviewers: bool) -> None:
         reviewer_guard = ReadOnlyGuard(guard, self.project) if reviewers else None
         up = await backend.open(project=self.project, env=agent_env, guard=guard, run_dir=self.layout.dir,
-                                warn=self.recorder.warn, reviewer_guard=reviewer_guard)
+                                warn=self.recorder.warn, reviewer_guard=reviewer_guard, secret=self._mask_server_password)
         if up:
             self.recorder.emit(AgentServerStarted(
                 message=f"agent server up ({backend.name} serve on 127.0.0.1): every permission is decided by "
                         "the loop before the tool runs", runtime=backend.name))
+
+    def _mask_server_password(self, password: str) -> None:
+        """The warm server's password is the run's own secret, readable by the agent (the server's
+        environment): masked like the secrets the loop knows, wherever it would be written."""
+        if self.settings.redact:
+            self.redactor.add_known([(password, _SERVER_PASSWORD_SOURCE)])
 
     def kill_agent_now(self) -> None:
         """A force exit cannot await: no agent server may outlive the loop."""

@@ -94,5 +94,5 @@ def bwrap_argv(policy: JailPolicy, command: list[str], bwrap: str = "bwrap") -> 
     """`bwrap <mounts…> --chdir <project> -- <command…>`."""
     if not command:
         raise ValueError("nothing to run in the jail")
-    return [bwrap, *_base(policy), *_layers(policy), *policy.extra_args,
+    return [bwrap, *_base(policy), *_layers(policy), *_binds("--ro-bind", policy.bind_ro), *policy.extra_args,
             "--chdir", str(policy.facts.project), "--", *command]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import kilo_loop
 from kilo_loop.sandbox.bwrap import bwrap_argv
+from kilo_loop.sandbox.network import PROXY_PORT, model_endpoints, proxy_env
 from kilo_loop.sandbox.policy import (
     BASE_ENV_PREFIXES,
     COMMON_HOME_RO,
@@ -24,6 +25,8 @@ from kilo_loop.sandbox.policy import (
     filter_env,
     resolve_home_path,
 )
+from kilo_loop.sandbox.proxy import NetworkProxy
+from kilo_loop.sandbox.toolshell import write_tool_shell
 
 
 def _existing(paths: list[Path | None]) -> tuple[Path, ...]:
@@ -59,6 +62,14 @@ class Jail:
     facts: ProjectFacts
     paths: JailPaths
     network: NetworkMode = "full"
+    unshare: str | None = None  # util-linux `unshare` when a command in the jail can take a user namespace
+    proxy: NetworkProxy | None = None  # the loop's proxy: the only way out of a jail with its own network
+
+    def tool_shell(self, directory: Path, env: Mapping[str, str]) -> Path | None:
+        """The SHELL a jailed agent server gets (see `sandbox.toolshell`), or None where it cannot work."""
+        if self.unshare is None:
+            return None
+        return write_tool_shell(directory, self.unshare, env.get("SHELL"))
 
     def policy(self, env: Mapping[str, str], role: JailRole = "agent", review_file: Path | None = None,
                command: Sequence[str] = ()) -> JailPolicy:
@@ -78,7 +89,7 @@ class Jail:
         )
 
     def wrap(self, command: list[str], env: Mapping[str, str], role: JailRole = "agent",
-             review_file: Path | None = None) -> tuple[list[str], dict[str, str]]:
+             review_file: Path | None = None, inbound: tuple[int, int] | None = None) -> tuple[list[str], dict[str, str]]:
         """The command run inside the jail, and the environment it gets."""
         policy = self.policy(env, role, review_file, command)
         if role == "reviewer" and review_file is not None and not review_file.exists():
@@ -86,10 +97,28 @@ class Jail:
         kept = dict(env) if policy.keep_all_env else filter_env(env, policy.env_keep, policy.env_prefixes)
         if kept.get("TMPDIR", "/tmp") != "/tmp":
             kept["TMPDIR"] = "/tmp"  # the jail's /tmp is private: a TMPDIR under the real one is not there
-        return bwrap_argv(policy, command, self.bwrap), kept
+        command, kept, sockets = self._network(command, kept, role, inbound)
+        return bwrap_argv(replace(policy, bind_ro=sockets), command, self.bwrap), kept
+
+    def _network(self, command: list[str], env: dict[str, str], role: JailRole,
+                 inbound: tuple[int, int] | None = None) -> tuple[list[str], dict[str, str], tuple[Path, ...]]:
+        """In a jail with its own network, the command runs behind the bridge to the loop's proxy (the
+        verify command of `none` gets no way out at all); `inbound` (a listening socket's descriptor, a
+        port inside) lets the loop reach a server in the jail, the warm agent server."""
+        proxy = self.proxy
+        if self.network == "full" or proxy is None or (role == "verify" and self.network == "none"):
+            return command, env, ()
+        proxy.allow_model(model_endpoints(env, self.paths.model_hosts))
+        forwards = [arg for target in proxy.policy.forwards for arg in ("--forward", str(target))]
+        if inbound is not None:
+            forwards += ["--inbound", f"{inbound[0]}:{inbound[1]}"]
+        bridged = [sys.executable, "-m", "kilo_loop.sandbox.bridge", str(proxy.socket), str(PROXY_PORT), *forwards,
+                   "--", *command]
+        return bridged, {**env, **proxy_env()}, (proxy.directory,)
 
     def describe(self) -> str:
-        return describe(JailPolicy(facts=self.facts, network=self.network))
+        line = describe(JailPolicy(facts=self.facts, network=self.network))
+        return f"{line} ({self.proxy.policy.describe()})" if self.proxy is not None else line
 
     def with_facts(self, facts: ProjectFacts) -> Jail:
         return replace(self, facts=facts)

@@ -53,6 +53,7 @@ class JailPaths:
     home_ro: tuple[str, ...] = ()
     project_config: tuple[str, ...] = ()  # relative to the project: read-only in the jail
     env_prefixes: tuple[str, ...] = ()
+    model_hosts: tuple[str, ...] = ()  # where the CLI's model is by default (--sandbox-network model)
 
     def merged(self, other: JailPaths) -> JailPaths:
         def union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
@@ -60,7 +61,7 @@ class JailPaths:
 
         return JailPaths(union(self.home_rw, other.home_rw), union(self.home_ro, other.home_ro),
                          union(self.project_config, other.project_config),
-                         union(self.env_prefixes, other.env_prefixes))
+                         union(self.env_prefixes, other.env_prefixes), union(self.model_hosts, other.model_hosts))
 
 
 def merge_paths(paths: Iterable[JailPaths]) -> JailPaths:
@@ -99,6 +100,7 @@ class JailPolicy:
     env_prefixes: tuple[str, ...] = BASE_ENV_PREFIXES
     keep_all_env: bool = False  # the verify command: the user's test suite gets the user's environment
     extra_args: tuple[str, ...] = field(default=())
+    bind_ro: tuple[Path, ...] = ()  # bound read-only last, whatever hides them (the proxy's socket directory)
 
 
 _XDG_DEFAULTS = {"XDG_CONFIG_HOME": ".config", "XDG_DATA_HOME": ".local/share", "XDG_STATE_HOME": ".local/state",

@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +75,20 @@ def run_probe(binary: str) -> str | None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
     return None if done.returncode == 0 else (done.stderr.strip() or f"exit {done.returncode}")
+
+
+def probed(binary: str, name: str, check: Callable[[], str | None], environ: Mapping[str, str] | None = None) -> str | None:
+    """A further check of what the jail can do here (`name`), cached like the probe when it passes:
+    the complaint, or None."""
+    env = os.environ if environ is None else environ
+    key = binary_key("bwrap", binary)
+    path = _cache_path(env).with_name(f"sandbox-{name}.json")
+    if key is not None and _cached(path, key):
+        return None
+    complaint = check()
+    if complaint is None and key is not None:
+        _remember(path, key)
+    return complaint
 
 
 def probe_bwrap(environ: Mapping[str, str] | None = None, use_cache: bool = True) -> BwrapStatus:

@@ -7,13 +7,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from kilo_loop.errors import UsageError
 from kilo_loop.sandbox.jail import Jail
 from kilo_loop.sandbox.layout import project_facts
-from kilo_loop.sandbox.policy import JailPaths, SandboxError, merge_paths
+from kilo_loop.sandbox.network import NetworkPolicy
+from kilo_loop.sandbox.policy import JailPaths, NetworkMode, SandboxError, merge_paths
 from kilo_loop.sandbox.probe import BwrapStatus, probe_bwrap
+from kilo_loop.sandbox.proxy import NetworkProxy
+from kilo_loop.sandbox.toolshell import nested_userns
 
 
 class SandboxUnavailable(UsageError):
@@ -51,14 +55,18 @@ def backend_paths(backend: object) -> JailPaths:
 
 
 def open_jail(status: BwrapStatus, project: Path, protect: Sequence[str], paths: JailPaths,
-              goal_file: Path | None = None) -> Jail:
+              goal_file: Path | None = None, warn: Callable[[str], None] | None = None) -> Jail:
     """The run's jail; a project the jail cannot hold (a submodule) is a SandboxUnavailable."""
     assert status.binary is not None
     try:
         facts = project_facts(project, protect, paths.project_config, goal_file)
     except SandboxError as exc:
         raise SandboxUnavailable(str(exc)) from exc
-    return Jail(status.binary, facts, paths)
+    unshare, why_not = nested_userns(status.binary)
+    if why_not is not None and warn is not None:
+        warn(f"commands in the jail cannot get a user namespace of their own ({why_not}): under the serve "
+             "transport they could read the agent server's password; use --transport run to keep it out of reach")
+    return Jail(status.binary, facts, paths, unshare=unshare)
 
 
 def all_protect(globs: Iterable[str]) -> tuple[str, ...]:
@@ -77,19 +85,27 @@ def check_mode(mode: str, dry_run: bool, environ: Mapping[str, str] | None = Non
 
 
 def run_jail(mode: str, dry_run: bool, project: Path, protect: Sequence[str], backend: object,
-             goal_file: Path | None, warn: Callable[[str], None]) -> Jail | None:
-    """The run's jail, or None (off, a dry run, or `auto` without bubblewrap: said once through `warn`)."""
+             goal_file: Path | None, warn: Callable[[str], None], network: NetworkMode = "full",
+             allow_hosts: Sequence[str] = ()) -> Jail | None:
+    """The run's jail, or None (off, a dry run, or `auto` without bubblewrap: said once through `warn`).
+    With a `network` of its own, the jail carries the loop's proxy (not started yet)."""
     if dry_run:
         return None
     status, warning = decide(mode)
     if warning is not None:
-        warn(warning)
+        warn(f"{warning}; --sandbox-network {network} needs the jail" if network != "full" else warning)
     if status is None:
         return None
-    return open_jail(status, project, protect, backend_paths(backend), goal_file)
+    jail = open_jail(status, project, protect, backend_paths(backend), goal_file, warn)
+    if network == "full":
+        return jail
+    if allow_hosts and network == "none":
+        warn("--sandbox-allow-host is ignored with --sandbox-network none (the model endpoint only)")
+    proxy = NetworkProxy(NetworkPolicy(network, (), tuple(allow_hosts)))
+    return replace(jail, network=network, proxy=proxy)
 
 
-def preview(mode: str, dry_run: bool, protected: int) -> str:
+def preview(mode: str, dry_run: bool, protected: int, network: str = "full") -> str:
     """The About box's line, before the run starts (the probe is cached: this costs a file read)."""
     if dry_run:
         return "off (dry run: the simulated agent runs nothing)"
@@ -98,4 +114,4 @@ def preview(mode: str, dry_run: bool, protected: int) -> str:
     status = probe_bwrap()
     if not status.usable:
         return f"off — {status.problem}"
-    return f"bwrap — project rw, .git ro, {protected} protected, network full"
+    return f"bwrap — project rw, .git ro, {protected} protected, network {network}"

@@ -55,6 +55,7 @@ class SessionOutcome:
     stopped: bool = False
     # Tool calls the loop refused before they ran (serve transport); the session went on.
     rejections: list[GuardRejected] = field(default_factory=list)
+    ended_early: str | None = None  # why the loop ended a doom-looping session
 
 
 _TOOL_VERBS = {
@@ -85,7 +86,10 @@ def tool_heading(event: ToolUse) -> str:
     target = next((str(event.input[k]) for k in _TARGET_KEYS if event.input.get(k)), "")
     target = " ".join(target.split())
     if len(target) > 160:
-        target = target[:157] + "…"
+        # cut at a blank where one is near: a secret cut in two would leave its head to the log,
+        # where masking by value no longer knows it
+        blank = target.rfind(" ", 96, 157)
+        target = target[:blank if blank > 0 else 157] + "…"
     suffix = "" if event.status == "completed" else f" ({event.status})"
     return f"▸ {verb} {target}".rstrip() + suffix
 
@@ -101,6 +105,7 @@ class SessionRunner:
         on_question: Callable[[AgentQuestion], Awaitable[list[str] | None]] | None = None,
         guard_stop: bool = False,
         takes_notes: bool = False,
+        watch: Callable[[ToolUse], str | None] | None = None,
     ) -> None:
         self._backend = backend
         self._recorder = recorder
@@ -113,6 +118,7 @@ class SessionRunner:
         self._prompt_notes: list[str] = []  # notes the session's prompt carries, until delivered
         self._injected: dict[str, list[str]] = {}  # token -> notes injected into the live session
         self._session_id: str | None = None
+        self._watch = watch  # a doom-loop counter: a reason to end the session now, or None
 
     async def run(self, request: AgentRequest, prompt_notes: list[str] | None = None) -> SessionOutcome:
         """One session; `prompt_notes` are the operator's notes its prompt carries (delivered once it starts)."""
@@ -183,7 +189,9 @@ class SessionRunner:
             if paths := refused_paths(f"{event.output}\n{event.error}"):
                 rec.emit(JailRefused(message=f"the jail refused a write (read-only here): {', '.join(paths)}",
                                      tool=event.tool, paths=paths))
-            return await self._check_guard(event, run, outcome, cwd)
+            if await self._check_guard(event, run, outcome, cwd):
+                return True
+            return await self._doom(event, run, outcome)
         if isinstance(event, Text) and event.text.strip():
             rec.emit(TextOut(message=event.text.strip()[:4000]))
             if self._takes_notes:
@@ -213,6 +221,14 @@ class SessionRunner:
             if isinstance(run, AnsweringRun):
                 await run.answer(event.request_id, answers)
         return False
+
+    async def _doom(self, event: ToolUse, run: Any, outcome: SessionOutcome) -> bool:
+        reason = self._watch(event) if self._watch is not None else None
+        if reason is None:
+            return False
+        outcome.ended_early = reason
+        await run.kill(f"doom loop: {reason}")  # serve: aborted through the server's API; run: the process group
+        return True
 
     async def _rejected(self, event: GuardRejected, run: Any, outcome: SessionOutcome) -> bool:
         """The loop refused a call before it ran; the agent goes on (unless --guard-stop)."""

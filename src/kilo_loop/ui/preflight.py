@@ -46,7 +46,8 @@ def scenario_rows(settings: Settings, goal: Goal, project: Path, runtime: str, d
         ("Dashboard", dashboard_url or "off"),
         ("Mode", mode),
         ("Sandbox", sandbox_preview(settings.sandbox, settings.dry_run,
-                                    len({g for stage in goal.stages for g in goal.protected_for(stage)}))),
+                                    len({g for stage in goal.stages for g in goal.protected_for(stage)}),
+                                    settings.sandbox_network)),
         *([row] if (row := review_row(settings, goal)) else []),
     ]
 

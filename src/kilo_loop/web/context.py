@@ -14,9 +14,9 @@ import orjson
 from starlette.responses import Response
 
 from kilo_loop.errors import KiloLoopError
+from kilo_loop.redact import Redactor
 from kilo_loop.run.layout import ProjectLayout, RunLayout
 from kilo_loop.run.store import RunNotFound
-from kilo_loop.safety.redact import Redactor
 from kilo_loop.settings import Settings
 from kilo_loop.web.controller import LiveRun, RunController
 from kilo_loop.web.history import find_run

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import uvicorn
 
-from kilo_loop.safety.redact import Redactor
+from kilo_loop.redact import Redactor
 from kilo_loop.settings import Settings
 from kilo_loop.web.api_file import remove_api_file
 from kilo_loop.web.app import create_app

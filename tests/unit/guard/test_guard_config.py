@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from kilo_loop.guard.cli_rules import allow_exceptions, bash_rules, deny_patterns
+from kilo_loop.guard.cli_rules import allow_exceptions, bash_rules, deny_again, deny_patterns
+from kilo_loop.guard.runtime import Guard
 
 
 def wildcard(pattern: str) -> re.Pattern[str]:
@@ -57,7 +58,37 @@ def test_catch_all_comes_first_and_denies_after() -> None:
     assert keys[0] == "*" and rules["*"] == "allow"
     denies = list(deny_patterns())
     assert keys[1:len(denies) + 1] == denies and all(rules[k] == "deny" for k in denies)
-    assert keys[len(denies) + 1:] == list(allow_exceptions()) and all(rules[k] == "allow" for k in keys[len(denies) + 1:])
+    allows = list(allow_exceptions())
+    assert keys[len(denies) + 1:len(denies) + 1 + len(allows)] == allows and all(rules[k] == "allow" for k in allows)
+    assert keys[len(denies) + 1 + len(allows):] == list(deny_again())
+
+
+# Dry-run look-alikes and their real twins: the CLI's globs decide as the runtime guard does (commands
+# are data here: they go to the matcher and the guard, never to a shell).
+DRY_RUNS = (
+    "git push --dry-run", "git push --dry-run origin main", "git push -n origin main", "git push origin main --dry-run",
+    "git push origin main -n", "git push --force --dry-run", "git push -f -n origin main", "git commit --dry-run",
+    "git commit -m x --dry-run", "git clean -n", "git clean -nfd", "git clean -fdn", "git clean --dry-run -fd",
+    "git clean -fd -n", "kubectl delete pod x --dry-run=client", "kubectl delete pod x --dry-run=server",
+    "kubectl delete pod x --dry-run", "helm uninstall rel --dry-run", "npm publish --dry-run",
+)
+REAL_TWINS = (
+    "git push origin main", "git push --dry-run origin main --no-dry-run", "git commit -am x", "git clean -fd",
+    "git clean -fd node_modules", "git push origin --no-verify", "kubectl delete pod x --dry-run=none",
+    "kubectl delete pod x", "helm uninstall rel", "helm uninstall rel --dry-run --dry-run=false",
+)
+
+
+@pytest.mark.parametrize("command", DRY_RUNS)
+def test_a_dry_run_the_guard_allows_the_cli_rules_allow_too(command: str) -> None:
+    assert not Guard().check_tool_use("bash", {"command": command}, "/work/p").denied
+    assert action(bash_rules(), command) == "allow"
+
+
+@pytest.mark.parametrize("command", REAL_TWINS)
+def test_the_real_twin_of_a_dry_run_stays_denied_by_both(command: str) -> None:
+    assert Guard().check_tool_use("bash", {"command": command}, "/work/p").denied
+    assert action(bash_rules(), command) == "deny"
 
 
 def test_existing_rules_are_kept_in_order_and_ours_appended() -> None:

@@ -22,6 +22,7 @@ from kilo_loop.loop.commands import (
 )
 from kilo_loop.loop.progress import progress_from_object
 from kilo_loop.loop.prompt import PromptInput, build_prompt
+from kilo_loop.redact import Redactor
 from kilo_loop.run import notes
 from kilo_loop.run.bus import EventBus
 from kilo_loop.run.control import RunControl
@@ -32,7 +33,6 @@ from kilo_loop.run.reducer import replay
 from kilo_loop.run.state import Note, RunState
 from kilo_loop.run.status import StopReason
 from kilo_loop.run.store import read_events
-from kilo_loop.safety.redact import Redactor
 
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 

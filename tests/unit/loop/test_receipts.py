@@ -33,7 +33,9 @@ def test_each_stage_sums_its_own_iterations() -> None:
     assert alpha == {
         "stageId": "a", "title": "Alpha", "status": "done", "iterations": 2, "iterationNumbers": [1, 2],
         "durationMs": 75_000, "tokens": 1500, "cost": 0.015, "retries": 2, "verify": "passed",
-        "verifyCommand": "pytest -q", "review": "—", "tamperFindings": 1,
+        "verifyCommand": "pytest -q", "review": "—", "tamperFindings": 1, "sameFailureStreak": 0, "sameFailureCost": 0.0,
+        "oscillations": 0, "oscillationCost": 0.0, "sessionsEndedEarly": 0, "endedEarlyCost": 0.0,
+        "savedTokens": 0, "savedCost": 0.0,
     }
     assert beta["verify"] == "timed out" and beta["iterations"] == 1 and beta["status"] == "blocked"
     assert gamma["iterations"] == 0 and gamma["tokens"] == 0 and gamma["verify"] == "—"  # running: not counted yet
@@ -47,3 +49,23 @@ def test_report_md_has_a_receipts_table() -> None:
     assert rows[1] == "| Alpha | done | 2 | 1m 15s | 1500 | $0.0150 | 2 | passed | — |"
     assert rows[2] == "| Beta | blocked | 1 | 10m | 10 | $0.0010 | 0 | timed out | — |"
     assert rows[3] == "| Gamma | pending | 0 | 0s | 0 | $0.0000 | 0 | — | — |"
+
+
+def test_going_in_circles_is_counted_per_stage_with_its_cost() -> None:
+    from kilo_loop.run.circles import CircleMark
+
+    items = [
+        IterationSummary(iteration=1, stage_id="a", outcome="ok", cost=0.1, circles=CircleMark(same_failure_streak=1)),
+        IterationSummary(iteration=2, stage_id="a", outcome="ok", cost=0.2, circles=CircleMark(same_failure_streak=2)),
+        IterationSummary(iteration=3, stage_id="a", outcome="ok", cost=0.3,
+                         circles=CircleMark(same_failure_streak=3, oscillation="the work tree came back")),
+        IterationSummary(iteration=4, stage_id="b", outcome="ended-early", cost=0.05,
+                         circles=CircleMark(ended_early="repeats", saved_tokens=900, saved_cost=0.4)),
+    ]
+    alpha, beta, _gamma = (r.wire() for r in stage_receipts(state(), items))
+    assert (alpha["sameFailureStreak"], alpha["sameFailureCost"], alpha["oscillations"], alpha["oscillationCost"]) \
+        == (3, 0.5, 1, 0.3)
+    assert (beta["sessionsEndedEarly"], beta["endedEarlyCost"], beta["savedTokens"], beta["savedCost"]) \
+        == (1, 0.05, 900, 0.4)
+    report = run_report_md(state().model_copy(update={"iterations": items}))
+    assert "| Alpha | 3 | $0.5000 | 1 | $0.3000 | 0 |" in report

@@ -17,8 +17,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from kilo_loop.safety import secret_patterns as sp
-from kilo_loop.safety.redact import REDACTED, Engine, Redactor, default_redactor, redact_stream
+from kilo_loop.redact import REDACTED, Redactor, default_redactor, redact_stream
+from kilo_loop.redact import _patterns as sp
+from kilo_loop.redact._engine import Engine
 from tests.support.paths import CORPORA
 
 _RNG = random.Random(20240611)
@@ -567,15 +568,15 @@ _VALUE_CHARS = string.ascii_letters + string.digits + "_+/=-.$<>%[]{}*xX ,;:'\""
     key=st.sampled_from(["password", "GITHUB_TOKEN", "api_key", "CACHE_KEY", "token", "x1y2", "Abc123"]),
 )
 def test_the_plain_token_shortcut_judges_a_value_as_every_question_does(value: str, key: str) -> None:
-    from kilo_loop.safety.redact_values import _judged_edit, _value_edit
+    from kilo_loop.redact._values import _judged_edit, value_edit
 
     data = b"k=" + value.encode() + b"\n"
     end = len(data) - 1
-    assert _value_edit(data, 2, end, key) == _judged_edit(data, 2, end, key)
+    assert value_edit(data, 2, end, key) == _judged_edit(data, 2, end, key)
 
 
 def test_short_strings_redact_the_same_every_time_and_their_results_stay_bounded() -> None:
-    from kilo_loop.safety import redact as engine
+    from kilo_loop.redact import _redactor as engine
 
     redactor = Redactor()
     token = "gh" + "p_" + "aB3" * 12

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from kilo_loop.safety.redact import REDACTED, Redactor
+from kilo_loop.redact import REDACTED, Redactor
 from tests.support.paths import CORPORA, SRC
 
 CORPUS = CORPORA / "secrets_adversarial.toml"

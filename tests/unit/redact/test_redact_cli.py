@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from kilo_loop.commands.redact import filter_stream, redact_command, whole_line_blocks
-from kilo_loop.safety.redact import Redactor
+from kilo_loop.redact import Redactor
 from tests.support.paths import SRC
 
 SRC = SRC

@@ -27,7 +27,7 @@ import re
 
 import pytest
 
-from kilo_loop.safety.redact import REDACTED, Redactor
+from kilo_loop.redact import REDACTED, Redactor
 from tests.support.paths import CORPORA
 
 DATA = CORPORA / "detect-secrets" / "test_data"

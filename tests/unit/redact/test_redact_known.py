@@ -1,5 +1,5 @@
-"""Known secrets masked by value (``safety.redact_known``) and collected at start
-(``safety.known_secrets``).  Every value here is a fake made for this file."""
+"""Known secrets masked by value (``redact._masker``) and collected at start
+(``redact._known``).  Every value here is a fake made for this file."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kilo_loop.safety.known_secrets import collect, dotenv_values, from_env, secret_env_name, values_in
-from kilo_loop.safety.redact import REDACTED, Redactor
-from kilo_loop.safety.redact_known import KnownMasker, encodings
+from kilo_loop.redact import REDACTED, Redactor
+from kilo_loop.redact._known import collect, dotenv_values, from_env, secret_env_name, values_in
+from kilo_loop.redact._masker import KnownMasker, encodings
 
 VALUE = "Qm4vT9xLp2Wz7Rk1Bn8Hc5Yd3Fg6Js0Ue"  # 34 characters, matches no pattern rule alone
 TOKEN_ALPHABET = string.ascii_letters + string.digits + "-_.~+/=!@#%^&*"
@@ -215,3 +215,55 @@ def test_mask_files_opt_out(tmp_path: Path) -> None:
     project = _repo(tmp_path / "p")
     (project / ".env").write_text(f"API_TOKEN={VALUE}\n")
     assert collect({}, project, [], []).values == []
+
+
+# --- a value joined with a blank where its line broke ---------------------------------------------
+
+
+def test_a_wrapped_value_summarised_on_one_line_is_still_masked(redactor: Redactor) -> None:
+    """A tool heading joins a command's lines with blanks: the wrapped value's pieces meet at a blank."""
+    out = redactor.redact(f"▸ Run printf '%s' 'deploy {VALUE[:12]} {VALUE[12:]}\", next'")
+    assert out == f"▸ Run printf '%s' 'deploy {REDACTED} {REDACTED}\", next'"
+    short = Redactor(known=[("Zx81mnbv9", "maskValues")])
+    assert short.redact("a Zx81 mnbv9 b") == f"a {REDACTED} {REDACTED} b"  # pieces under a gram each
+
+
+def test_a_big_block_joins_lines_not_words() -> None:
+    """Past a few kB (``kilo-loop redact`` on a log) only line breaks are looked through: a view
+    without every blank would cost a piece per word."""
+    redactor = Redactor(known=[(VALUE, "maskValues")])
+    filler = "ordinary words of a long log line " * 200
+    block = f"{filler}\n{VALUE[:10]} {VALUE[10:]}\n{VALUE[:10]}\n{VALUE[10:]}\n".encode()
+    out, _ = redactor.redact_block(block)
+    assert out.endswith(f"{VALUE[:10]} {VALUE[10:]}\n{REDACTED}\n{REDACTED}\n".encode())
+
+
+def test_mask_counts_survive_the_bus_and_the_reducer_whatever_their_source_is_called(tmp_path: Path) -> None:
+    """A source named like a PIN's key (``mask file .env.secret``) has its count taken for one by the
+    bus's redaction: the reducer leaves it out instead of failing the run's last event."""
+    from kilo_loop.run.bus import EventBus
+    from kilo_loop.run.events import SecretsMasked
+    from kilo_loop.run.layout import RunLayout
+    from kilo_loop.run.recorder import RunRecorder
+    from kilo_loop.run.state import RunState
+
+    layout = RunLayout(tmp_path / "run")
+    layout.ensure()
+    redactor = Redactor()
+    bus = EventBus(layout.events, redactor.redact_value)
+    recorder = RunRecorder(layout, RunState(run_id="r1", project="/p", goal_title="Goal"), bus, redactor.redact_value)
+    recorder.open(recorder.state, resumed=False)
+    recorder.emit(SecretsMasked(message="masked", counts={"mask file .env.secret": 3, "agent server": 2}))
+    assert recorder.state.masked == {"agent server": 2}
+    recorder.save(durable=False)
+    assert json.loads(layout.state.read_text())["masked"] == {"agent server": 2}
+
+
+def test_a_long_tool_heading_is_cut_at_a_blank_so_no_value_is_cut_in_two(redactor: Redactor) -> None:
+    from kilo_loop.agent.protocol import ToolUse
+    from kilo_loop.session.runner import tool_heading
+
+    command = "deploy --region eu-west-1 " + "x" * 100 + f" {VALUE} and more after it"
+    heading = tool_heading(ToolUse(tool="bash", input={"command": command}, status="completed"))
+    assert heading.endswith("…") and len(heading) <= 170 and VALUE[:8] not in heading
+    assert VALUE[:8] not in redactor.redact(heading)

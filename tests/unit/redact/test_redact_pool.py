@@ -17,8 +17,8 @@ import pytest
 
 from kilo_loop.commands import redact as redact_cli
 from kilo_loop.commands.redact import filter_stream, line_blocks
-from kilo_loop.safety import redact_pool
-from kilo_loop.safety.redact import REDACTED, Redactor
+from kilo_loop.redact import REDACTED, Redactor
+from kilo_loop.redact import _pool as redact_pool
 from tests.support.paths import SRC
 
 SRC = SRC

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kilo_loop.safety.redact import REDACTED, Redactor
+from kilo_loop.redact import REDACTED, Redactor
 
 
 @pytest.fixture(scope="module")

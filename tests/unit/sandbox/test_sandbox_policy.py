@@ -342,6 +342,9 @@ def test_doctor_and_preflight_codex_sandbox_checks() -> None:
     assert checks.sandbox(False, "bubblewrap (bwrap) is not installed", "install it", "bwrap").status == "fail"
     assert checks.sandbox(False, "bubblewrap (bwrap) is not installed", "install it").status == "warn"
     assert checks.sandbox(True, "bubblewrap works", "").status == "ok"
+    assert checks.sandbox_network(None, "model").status == "ok"
+    assert checks.sandbox_network("the proxy round trip failed", "model").status == "fail"
+    assert checks.sandbox_network("the proxy round trip failed").status == "warn"
 
 
 def test_server_config_files_snapshot_and_restore(tmp_path: Path) -> None:

@@ -289,3 +289,17 @@ async def test_a_turn_killed_before_its_prompt_never_sends_it() -> None:
     await run.kill("stopped by the operator")
     await asyncio.wait_for(collect(run), 5)
     assert api.posted("/prompt_async") == [] and run.result.killed
+
+
+async def test_each_servers_password_is_handed_over_as_a_secret_before_the_server_starts(tmp_path: Path) -> None:
+    fake = tmp_path / "kilo"
+    fake.write_text("#!/bin/sh\nexit 3\n")  # a server that cannot start: the password was handed over already
+    fake.chmod(0o755)
+    backend = ServeBackend(str(fake), "kilo", fallback=SimpleNamespace(start=None))  # type: ignore[arg-type]
+    secrets: list[str] = []
+    warnings: list[str] = []
+    up = await backend.open(project=tmp_path, env={}, guard=None, run_dir=tmp_path / "runs" / "r1",
+                            warn=warnings.append, secret=secrets.append)
+    assert up is False and "falling back" in warnings[-1]
+    assert backend._server is not None and secrets == [backend._server.password]
+    await backend.aclose()

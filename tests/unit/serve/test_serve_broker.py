@@ -123,3 +123,19 @@ def test_user_bash_rules_come_from_project_files_then_the_users_inline_config(tm
     env = {"KILO_CONFIG_CONTENT": json.dumps({"permission": {"bash": "deny"}})}
     assert user_bash_rules("kilo", tmp_path, env) == (("touch x*", "deny"), ("*", "deny"))
     assert user_bash_rules("opencode", tmp_path, {}) == ()
+
+
+@pytest.mark.parametrize(("tool", "path"), [("read", "/proc/1/environ"), ("grep", "/proc/9"), ("list", "/proc")])
+def test_the_processes_files_are_refused_to_every_tool(broker: PermissionBroker, tool: str, path: str) -> None:
+    """/proc/<server>/environ holds the warm server's password: no tool of the server's reads there."""
+    verdict = broker.decide(outside(path), tool)
+    assert verdict.rejected and verdict.rule == "process-files"
+    assert not broker.decide(outside("/usr/share/doc/readme"), tool).rejected
+    assert not broker.decide(outside("/procfs-notes/x"), tool).rejected
+
+
+def test_a_jailed_server_runs_no_formatter_or_language_server_of_the_projects() -> None:
+    assert serve_config({}, jailed=True)["formatter"] is False
+    assert serve_config({}, jailed=True)["lsp"] is False
+    assert "formatter" not in serve_config({}) and "lsp" not in serve_config({})
+    assert serve_config({"lsp": {"x": {"command": ["y"]}}}, jailed=True)["lsp"] == {"x": {"command": ["y"]}}

@@ -54,6 +54,7 @@ JAIL_PATHS = JailPaths(
     home_rw=("~/.claude", "$XDG_CONFIG_HOME/claude"),
     project_config=(".claude", ".mcp.json"),
     env_prefixes=("ANTHROPIC_", "CLAUDE_", "AWS_", "GOOGLE_", "VERTEX_", "DISABLE_", "MCP_"),
+    model_hosts=("api.anthropic.com", "console.anthropic.com"),
 )
 
 

@@ -78,6 +78,7 @@ JAIL_PATHS = JailPaths(
     home_rw=("$CODEX_HOME|~/.codex",),
     project_config=(".codex",),
     env_prefixes=("OPENAI_", "CODEX_", "AZURE_"),
+    model_hosts=("api.openai.com", "chatgpt.com", "auth.openai.com"),
 )
 
 

@@ -36,6 +36,7 @@ JAIL_PATHS = JailPaths(
     home_rw=("~/.cursor", "$XDG_CONFIG_HOME/cursor", "$XDG_DATA_HOME/cursor-agent"),
     project_config=(".cursor",),
     env_prefixes=("CURSOR_",),
+    model_hosts=("api2.cursor.sh", "api.cursor.com"),
 )
 
 

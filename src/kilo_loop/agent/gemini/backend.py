@@ -79,6 +79,7 @@ JAIL_PATHS = JailPaths(
     home_rw=("~/.gemini",),
     project_config=(".gemini",),
     env_prefixes=("GEMINI_", "GOOGLE_", "CLOUDSDK_"),
+    model_hosts=("generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "oauth2.googleapis.com"),
 )
 
 

@@ -30,6 +30,7 @@ def jail_paths_of(runtime: Runtime) -> JailPaths:
                                                   "XDG_STATE_HOME")),
         project_config=(f".{name}", f"{name}.json", f"{name}.jsonc", *runtime.project_configs),
         env_prefixes=(f"{runtime.env_prefix}_", "OPENAI_", "ANTHROPIC_", "OPENROUTER_", "AWS_", "GOOGLE_", "AZURE_"),
+        model_hosts=("api.kilo.ai",) if name == "kilo" else ("opencode.ai",),
     )
 
 

@@ -83,6 +83,7 @@ class ServeBackend:
         self._client: ServerClient | None = None
         self._lock = asyncio.Lock()
         self._warn: Callable[[str], None] = lambda _message: None
+        self._secret: Callable[[str], None] = lambda _value: None
         self._ask_edits = False
         self._claimed: set[str] = set()  # permission/question requests a turn has taken on
         self._turn_sessions: set[str] = set()  # sessions with a turn running now
@@ -99,10 +100,13 @@ class ServeBackend:
 
     # ----------------------------------------------------------------- lifecycle
     async def open(self, *, project: Path, env: dict[str, str], guard: GuardLike | None, run_dir: Path,
-                   warn: Callable[[str], None], reviewer_guard: GuardLike | None = None) -> bool:
+                   warn: Callable[[str], None], reviewer_guard: GuardLike | None = None,
+                   secret: Callable[[str], None] = lambda _value: None) -> bool:
         """Start the run's server; False (said once through `warn`) when it cannot, and `run` is used.
-        `reviewer_guard` (a run with reviewers) judges their sessions, and makes every edit ask."""
+        `reviewer_guard` (a run with reviewers) judges their sessions, and makes every edit ask.
+        `secret` is handed each server's password before the server starts (an agent can read it)."""
         self._warn = warn
+        self._secret = secret
         killed = kill_leftovers(run_dir.parent)
         if killed:
             warn(f"stopped {killed} agent server(s) left running by an earlier loop that was killed")
@@ -112,7 +116,7 @@ class ServeBackend:
         self.broker = PermissionBroker(guard, str(project), user_bash_rules(runtime, project, os.environ),
                                        reviewer_guard)
         ask_edits = self._ask_edits or reviewer_guard is not None
-        self._spec = ServerSpec(self.binary, runtime, project, serve_env(runtime, child_env, ask_edits),
+        self._spec = ServerSpec(self.binary, runtime, project, serve_env(runtime, child_env, ask_edits, self._jail is not None),
                                 self.start_timeout_s, self._jail)
         self._pidfile = run_dir / PIDFILE
         self._config_files = snapshot(config_files(project, runtime))
@@ -129,7 +133,8 @@ class ServeBackend:
         assert self._spec is not None
         await self._stop_server()
         server = AgentServer(self._spec, self._pidfile)
-        client = ServerClient(server.base_url, server.username, server.password)
+        self._secret(server.password)
+        client = ServerClient(server.base_url, server.username, server.password, uds=server.uds)
         self._server, self._client = server, client
         await server.start(client.healthy)
         if self._permissions is None:

@@ -7,8 +7,9 @@ comes from, in order:
 1. the user's own deny rules (`permission.bash` in kilo.json / opencode.json or
    in their inline config) — they still apply first;
 2. the loop's full guard (`Guard.check_tool_use`) on the command;
-3. for paths outside the project: reading is allowed, writing only inside a
-   temp directory (the guard's temp roots);
+3. for paths outside the project: reading is allowed (not /proc, where the server's
+   own environment holds its password), writing only inside a temp directory (the
+   guard's temp roots);
 4. for an edit (asked only when the run has `protect` globs or reviewers): a
    path the current stage protects is refused, naming the glob.
 
@@ -141,6 +142,9 @@ class PermissionBroker:
 
     def _outside(self, ask: PermissionAsk, tool: str) -> Verdict:
         path = str(ask.metadata.get("filepath") or ask.metadata.get("parentDir") or " ".join(ask.patterns))
+        if _inside(path, ("/proc",)) or posixpath.normpath(path or "/") == "/proc":
+            return Verdict.deny(path, "process-files", "the processes' own files (/proc) hold the agent server's "
+                                "secrets; read the project instead")
         if tool.lower() in _READ_ONLY_TOOLS or tool.lower() == "bash":
             return Verdict.allow(path)  # reading is harmless; a bash call is judged on its own ask
         roots = self.guard.temp_roots if self.guard is not None else ()

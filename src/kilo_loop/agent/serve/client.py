@@ -44,7 +44,9 @@ def split_model(model: str | None) -> dict[str, str] | None:
 
 class ServerClient:
     def __init__(self, base_url: str, username: str, password: str,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None, uds: str | None = None) -> None:
+        if transport is None and uds is not None:  # a server inside a jail with its own network
+            transport = httpx.AsyncHTTPTransport(uds=uds)
         self._http = httpx.AsyncClient(base_url=base_url, auth=(username, password), timeout=_REQUEST_TIMEOUT,
                                        trust_env=False,  # loopback only: no proxy from the environment
                                        transport=transport)

@@ -56,10 +56,15 @@ def asking_bash_rules(bash: dict[str, Any] | str | None) -> dict[str, str] | str
     return rules
 
 
-def serve_config(inline: Mapping[str, Any], ask_edits: bool = False) -> dict[str, Any]:
+def serve_config(inline: Mapping[str, Any], ask_edits: bool = False, jailed: bool = False) -> dict[str, Any]:
     """The inline config (as given to `run`, deny globs included) rewritten for the serve transport;
-    with `ask_edits` (the run has protect globs) every edit/write/patch asks too."""
+    with `ask_edits` (the run has protect globs) every edit/write/patch asks too. A `jailed` server
+    runs no program of the project's itself (formatters, language servers: the agent could have
+    written them), only through its shell, whose commands cannot read the server's password."""
     config = dict(inline)
+    if jailed:
+        config.setdefault("formatter", False)
+        config.setdefault("lsp", False)
     permission = config.get("permission")
     merged: dict[str, Any] = dict(permission) if isinstance(permission, dict) else {}
     merged["bash"] = asking_bash_rules(_bash_map(permission))
@@ -82,12 +87,13 @@ def read_inline(runtime: Runtime, env: Mapping[str, str]) -> dict[str, Any] | No
     return parsed if isinstance(parsed, dict) else None
 
 
-def serve_env(runtime: Runtime, env: Mapping[str, str], ask_edits: bool = False) -> dict[str, str]:
+def serve_env(runtime: Runtime, env: Mapping[str, str], ask_edits: bool = False,
+              jailed: bool = False) -> dict[str, str]:
     """`env` with its inline config made to ask (unchanged when the user's config cannot be read)."""
     inline = read_inline(runtime, env)
     if inline is None:
         return dict(env)
-    return {**env, RUNTIMES[runtime].config_env: json.dumps(serve_config(inline, ask_edits))}
+    return {**env, RUNTIMES[runtime].config_env: json.dumps(serve_config(inline, ask_edits, jailed))}
 
 
 def _deny_rules(config: Any) -> list[tuple[str, str]]:

@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+import shutil
 import signal
 import socket
+import tempfile
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -27,6 +29,7 @@ import orjson
 
 from kilo_loop.errors import KiloLoopError
 from kilo_loop.process_group import signal_group, terminate_process_group
+from kilo_loop.sandbox.failure import jail_failure
 
 if TYPE_CHECKING:
     from kilo_loop.sandbox.jail import Jail
@@ -98,6 +101,27 @@ class AgentServer:
         self._process: asyncio.subprocess.Process | None = None
         self._log: deque[str] = deque(maxlen=_LOG_TAIL_LINES)
         self._drain: asyncio.Task[None] | None = None
+        # A jail with its own network: the loop reaches the server through a socket in this directory.
+        self._inbound_dir = Path(tempfile.mkdtemp(prefix="kl-srv-")) if self._own_network() else None
+
+    @property
+    def uds(self) -> str | None:
+        """The Unix socket the loop reaches a server inside a jail's own network through, or None (TCP)."""
+        return str(self._inbound_dir / "server.sock") if self._inbound_dir is not None else None
+
+    def _own_network(self) -> bool:
+        jail = self.spec.jail
+        return jail is not None and jail.network != "full" and jail.proxy is not None
+
+    def _listening_socket(self) -> socket.socket:
+        """Made by the loop in a directory of its own, outside the jail; the in-jail bridge inherits it,
+        so no process in the jail can replace it with one of its own."""
+        assert self._inbound_dir is not None
+        listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listening.bind(str(self._inbound_dir / "server.sock"))
+        listening.listen(64)
+        listening.set_inheritable(True)
+        return listening
 
     @property
     def base_url(self) -> str:
@@ -141,15 +165,21 @@ class AgentServer:
     async def start(self, healthy: Callable[[], Awaitable[bool]]) -> None:
         command = [self.spec.binary, "serve", "--port", str(self.port), "--hostname", "127.0.0.1"]
         env = self.child_env()
+        listening = self._listening_socket() if self._own_network() else None
         if self.spec.jail is not None:
-            command, env = self.spec.jail.wrap(command, env)
+            inbound = (listening.fileno(), self.port) if listening is not None else None
+            command, env = self._jailed(command, env, inbound)
         try:
             self._process = await asyncio.create_subprocess_exec(
                 *command, cwd=self.spec.project, env=env, stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+                pass_fds=(listening.fileno(),) if listening is not None else (),
             )
         except OSError as exc:
             raise ServerStartError(f"could not start `{self.spec.binary} serve`: {exc}") from exc
+        finally:
+            if listening is not None:
+                listening.close()  # the bridge holds its own copy
         self._write_pidfile()
         self._drain = asyncio.create_task(self._drain_output())
         await self._wait_healthy(healthy)
@@ -159,13 +189,25 @@ class AgentServer:
         while time.monotonic() < deadline:
             if not self.alive:
                 await asyncio.sleep(0.2)  # let the last output lines arrive
-                raise ServerStartError(f"`{self.spec.runtime} serve` exited with status {self.returncode}: "
+                failure = jail_failure(self.log_tail(), self.returncode) if self.spec.jail is not None else None
+                raise ServerStartError(failure or f"`{self.spec.runtime} serve` exited with status {self.returncode}: "
                                        f"{self.log_tail()[-600:] or 'no output'}")
             if await healthy():
                 return
             await asyncio.sleep(0.2)
         await self.stop()
         raise ServerStartError(f"`{self.spec.runtime} serve` did not answer within {self.spec.start_timeout_s:.0f} s")
+
+    def _jailed(self, command: list[str], env: dict[str, str],
+                inbound: tuple[int, int] | None = None) -> tuple[list[str], dict[str, str]]:
+        """The server in the run's jail, its commands each in a user namespace of their own (so none can
+        read the password from the server's /proc entries: `sandbox.toolshell`)."""
+        assert self.spec.jail is not None
+        if self.pidfile is not None:
+            shell = self.spec.jail.tool_shell(self.pidfile.parent / "jail", env)
+            if shell is not None:
+                env["SHELL"] = str(shell)
+        return self.spec.jail.wrap(command, env, inbound=inbound)
 
     def _write_pidfile(self) -> None:
         if self.pidfile is None or self._process is None:
@@ -193,6 +235,8 @@ class AgentServer:
             self._drain = None
         if self.pidfile is not None:
             self.pidfile.unlink(missing_ok=True)
+        if self._inbound_dir is not None:
+            shutil.rmtree(self._inbound_dir, ignore_errors=True)
 
     def kill_now(self) -> None:
         """Synchronous SIGKILL of the group, for a force-exit path that cannot await."""

@@ -15,7 +15,7 @@ import signal
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 
-from kilo_loop.safety.redact import Redactor
+from kilo_loop.redact._redactor import Redactor
 
 _worker_redactor: Redactor | None = None
 

@@ -21,7 +21,7 @@ REDACTED = "[REDACTED]"
 
 
 class Kind(Enum):
-    """How a rule's match is turned into edits (see ``redact.py``)."""
+    """How a rule's match is turned into edits (see ``_engine``)."""
 
     PEM = "pem"
     USERINFO = "userinfo"
@@ -742,7 +742,7 @@ _CODE_AND_COMMAND_RULES: tuple[Rule, ...] = (
 
 
 # Rules that open with a literal ordinary text is not full of: their lane's candidates are found by
-# Hyperscan in one SIMD pass (``redact_anchored``), so each literal costs the other lanes' DFAs
+# Hyperscan in one SIMD pass (``_anchored``), so each literal costs the other lanes' DFAs
 # nothing.  ``scan`` is the anchor: it matches where the rule's match starts.
 _ANCHORED = "anchored"
 _ANCHORED_PREFIXED: tuple[tuple[str, str, str, str], ...] = (

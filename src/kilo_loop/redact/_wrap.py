@@ -16,12 +16,12 @@ import bisect
 import re
 from collections.abc import Sequence
 
-from kilo_loop.safety import secret_patterns as sp
-from kilo_loop.safety.redact_values import _ESCAPED_BREAK, _MARK, Edit
+from kilo_loop.redact import _patterns as sp
+from kilo_loop.redact._handler import ESCAPED_BREAK, MARK, Edit
 
 MIN_WIDTH, MAX_WIDTH = 60, 200
-HEADER_HEAD = _MARK * 6  # what every header starts with (a cheap first test)
-_HEADER_TEXT = _MARK * (MAX_WIDTH // len(_MARK) + 1)
+HEADER_HEAD = MARK * 6  # what every header starts with (a cheap first test)
+_HEADER_TEXT = MARK * (MAX_WIDTH // len(MARK) + 1)
 _TAIL = re.compile(rb"[A-Za-z0-9+/=_.~-]+")
 # a tail followed by more text on its line: ``=`` only as base64 padding, never a key's separator
 _TAIL_BEFORE_TEXT = re.compile(rb"[A-Za-z0-9+/_.~-]+={0,2}")
@@ -68,7 +68,7 @@ def wrapped_tails(data: bytes, edits: Sequence[Edit]) -> tuple[list[Edit], int]:
             open_width = _chain(data, line, width, tails) or open_width
     size = len(data)
     for start, end, text in edits:
-        if text is not _MARK or end >= size or data[end] not in _BREAKS:
+        if text is not MARK or end >= size or data[end] not in _BREAKS:
             continue
         if data[end] == 0x5C:
             _escaped_chain(data, start, end, tails)
@@ -123,9 +123,9 @@ def _chain(data: bytes, line: int, width: int, tails: list[Edit]) -> int:
         if not _is_tail(data, line, content):
             stop = _tail_before_text(data, line, content)
             if stop:
-                tails.append((line, stop, _MARK))
+                tails.append((line, stop, MARK))
             return 0
-        tails.append((line, content, _MARK))
+        tails.append((line, content, MARK))
         if content - line != width or end >= size:
             return 0
         line = end + 1
@@ -159,7 +159,7 @@ def _plain_part(part: bytes) -> bool:
 
 def _escaped_chain(data: bytes, start: int, end: int, tails: list[Edit]) -> None:
     """The chain over a JSON string's lines: the value ends at an escaped break."""
-    brk = _ESCAPED_BREAK.match(data, end)
+    brk = ESCAPED_BREAK.match(data, end)
     if brk is None:
         return
     width = _escaped_width(data, _segment_start(data, start), end)
@@ -169,10 +169,10 @@ def _escaped_chain(data: bytes, start: int, end: int, tails: list[Edit]) -> None
         if run is None:
             return
         stop = run.end()
-        brk = _ESCAPED_BREAK.match(data, stop)
+        brk = ESCAPED_BREAK.match(data, stop)
         if (brk is None and not _QUOTE_AFTER.match(data, stop)) or not _is_tail(data, line, stop):
             return
-        tails.append((line, stop, _MARK))
+        tails.append((line, stop, MARK))
         if brk is None or stop - line != width:
             return
 

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kilo_loop.safety.secret_patterns import REDACTED
+from kilo_loop.redact._patterns import REDACTED
 
 try:  # pragma: no cover - exercised by whichever environment runs the tests
     import re2
@@ -46,6 +46,11 @@ _MARK = REDACTED.encode()
 # What the joined view leaves out: line breaks, JSON's escaped breaks, terminal colour codes.
 _BREAK = re.compile(rb"\r?\n|\r|\\r\\n|\\n|\\r|\x1b\[[0-9;]*[A-Za-z]")
 _MAY_BREAK = (b"\n", b"\r", b"\\", b"\x1b")
+# In a short text (an event's field, a heading, a console line) a blank may stand where a line break
+# was: a one-line summary of a wrapped command joins its lines with spaces.  A big block keeps to the
+# breaks above (a view without its blanks would cost a piece per word of it).
+_SHORT = 4096
+_BREAK_OR_BLANK = re.compile(_BREAK.pattern + rb"|[ \t]")
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,7 @@ def _compile(literals: Sequence[bytes]) -> Any:
 
 _GRAM = MIN_LENGTH
 _SHORT_FORM = 2 * _GRAM  # a form this short may break into pieces all shorter than a gram
-_SPLIT_BREAKS = (b"\n", b"\r\n", b"\\n")
+_SPLIT_BREAKS = (b"\n", b"\r\n", b"\\n", b" ")
 
 
 def prefilter_literals(forms: Iterable[bytes]) -> set[bytes]:
@@ -188,8 +193,10 @@ class KnownMasker:
         if pattern is None or (self._prefilter is not None and not self._prefilter.may_hold(data)):
             return []
         found = self._scan(pattern, data)
-        if any(mark in data for mark in _MAY_BREAK):
-            found = _merge(found, self._joined_hits(pattern, data))
+        if len(data) <= _SHORT:
+            found = _merge(found, self._joined_hits(pattern, data, _BREAK_OR_BLANK))
+        elif any(mark in data for mark in _MAY_BREAK):
+            found = _merge(found, self._joined_hits(pattern, data, _BREAK))
         return found
 
     def _scan(self, pattern: Any, data: bytes) -> list[Hit]:
@@ -199,12 +206,12 @@ class KnownMasker:
             hits.append(Hit(start, end, self._source.get(data[start:end], "registered")))
         return hits
 
-    def _joined_hits(self, pattern: Any, data: bytes) -> list[Hit]:
+    def _joined_hits(self, pattern: Any, data: bytes, breaks: re.Pattern[bytes]) -> list[Hit]:
         """Hits in the text without its breaks, mapped back onto ``data``; only those that
         straddle a break (the rest were found in ``data`` itself)."""
         removed: list[tuple[int, int]] = []  # (position in the joined view, bytes removed so far)
         pieces, last, total = [], 0, 0
-        for brk in _BREAK.finditer(data):
+        for brk in breaks.finditer(data):
             pieces.append(data[last:brk.start()])
             total += brk.end() - brk.start()
             removed.append((brk.start() - (total - (brk.end() - brk.start())), total))
@@ -234,7 +241,7 @@ class KnownMasker:
         out, last = [], 0
         for hit in hits:
             out.append(data[last:hit.start])
-            out.append(_masked(data[hit.start:hit.end]))
+            out.append(_masked(data[hit.start:hit.end], _BREAK_OR_BLANK if len(data) <= _SHORT else _BREAK))
             last = hit.end
         out.append(data[last:])
         if count:
@@ -242,10 +249,10 @@ class KnownMasker:
         return b"".join(out), hits
 
 
-def _masked(span: bytes) -> bytes:
+def _masked(span: bytes, breaks: re.Pattern[bytes]) -> bytes:
     """A hit's span with its text pieces masked and its breaks (and colour codes) kept."""
     out, last = [], 0
-    for brk in _BREAK.finditer(span):
+    for brk in breaks.finditer(span):
         if brk.start() > last:
             out.append(_MARK)
         out.append(brk.group())

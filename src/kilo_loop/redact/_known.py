@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kilo_loop.git import GitError, run_git
-from kilo_loop.safety import secret_patterns as sp
-from kilo_loop.safety.redact_known import MIN_LENGTH
+from kilo_loop.redact import _patterns as sp
+from kilo_loop.redact._masker import MIN_LENGTH
 
 __all__ = ["DEFAULT_MASK_FILES", "KnownSecrets", "collect", "from_env", "from_mask_files", "values_in"]
 
@@ -79,10 +79,11 @@ def values_in(text: str) -> Iterator[str]:
     stripped = text.strip()
     if stripped.startswith("{"):
         try:
-            yield from _json_secrets(json.loads(stripped), 0)
-        except ValueError:
+            parsed = json.loads(stripped)
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to read: its lines are the values
             pass
         else:
+            yield from _json_secrets(parsed, 0)
             return
     lines = [line.strip() for line in stripped.splitlines() if line.strip()]
     yield from (line for line in lines if not line.startswith("-----"))

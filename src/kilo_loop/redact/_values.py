@@ -1,40 +1,36 @@
-"""What the redactor's rule handlers share, and the handlers for single values.
+"""The rule handlers for single values, and the judgement of one value.
 
-Byte-level helpers (lines, indentation, quoted strings), the judgement of one value (placeholder,
-number, code) and the handlers for provider tokens, URL userinfo, auth headers, random-looking
-values and secret-named assignments (``password=…``, ``"apiKey": "…"``, ``--token …``, YAML
-blocks under a secret key).  A handler reads the match a rule made in the UTF-8 bytes and answers
-with an ``Outcome``: the edits to make and where scanning goes on (see ``redact.py``).
+Quoted strings, the judgement of one value (placeholder, number, code) and the handlers for
+provider tokens, URL userinfo, auth headers, random-looking values and secret-named assignments
+(``password=…``, ``"apiKey": "…"``, ``--token …``, YAML blocks under a secret key).  What a
+handler reads and answers is in ``_handler``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import NamedTuple
 
-from kilo_loop.safety import secret_patterns as sp
-from kilo_loop.safety.secret_patterns import REDACTED, Rule
+from kilo_loop.redact import _patterns as sp
+from kilo_loop.redact._handler import (
+    ESCAPED_BREAK,
+    HSPACE,
+    MARK,
+    SKIP,
+    Edit,
+    Handler,
+    Outcome,
+    Span,
+    as_str,
+    content_end,
+    end_of_line,
+    indent_of,
+    mark_span,
+    rescan,
+    start_of_line,
+)
+from kilo_loop.redact._patterns import Kind, Rule
 
-_MARK = REDACTED.encode()
-
-Span = Callable[[int], tuple[int, int]]  # a match's span of a group: ``re.Match.span``
-Edit = tuple[int, int, bytes]
-
-
-class Outcome(NamedTuple):
-    """A handler's verdict.  ``resume``: where scanning goes on (never before the last edit's end);
-    it must not depend on whether a value was redacted or not, or a second pass over the output
-    would scan text the first pass skipped."""
-
-    edits: tuple[Edit, ...]
-    resume: int
-    open_block: bytes | None = None  # synthetic header that re-opens a multi-line block next line
-
-
-_SKIP: tuple[Edit, ...] = ()
-
-# --- byte-level helpers -----------------------------------------------------------------------
+# --- byte-level patterns ----------------------------------------------------------------------
 
 _KEY_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 # A line-number gutter (``cat -n``, an agent's file view: ``    12→``) does not move a line's start.
@@ -43,19 +39,8 @@ _LINE_PREFIX = re.compile(
 )
 _INLINE_VALUE = re.compile(rb"[^ \t\r\n\"'`,;&<>)}\]\\]+")
 _FLAG_VALUE = re.compile(rb"[^ \t\r\n\"'`\\]+")
-_HSPACE = re.compile(rb"[ \t]*")
-# A redaction never ends inside a word: "[REDACTED]" must not create a \b the original lacked.
-_ALNUM_RUN = re.compile(rb"[A-Za-z0-9]*")
 _COMMENT = re.compile(rb"[ \t]+(?:#|//)")
 _QUOTED = re.compile(rb"\"(?:[^\"\\\r\n]|\\.)*\"|'(?:[^'\\\r\n]|\\.)*'")
-_PEM_START = re.compile(sp.PEM_BEGIN.encode())
-_PEM_END = re.compile(sp.PEM_END.encode())
-# A body line: base64 (or its redaction), a ``Proc-Type:`` style header, or base64 in a string
-# literal of source code (``"MIIE…\\n" +``).
-_PEM_BODY = re.compile(
-    rb"[ \t]*(?:[A-Za-z0-9+/=]+|\[REDACTED\]|[A-Za-z-]+:[^\r\n]*"
-    rb"|\+?[ \t]*[\"'](?:[A-Za-z0-9+/=]+|\[REDACTED\])(?:\\n)?[\"'][ \t]*[+,]?)?[ \t]*\r?"
-)
 _NESTED_KEY = re.compile(rb"[ \t]*(?:-[ \t]+)?(?:\"[^\"\r\n]*\"|'[^'\r\n]*'|[A-Za-z0-9_.-]+)[ \t]*[:=][ \t]*")
 # An unquoted value that is code, not data: ``token = await fetch_token()``, ``key = os.environ[…]``
 # (a call or subscript on a name chain, or one of these words and a blank).  Literals inside it are
@@ -64,47 +49,8 @@ _CODE_WORDS = frozenset({b"await", b"new", b"yield", b"lambda", b"function", b"a
 _IDENT_CHAIN = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*")  # also Rust's ``std::env::var``
 _AFTER_WORD = frozenset({b"", b",", b")", b";", b" ", b"\t", b"\r", b"\n", b"}", b"]"})
 _EMPTY_OPENERS = frozenset({b"", b"|", b"|-", b"|+", b">", b">-", b">+", b"(", b"[", b"\\"})
-_PEM_HEADER = b"-----BEGIN PRIVATE KEY-----\n"
-_PEM_MARKER_MAX = 80
 
 
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
-
-
-# How far a value may run on one line.  Bounding every search keeps a huge single-line input
-# (minified JSON) linear: no match scans to the end of the data for its newline.
-_LINE_WINDOW = 1 << 16
-
-
-def _line_end(data: bytes, pos: int) -> int:
-    limit = min(len(data), pos + _LINE_WINDOW)
-    end = data.find(b"\n", pos, limit)
-    return limit if end < 0 else end
-
-
-def _line_start(data: bytes, pos: int) -> int:
-    """Start of the line holding ``pos``; -1 when that is farther back than the window."""
-    floor = max(0, pos - _LINE_WINDOW)
-    start = data.rfind(b"\n", floor, pos)
-    if start >= 0:
-        return start + 1
-    return 0 if floor == 0 else -1
-
-
-def _content_end(data: bytes, start: int, end: int) -> int:
-    """End of a line's content: before a trailing ``\\r`` and trailing blanks."""
-    while end > start and data[end - 1] in b" \t\r":
-        end -= 1
-    return end
-
-
-def _indent(data: bytes, start: int, end: int) -> int:
-    return _HSPACE.match(data, start, end).end() - start  # type: ignore[union-attr]
-
-
-def _mark(start: int, end: int) -> tuple[Edit, ...]:
-    return ((start, end, _MARK),)
 
 
 # --- value parsing ----------------------------------------------------------------------------
@@ -155,7 +101,7 @@ def _backslash_escaped(data: bytes, start: int, at: int) -> bool:
 def _scheme_split(value: bytes) -> int:
     """Length of a leading ``Bearer ``-style auth scheme to keep, or 0."""
     head, sep, rest = value.partition(b" ")
-    if sep and rest.strip() and _text(head).lower() in sp.AUTH_SCHEMES:
+    if sep and rest.strip() and as_str(head).lower() in sp.AUTH_SCHEMES:
         return len(value) - len(rest.lstrip(b" \t"))
     return 0
 
@@ -173,11 +119,11 @@ _DIGIT = re.compile(rb"[0-9]")
 _LETTER = re.compile(rb"[A-Za-z]")
 
 
-def _value_edit(data: bytes, start: int, end: int, key: str) -> tuple[Edit, ...]:
+def value_edit(data: bytes, start: int, end: int, key: str) -> tuple[Edit, ...]:
     """Redact ``data[start:end]`` unless it is a placeholder; keep a leading auth scheme."""
     plain = _PLAIN_TOKEN.fullmatch(data, start, end)
     if plain and _DIGIT.search(data, start, end) and _LETTER.search(data, start, end):
-        return _SKIP if sp.names_itself(key, data[start:end].decode("ascii")) else ((start, end, _MARK),)
+        return SKIP if sp.names_itself(key, data[start:end].decode("ascii")) else ((start, end, MARK),)
     return _judged_edit(data, start, end, key)
 
 
@@ -185,22 +131,22 @@ _ID_ENDINGS = ("id", "Id", "ID")
 
 
 def _judged_edit(data: bytes, start: int, end: int, key: str) -> tuple[Edit, ...]:
-    """``_value_edit`` asking every question."""
+    """``value_edit`` asking every question."""
     value = data[start:end]
-    if data.find(_MARK[:-1], start, end) >= 0:  # already redacted (a token may stop before its "]")
-        return _SKIP
+    if data.find(MARK[:-1], start, end) >= 0:  # already redacted (a token may stop before its "]")
+        return SKIP
     keep = _scheme_split(value)
-    secret = _text(value[keep:])
+    secret = as_str(value[keep:])
     if sp.is_placeholder(secret) or (sp.is_number(secret) and not sp.numeric_is_secret(key)):
-        return _SKIP
+        return SKIP
     core = secret.strip().rstrip(",;").strip()
     if core.lower() in sp.AUTH_SCHEMES:
-        return _SKIP  # ``"Bearer " + token``: the scheme alone, the token is elsewhere
+        return SKIP  # ``"Bearer " + token``: the scheme alone, the token is elsewhere
     if sp.names_itself(key, core) or sp.weak_key_plain_value(key, core):
-        return _SKIP
+        return SKIP
     if key.endswith(_ID_ENDINGS) and sp.names_a_stored_secret(key, core):
-        return _SKIP  # ``--secret-id prod/db/creds``: the secret's name
-    return ((start + keep, end, _MARK),)
+        return SKIP  # ``--secret-id prod/db/creds``: the secret's name
+    return ((start + keep, end, MARK),)
 
 
 # --- rule handlers ----------------------------------------------------------------------------
@@ -209,16 +155,16 @@ def _judged_edit(data: bytes, start: int, end: int, key: str) -> tuple[Edit, ...
 def _keep_prefix(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
     start, end = span(g)
     keep_end = span(g + 1)[1]
-    if rule.check and not sp.CHECKS[rule.check](_text(data[keep_end:end])):
-        return Outcome(_SKIP, start + 1)
-    return Outcome(((keep_end, end, _MARK),), end)
+    if rule.check and not sp.CHECKS[rule.check](as_str(data[keep_end:end])):
+        return Outcome(SKIP, start + 1)
+    return Outcome(((keep_end, end, MARK),), end)
 
 
 def _userinfo(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
     start, end = span(g + 2)
-    if sp.is_placeholder(_text(data[start:end])):
-        return Outcome(_SKIP, start)
-    return Outcome(_mark(start, end), span(g)[1])
+    if sp.is_placeholder(as_str(data[start:end])):
+        return Outcome(SKIP, start)
+    return Outcome(mark_span(start, end), span(g)[1])
 
 
 _DSN_STOPS = frozenset(b" \t\r\n\"'`/=,;(")
@@ -234,8 +180,8 @@ def _dsn_at(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
         start -= 1
     colon = data.find(b":", start, at)
     if colon < 0 or colon + 1 == at:
-        return Outcome(_SKIP, end)
-    return Outcome(_value_edit(data, colon + 1, at, "password"), end)
+        return Outcome(SKIP, end)
+    return Outcome(value_edit(data, colon + 1, at, "password"), end)
 
 
 def _curl_user(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
@@ -244,16 +190,16 @@ def _curl_user(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outco
 
 def _bearer(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
     start, end = span(g + 2)
-    if not sp.bearer_token_like(_text(data[start:end])):
-        return Outcome(_SKIP, start)
-    return Outcome(_mark(start, end), end)
+    if not sp.bearer_token_like(as_str(data[start:end])):
+        return Outcome(SKIP, start)
+    return Outcome(mark_span(start, end), end)
 
 
 def _basic(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
     start, end = span(g + 2)
-    if not sp.basic_credentials_like(_text(data[start:end])):
-        return Outcome(_SKIP, start)
-    return Outcome(_mark(start, end), end)
+    if not sp.basic_credentials_like(as_str(data[start:end])):
+        return Outcome(SKIP, start)
+    return Outcome(mark_span(start, end), end)
 
 
 _HASH_LABELS = (
@@ -264,17 +210,17 @@ _HASH_LABELS = (
 def _generic(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
     start, end = span(g + 1)
     if data.endswith(_HASH_LABELS, max(0, span(g)[0] - 6), span(g)[0] + 1):
-        return Outcome(_SKIP, start)  # go.sum's ``h1:…=``, ``sha256:…``: a content hash
+        return Outcome(SKIP, start)  # go.sum's ``h1:…=``, ``sha256:…``: a content hash
     if _public_id_key(data, span(g)[0]):
-        return Outcome(_SKIP, start)  # ``x-amz-id-2: …``: a request id, random but public
-    value = _text(data[start:end].rstrip(b"="))
+        return Outcome(SKIP, start)  # ``x-amz-id-2: …``: a request id, random but public
+    value = as_str(data[start:end].rstrip(b"="))
     # Whatever follows may be redacted later; the verdict must not change when it is (idempotence).
-    follows_word = data.startswith(_MARK, end) or (end + 1 < len(data) and data[end] in b".@:" and (
-        data[end + 1] in _KEY_CHARS or data.startswith(_MARK, end + 1)
+    follows_word = data.startswith(MARK, end) or (end + 1 < len(data) and data[end] in b".@:" and (
+        data[end + 1] in _KEY_CHARS or data.startswith(MARK, end + 1)
     ))
     if follows_word or not sp.looks_random(value):
-        return Outcome(_SKIP, start)
-    return Outcome(_mark(start, end), end)
+        return Outcome(SKIP, start)
+    return Outcome(mark_span(start, end), end)
 
 
 # Response headers and log fields whose random-looking values are request ids, not credentials.
@@ -314,18 +260,18 @@ def _keyword(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome
     kw_start, kw_end = span(g + 1)
     sep_start, sep_end = span(g + 2)
     key_start = _key_start(data, kw_start, floor)
-    key = _text(data[key_start:kw_end])
+    key = as_str(data[key_start:kw_end])
     if data.endswith(b"${", 0, key_start):
-        return Outcome(_SKIP, sep_start)  # ``${DB_PASSWORD:?unset}``: a shell expansion, not an assignment
+        return Outcome(SKIP, sep_start)  # ``${DB_PASSWORD:?unset}``: a shell expansion, not an assignment
     if data[key_start - 1:key_start] == b":" and _in_arn(data, key_start):
-        return Outcome(_SKIP, sep_end)  # ``arn:aws:secretsmanager:…:secret:prod/db``: a secret's name
+        return Outcome(SKIP, sep_end)  # ``arn:aws:secretsmanager:…:secret:prod/db``: a secret's name
     if not sp.is_secret_key(key) or data.startswith((b":", b"//"), sep_end) or _closes_string(
         data, key_start, sep_start, sep_end
     ):
-        return Outcome(_SKIP, sep_start)
-    line_start = _line_start(data, key_start)
-    eol = _line_end(data, sep_end)
-    pos = _HSPACE.match(data, sep_end).end()  # type: ignore[union-attr]
+        return Outcome(SKIP, sep_start)
+    line_start = start_of_line(data, key_start)
+    eol = end_of_line(data, sep_end)
+    pos = HSPACE.match(data, sep_end).end()  # type: ignore[union-attr]
     if data[sep_end - 1] in b"\"'":  # the separator took the value's opening quote: code
         opening = _escapes_before(data, sep_start, sep_end - 1)
         return _code_argument(data, key_start, opening, eol, key, data[sep_start] != 0x28)
@@ -333,18 +279,18 @@ def _keyword(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome
     is_flag = data.startswith(b"-", key_start) or data[sep_start] == 0x25
     spaced, colon = pos > sep_end, data[sep_end - 1] == 0x3A
     if data.find(b" ", pos, eol) >= 0 and _prose_value(data, pos, eol, key):
-        return Outcome(_SKIP, pos)  # ``authorization: required for admin routes``, ``invalid token: expected 3``
+        return Outcome(SKIP, pos)  # ``authorization: required for admin routes``, ``invalid token: expected 3``
     if line_start >= 0 and not is_flag and _at_line_start(data, line_start, key_start, sep_start):
-        indent = _indent(data, line_start, key_start)
+        indent = indent_of(data, line_start, key_start)
         if data[pos:pos + 1] not in (b'"', b"'"):
             eol = _break_before(data, pos, eol)  # ``password: x\n  next``: an escaped break ends the value
-        return _line_start_value(data, pos, eol, key, indent, spaced, colon)
+        return line_start_value(data, pos, eol, key, indent, spaced, colon)
     opened = None if is_flag else _escaped_line_opener(data, key_start)
     if opened is not None:  # the key opens a line of a JSON string's text (``"output":"password: a b\n…"``)
         indent, closer = opened
         end = _escaped_line_end(data, pos, eol, closer)
-        return _line_start_value(data, pos, end, key, indent, spaced, colon, closer)
-    return _inline_value(data, pos, eol, key, sep_start, sep_end)
+        return line_start_value(data, pos, end, key, indent, spaced, colon, closer)
+    return inline_value(data, pos, eol, key, sep_start, sep_end)
 
 
 # A word and a blank and more: a sentence, where a token (or a header's scheme and token) has no
@@ -362,13 +308,11 @@ def _prose_value(data: bytes, pos: int, eol: int, key: str) -> bool:
     prose = _PROSE.match(data, pos, eol)
     if prose is None:
         return False
-    if _text(data[pos:prose.end()].split()[0]).lower() not in sp.AUTH_SCHEMES:
+    if as_str(data[pos:prose.end()].split()[0]).lower() not in sp.AUTH_SCHEMES:
         return True
     return _SCHEME_PROSE.match(data, prose.end() - 1, eol) is not None
 
 
-# A line break written as an escape in a string (``\n``, ``\r\n``; ``\\n`` in JSON in JSON or printf text).
-_ESCAPED_BREAK = re.compile(rb"(?:\\+[nr])+")
 _EXPORT = b"export"
 
 
@@ -376,7 +320,7 @@ def _break_before(data: bytes, pos: int, eol: int) -> int:
     backslash = data.find(b"\\", pos, eol)  # most values hold none: one memchr, no regex search
     if backslash < 0:
         return eol
-    found = _ESCAPED_BREAK.search(data, backslash, eol)
+    found = ESCAPED_BREAK.search(data, backslash, eol)
     return eol if found is None else found.start()
 
 
@@ -445,26 +389,26 @@ def _code_argument(data: bytes, key_start: int, pos: int, eol: int, key: str, pa
     list or a label cannot be: it has a digit or looks generated."""
     quoted = _quoted_span(data, pos, eol)
     if quoted is None:
-        return Outcome(_SKIP, pos)
+        return Outcome(SKIP, pos)
     start, end, after = quoted
-    value = _text(data[start:end])
+    value = as_str(data[start:end])
     if pair:
         opened = data[key_start - 1:key_start]
         generated = len(value) >= 6 and any(c.isdigit() for c in value)  # ``"v2"`` is a version
         if opened not in (b'"', b"'") or not (generated or sp.looks_random(value)):
-            return Outcome(_SKIP, pos)
+            return Outcome(SKIP, pos)
     else:
         dot = key.rfind(".")
         words = sp.key_words(key[dot + 1:])
         called_on = dot >= 0 or data[key_start - 1:key_start] == b"."  # ``x.password(…)``
         setter = bool(words) and (words[0] in _SETTER_VERBS or (called_on and words[0] not in sp.READING_VERBS))
-        closing = _HSPACE.match(data, after, eol).end()  # type: ignore[union-attr]
+        closing = HSPACE.match(data, after, eol).end()  # type: ignore[union-attr]
         if not setter or any(c.isspace() for c in value) or data[closing:closing + 1] != b")":
             # ``Credentials("user", "pass")``: a user and a password; otherwise not a setter's one value
-            return _user_and_password(data, pos, eol, key) or Outcome(_SKIP, pos)
+            return _user_and_password(data, pos, eol, key) or Outcome(SKIP, pos)
     if sp.is_secret_key(value):
-        return Outcome(_SKIP, pos)  # ``("password", "token")``: a list of names
-    return Outcome(_value_edit(data, start, end, key), after)
+        return Outcome(SKIP, pos)  # ``("password", "token")``: a list of names
+    return Outcome(value_edit(data, start, end, key), after)
 
 
 _USER_AND_PASSWORD = re.compile(
@@ -485,9 +429,9 @@ def _user_and_password(data: bytes, pos: int, eol: int, key: str) -> Outcome | N
     if pair is None:
         return None
     group = 1 if pair.start(1) >= 0 else 2
-    if sp.is_secret_key(_text(pair.group(group))):
+    if sp.is_secret_key(as_str(pair.group(group))):
         return None
-    return Outcome(_value_edit(data, pair.start(group), pair.end(group), key), pair.end())
+    return Outcome(value_edit(data, pair.start(group), pair.end(group), key), pair.end())
 
 
 def _closes_string(data: bytes, key_start: int, sep_start: int, sep_end: int) -> bool:
@@ -511,44 +455,44 @@ def _at_line_start(data: bytes, line_start: int, key_start: int, sep_start: int)
 _ENCODED_DELIMITER = re.compile(rb"%(?:25)?(?:2[0267Cc]|3[BbDd]|0[AaDd]|7[Dd]|5[Dd])")
 
 
-def _inline_value(data: bytes, pos: int, eol: int, key: str, sep_start: int, sep_end: int) -> Outcome:
+def inline_value(data: bytes, pos: int, eol: int, key: str, sep_start: int, sep_end: int) -> Outcome:
     if data[sep_start] == 0x25:  # ``password%3Dx%26user%3Dy``: the value ends at an encoded delimiter
         return _encoded_value(data, pos, eol, key)
     if data[sep_end - 1] == 0x3A and (default := sp.annotation(data, pos, eol)) is not None:
         if default >= eol or data[default:default + 1] in (b"", b",", b")") or _is_name(data, default, eol):
-            return Outcome(_SKIP, pos)  # ``auth: AuthTypes | None = DEFAULT,`` — code, no literal
+            return Outcome(SKIP, pos)  # ``auth: AuthTypes | None = DEFAULT,`` — code, no literal
         pos = default  # ``token: str = "…"`` — the default is the value
     quoted = _quoted_span(data, _string_prefix_end(data, pos, eol), eol)
     if quoted:
         start, end, after = quoted
-        edits = _value_edit(data, start, end, key)
+        edits = value_edit(data, start, end, key)
         if data.startswith(_ARROW, after) and (new := _quoted_span(data, after + len(_ARROW), eol)):
-            return Outcome(edits + _value_edit(data, new[0], new[1], key), new[2])  # a plan's ``"old" -> "new"``
+            return Outcome(edits + value_edit(data, new[0], new[1], key), new[2])  # a plan's ``"old" -> "new"``
         return Outcome(edits, after)
     braced = _BRACED.match(data, pos, eol) if data[sep_start] == 0x3D else None
     if braced:  # ODBC's ``Pwd={p;w0rd};``: braces quote a value (JSX's ``apiKey={props.apiKey}`` is code)
-        inner = _text(data[pos + 1:braced.end() - 1])
-        edits = _SKIP if sp.is_code_reference(key, inner) else _value_edit(data, pos + 1, braced.end() - 1, key)
+        inner = as_str(data[pos + 1:braced.end() - 1])
+        edits = SKIP if sp.is_code_reference(key, inner) else value_edit(data, pos + 1, braced.end() - 1, key)
         return Outcome(edits, braced.end())
     if data.startswith(b"(", pos) and (pair := _user_and_password(data, pos + 1, eol, key)):
         return pair  # ``auth=("user", "pass")``
     if data.startswith(_HIDDEN_BEFORE, pos) and (new := _quoted_span(data, pos + len(_HIDDEN_BEFORE), eol)):
-        return Outcome(_value_edit(data, new[0], new[1], key), new[2])  # a plan's ``(sensitive value) -> "new"``
+        return Outcome(value_edit(data, new[0], new[1], key), new[2])  # a plan's ``(sensitive value) -> "new"``
     if pos < eol and data[pos] == 0x7B and (nested := _nested_value(data, pos, key)) is not None:
         return nested  # ``"db_password": {"sensitive": true, …, "value": "x"}``
     if pos >= eol or data[pos] in b"{[(" or _is_code(data, pos, eol, key):
-        return Outcome(_SKIP, max(pos, sep_start + 1))
+        return Outcome(SKIP, max(pos, sep_start + 1))
     match = _INLINE_VALUE.match(data, pos, eol)
     end = match.end() if match else pos
     if end == pos:
-        return Outcome(_SKIP, pos)
+        return Outcome(SKIP, pos)
     if _auth_scheme(data[pos:end], key):
-        following = _HSPACE.match(data, end, eol).end()  # type: ignore[union-attr]
+        following = HSPACE.match(data, end, eol).end()  # type: ignore[union-attr]
         token = _INLINE_VALUE.match(data, following, eol)
         if not (following > end and token):
-            return Outcome(_SKIP, end)  # "Authorization: Bearer" names the scheme, nothing more
-        return Outcome(_value_edit(data, following, token.end(), key), token.end())
-    return Outcome(_value_edit(data, pos, end, key), pos)
+            return Outcome(SKIP, end)  # "Authorization: Bearer" names the scheme, nothing more
+        return Outcome(value_edit(data, following, token.end(), key), token.end())
+    return Outcome(value_edit(data, pos, end, key), pos)
 
 
 _ARROW = b" -> "
@@ -560,7 +504,7 @@ _SCHEME_WORD = re.compile(rb"[A-Za-z][A-Za-z-]{1,19}")
 def _auth_scheme(word: bytes, key: str) -> bool:
     """``Bearer``, ``Basic``…; under an Authorization header any word is one (``SSWS``, ``OAuth``,
     ``SharedKey``, ``GenieKey``): the credential is the token after it."""
-    if _text(word).lower() in sp.AUTH_SCHEMES:
+    if as_str(word).lower() in sp.AUTH_SCHEMES:
         return True
     return bool(_SCHEME_WORD.fullmatch(word)) and sp.key_words(key)[-1:] == ("authorization",)
 
@@ -571,12 +515,12 @@ def _encoded_value(data: bytes, pos: int, eol: int, key: str) -> Outcome:
     limit = cut.start() if cut else eol
     quoted = _quoted_span(data, pos, limit)
     if quoted:  # ``password%3D'x1y2'``
-        return Outcome(_value_edit(data, quoted[0], quoted[1], key), quoted[2])
+        return Outcome(value_edit(data, quoted[0], quoted[1], key), quoted[2])
     value = _INLINE_VALUE.match(data, pos, limit)
     end = value.end() if value else pos
-    if cut and cut.start() == end and _text(data[pos:end]).lower() in sp.AUTH_SCHEMES:
+    if cut and cut.start() == end and as_str(data[pos:end]).lower() in sp.AUTH_SCHEMES:
         return _encoded_value(data, cut.end(), eol, key)
-    return Outcome(_value_edit(data, pos, end, key) if end > pos else _SKIP, max(end, pos + 1))
+    return Outcome(value_edit(data, pos, end, key) if end > pos else SKIP, max(end, pos + 1))
 
 
 def _is_code(data: bytes, pos: int, eol: int, key: str) -> bool:
@@ -593,7 +537,7 @@ def _is_code(data: bytes, pos: int, eol: int, key: str) -> bool:
         return True
     if data[after:after + 1] not in _AFTER_WORD:
         return False
-    return sp.is_code_reference(key, _text(word.group()))
+    return sp.is_code_reference(key, as_str(word.group()))
 
 
 def _is_name(data: bytes, pos: int, end: int) -> bool:
@@ -602,7 +546,7 @@ def _is_name(data: bytes, pos: int, end: int) -> bool:
     return word is not None and data[word.end():word.end() + 1] in _AFTER_WORD
 
 
-def _line_start_value(
+def line_start_value(
     data: bytes, pos: int, eol: int, key: str, indent: int, spaced: bool, colon: bool, closer: bytes = b""
 ) -> Outcome:
     """Env/YAML/INI/TOML style: the value is the rest of the line (quoted strings in it when it
@@ -613,34 +557,34 @@ def _line_start_value(
     tag = _YAML_TAG.match(data, pos, eol)
     if colon and tag:  # ``token: !vault |``, ``password: !secret db_password``, ``!Ref DbPassword``
         pos = tag.end()
-        if _IDENT_CHAIN.fullmatch(data, pos, _content_end(data, pos, eol)):
-            return Outcome(_SKIP, pos)  # a tag naming where the value lives
+        if _IDENT_CHAIN.fullmatch(data, pos, content_end(data, pos, eol)):
+            return Outcome(SKIP, pos)  # a tag naming where the value lives
     if data.startswith(_TRIPLE_QUOTES, pos):
         return _triple_quoted(data, pos, eol, key)
-    if data[pos:_content_end(data, pos, eol)] in _EMPTY_OPENERS:
+    if data[pos:content_end(data, pos, eol)] in _EMPTY_OPENERS:
         return _block(data, eol, indent, (), closer)
     comment = _COMMENT.search(data, pos, eol)
-    end = _content_end(data, pos, comment.start() if comment else eol)
+    end = content_end(data, pos, comment.start() if comment else eol)
     if _MIXED_WORD.fullmatch(data, pos, end):
         # the commonest secrets, ``password: hunter2``, ``GITHUB_TOKEN=ghp_…``: of the questions
         # below only "is it the key's own name" can turn them away
-        return Outcome(_value_edit(data, pos, end, key), pos)
+        return Outcome(value_edit(data, pos, end, key), pos)
     if colon and (default := sp.annotation(data, pos, end)) is not None:
         if default >= end or _is_name(data, default, end):
-            return Outcome(_SKIP, pos)  # ``token: str | None = DEFAULT`` — code, no literal
+            return Outcome(SKIP, pos)  # ``token: str | None = DEFAULT`` — code, no literal
         pos = default  # ``password: str = "…"`` — the default is the value
     if data.startswith(b"(", pos) and (pair := _user_and_password(data, pos + 1, end, key)):
         return pair  # ``auth = ("user", "pass")``
     if data[pos] == 0x7B and (nested := _nested_value(data, pos, key)) is not None:
         return nested  # ``db_password: {"sensitive": true, …, "value": "x"}``
     if data[pos] in b"{[(" or _is_code(data, pos, end, key):
-        return Outcome(_SKIP, pos)  # a tuple, dict or list: its items are scanned on their own
+        return Outcome(SKIP, pos)  # a tuple, dict or list: its items are scanned on their own
     pos = _string_prefix_end(data, pos, end)
     if data[pos] in b"\"'":
         return _quoted_values(data, pos, end, key)
     if closer and (quoted := _quoted_span(data, pos, end)):  # ``password: \"x\"`` in a JSON string
-        return Outcome(_value_edit(data, quoted[0], quoted[1], key), quoted[2])
-    return Outcome(_value_edit(data, pos, end, key), pos)
+        return Outcome(value_edit(data, quoted[0], quoted[1], key), quoted[2])
+    return Outcome(value_edit(data, pos, end, key), pos)
 
 
 _OBJECT_VALUE_KEY = re.compile(rb"[\"']?value[\"']?[ \t]*:[ \t]*")
@@ -651,7 +595,7 @@ def _nested_value(data: bytes, pos: int, key: str) -> Outcome | None:
     """A secret-named key whose value is an object holding the secret one level down, as ``terraform
     output -json`` prints a sensitive output (``{"sensitive": true, "type": "string", "value": "x"}``),
     on one line or pretty-printed over the next few: its ``"value"`` string is the secret."""
-    eol = _line_end(data, pos)
+    eol = end_of_line(data, pos)
     close = data.find(b"}", pos, eol)
     limit = close if close >= 0 else eol
     found = _OBJECT_VALUE_KEY.search(data, pos, limit)
@@ -659,8 +603,8 @@ def _nested_value(data: bytes, pos: int, key: str) -> Outcome | None:
     for _ in range(_NESTED_LINES if found is None and close < 0 else 0):
         if line >= len(data):
             break
-        end = _line_end(data, line)
-        start = line + _indent(data, line, end)
+        end = end_of_line(data, line)
+        start = line + indent_of(data, line, end)
         if data.startswith(b"}", start):
             break
         found, limit = _OBJECT_VALUE_KEY.match(data, start, end), end
@@ -670,7 +614,7 @@ def _nested_value(data: bytes, pos: int, key: str) -> Outcome | None:
     quoted = _quoted_span(data, found.end(), limit) if found else None
     if quoted is None or quoted[1] == limit:
         return None
-    return Outcome(_value_edit(data, quoted[0], quoted[1], key), quoted[2])
+    return Outcome(value_edit(data, quoted[0], quoted[1], key), quoted[2])
 
 
 _TRIPLE_QUOTES = (b'"""', b"'''")
@@ -684,28 +628,28 @@ def _triple_quoted(data: bytes, pos: int, eol: int, key: str) -> Outcome:
     edits: list[Edit] = []
     while True:
         close = data.find(quotes, start, eol)
-        stop = close if close >= 0 else _content_end(data, start, eol)
-        first = start + _indent(data, start, stop)
+        stop = close if close >= 0 else content_end(data, start, eol)
+        first = start + indent_of(data, start, stop)
         if stop > first:
-            edits.extend(_value_edit(data, first, stop, key))
+            edits.extend(value_edit(data, first, stop, key))
         if close >= 0:
             return Outcome(tuple(edits), close + 3)
         if eol >= len(data):
             return Outcome(tuple(edits), len(data), b"password = " + quotes + b"\n")
-        start, eol = eol + 1, _line_end(data, eol + 1)
+        start, eol = eol + 1, end_of_line(data, eol + 1)
 
 
 def _quoted_values(data: bytes, pos: int, end: int, key: str) -> Outcome:
     """``'a', 'b'`` are all values; in ``"a", "next": 1`` the scan resumes at the next key.  A quote
     left open on its line (a value wrapped onto the next one) holds the rest of the line."""
     if _QUOTED.match(data, pos, end) is None:
-        return Outcome(_value_edit(data, pos + 1, end, key), pos)
+        return Outcome(value_edit(data, pos + 1, end, key), pos)
     edits: tuple[Edit, ...] = ()
     for match in _QUOTED.finditer(data, pos, end):
-        after = _HSPACE.match(data, match.end(), end).end()  # type: ignore[union-attr]
+        after = HSPACE.match(data, match.end(), end).end()  # type: ignore[union-attr]
         if data.startswith((b":", b"="), after) and match.start() > pos:
             break
-        edits += _value_edit(data, match.start() + 1, match.end() - 1, key)
+        edits += value_edit(data, match.start() + 1, match.end() - 1, key)
     return Outcome(edits, pos)
 
 
@@ -724,11 +668,11 @@ def _escaped_continuation(data: bytes, eol: int, indent: int, head: tuple[Edit, 
     """``_continuation`` over the lines of a string's text (``"password:\\n  x1\\n  x2"``)."""
     edits = list(head)
     line = eol
-    while (found := _ESCAPED_BREAK.match(data, line)) is not None:
+    while (found := ESCAPED_BREAK.match(data, line)) is not None:
         start = found.end()
-        end = _escaped_line_end(data, start, _line_end(data, start), closer)
-        content = _content_end(data, start, end)
-        depth = _indent(data, start, end)
+        end = _escaped_line_end(data, start, end_of_line(data, start), closer)
+        content = content_end(data, start, end)
+        depth = indent_of(data, start, end)
         if content == start + depth or depth <= indent:
             return Outcome(tuple(edits), start)
         edits.extend(_continuation_line(data, start + depth, content))
@@ -741,9 +685,9 @@ def _continuation(data: bytes, eol: int, indent: int, head: tuple[Edit, ...]) ->
     edits = list(head)
     line = eol + 1
     while line < len(data):
-        end = _line_end(data, line)
-        content = _content_end(data, line, end)
-        depth = _indent(data, line, end)
+        end = end_of_line(data, line)
+        content = content_end(data, line, end)
+        depth = indent_of(data, line, end)
         if content == line + depth or depth <= indent:
             return Outcome(tuple(edits), line)
         edits.extend(_continuation_line(data, line + depth, content))
@@ -753,24 +697,24 @@ def _continuation(data: bytes, eol: int, indent: int, head: tuple[Edit, ...]) ->
 
 def _continuation_line(data: bytes, start: int, end: int) -> tuple[Edit, ...]:
     if data[start] in b"#;" or data[start:end].strip(b"{}[](),") == b"":
-        return _SKIP
+        return SKIP
     nested = _NESTED_KEY.match(data, start, end)
     if nested:
         if nested.end() >= end or data[nested.end()] in b"{[":
-            return _SKIP  # a nested key opening its own block: the deeper lines are judged next
+            return SKIP  # a nested key opening its own block: the deeper lines are judged next
         if _names_metadata(data[start:nested.end()]):
-            return _SKIP  # compose's ``db_password:`` / ``file: ./db_password.txt``: where it lives
+            return SKIP  # compose's ``db_password:`` / ``file: ./db_password.txt``: where it lives
         start = nested.end()
     elif data.startswith((b"- ", b"-\t"), start):
-        start = _HSPACE.match(data, start + 1, end).end()  # type: ignore[union-attr]
+        start = HSPACE.match(data, start + 1, end).end()  # type: ignore[union-attr]
     quoted = _quoted_span(data, start, end)
     if quoted:
-        return _value_edit(data, quoted[0], quoted[1], "password")
-    return _value_edit(data, start, _content_end(data, start, end), "password")
+        return value_edit(data, quoted[0], quoted[1], "password")
+    return value_edit(data, start, content_end(data, start, end), "password")
 
 
 def _names_metadata(nested_key: bytes) -> bool:
-    words = sp.key_words(_text(nested_key))
+    words = sp.key_words(as_str(nested_key))
     return bool(words) and words[-1] in sp.META_LAST_WORDS
 
 
@@ -782,8 +726,8 @@ def _flag(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
     pos = span(g)[1]
     # a short flag's match opens with the blank before the dash: a rule starting at the dash
     # (``-pass pass:x``) still gets its turn
-    skip = Outcome(_SKIP, name_start if span(g)[0] < name_start else pos)
-    name = _text(data[name_start:name_end]).lstrip("-")
+    skip = Outcome(SKIP, name_start if span(g)[0] < name_start else pos)
+    name = as_str(data[name_start:name_end]).lstrip("-")
     single = not data.startswith(b"--", name_start)
     listed = data[name_end:pos].strip(b" \t").startswith((b'"', b"'"))
     if single and name.lower() == "pass":
@@ -792,22 +736,27 @@ def _flag(data: bytes, span: Span, g: int, rule: Rule, floor: int) -> Outcome:
         return skip  # ``"--token", "x"`` are two items of a list, quoted alike
     if not (sp.is_secret_key(name) or name.lower() == "pass") or data.startswith(b"-", pos):
         return skip
-    eol = _line_end(data, pos)
+    eol = end_of_line(data, pos)
     quoted = _quoted_span(data, pos, eol)
     if quoted:
-        return Outcome(_value_edit(data, quoted[0], quoted[1], name), quoted[2])
+        return Outcome(value_edit(data, quoted[0], quoted[1], name), quoted[2])
     if data[pos:pos + 1] in (b"[", b"<", b"{"):  # usage text: --token <TOKEN>, --auth [USER PASS]
         return skip
     match = _FLAG_VALUE.match(data, pos, eol)
     if not match or (single and _LOWER_WORD.fullmatch(data, pos, match.end())):
         return skip  # ``use the -token flag``: prose names a single-dash flag
-    return Outcome(_value_edit(data, pos, match.end(), name), pos)
+    return Outcome(value_edit(data, pos, match.end(), name), pos)
 
 
-def rescan(data: bytes) -> bytes | None:
-    """The default engine's redaction of ``data`` (None: unchanged), for text a handler takes
-    apart itself (a comment, a decoded blob, a CSV row)."""
-    from kilo_loop.safety.redact import _engine  # the engine is built from these handlers
 
-    redacted, _ = _engine(True).scan(data)
-    return redacted
+HANDLERS: dict[Kind, Handler] = {
+    Kind.USERINFO: _userinfo,
+    Kind.KEEP_PREFIX: _keep_prefix,
+    Kind.KEYWORD: _keyword,
+    Kind.FLAG: _flag,
+    Kind.CURL_USER: _curl_user,
+    Kind.BEARER: _bearer,
+    Kind.BASIC: _basic,
+    Kind.GENERIC: _generic,
+    Kind.DSN_AT: _dsn_at,
+}
