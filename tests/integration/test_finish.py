@@ -12,7 +12,7 @@ import pytest
 
 from kilo_loop.finish.commits import FinishError, commit_paths, committed_stages, push_branch
 from tests.fleet.support import agent_binary, goal, init_repo, loop_env, stage, write_goal
-from tests.support.forge_server import scripted_github
+from tests.support.forge_server import scripted_forge, scripted_github
 from tests.support.git import git
 
 
@@ -191,3 +191,27 @@ def test_a_push_the_remote_rejects_is_rebased_and_a_network_failure_retried(tmp_
     with pytest.raises(FinishError, match="the commits stay here; resume the run to push again"):
         push_branch(project, "origin", "kilo-loop/work-r1", sleep=waits.append, delays=(0.1, 0.2))
     assert waits == [0.1, 0.2]
+
+
+@pytest.mark.parametrize(("kind", "api_path", "variable"), [("gitlab", "", "GITLAB_TOKEN"),
+                                                              ("gitea", "/api/v1", "GITEA_TOKEN")])
+def test_finish_pr_on_gitlab_and_gitea_in_their_own_shapes(project: Path, tmp_path: Path, kind: str, api_path: str,
+                                                            variable: str) -> None:
+    origin = with_origin(project, tmp_path)
+    repo = "group/app" if kind == "gitlab" else "acme/app"
+    with scripted_forge(kind, repo=repo) as forge:
+        argv = [sys.executable, "-m", "kilo_loop", "--goal", "plans/work.json", "-n", "4", "--no-dashboard",
+                "--no-confirm", "--hitl", "off", "--finish", "pr", "--forge", kind, "--forge-repo", repo,
+                "--forge-url", forge.url + api_path]
+        done = subprocess.run(argv, cwd=project, env=loop_env(agent_binary(tmp_path), **{variable: TOKEN}),
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(forge.pulls) == 1, done.stdout + done.stderr
+    pull = forge.pulls[0]
+    assert pull["title"] == "Add the two modules"  # every stage done: no Draft:/WIP: prefix
+    body = pull["description" if kind == "gitlab" else "body"]
+    assert "[x] **s2 work**" in body and "## What is left" not in body
+    branch = pull["source_branch"] if kind == "gitlab" else pull["head"]["ref"]
+    assert git(origin, "log", "--format=%s", branch).split("\n")[:2] == ["s2 work", "s1 work"]
+    expected = TOKEN if kind == "gitlab" else f"token {TOKEN}"
+    assert all(request["authorization"] == expected for request in forge.requests)

@@ -8,6 +8,7 @@ sent only in the Authorization header; it is never written anywhere."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -17,6 +18,7 @@ import httpx
 from kilo_loop.errors import KiloLoopError
 from kilo_loop.forge.remote import ForgeTarget
 
+MAX_PAGES = 20  # of a list; past it the open pull request is taken as not there (a new one is opened)
 DRAFT_PREFIX = {"gitlab": "Draft: ", "gitea": "WIP: "}  # GitHub has a real draft flag
 
 
@@ -107,10 +109,13 @@ class Forge:
         params = {"github": {"head": f"{owner}:{branch}", "state": "open"},
                   "gitlab": {"source_branch": branch, "state": "opened"},
                   "gitea": {"state": "open", "limit": "50"}}[kind]
-        items = self._call("GET", self._changes_path(), params=params, what="listing open pull requests")
-        found = items if isinstance(items, list) else []
-        if kind == "gitea":  # Gitea filters by state only
-            found = [item for item in found if (item.get("head") or {}).get("ref") == branch]
+        found: list[dict[str, Any]] = []
+        for page in self._pages(self._changes_path(), params, what="listing open pull requests"):
+            if kind == "gitea":  # Gitea filters by state only
+                page = [item for item in page if (item.get("head") or {}).get("ref") == branch]
+            found += page
+            if found:
+                break
         return found
 
     def _open_body(self, branch: str, base: str, title: str, body: str, draft: bool) -> dict[str, Any]:
@@ -138,14 +143,30 @@ class Forge:
     # ------------------------------------------------------------------ HTTP
     def _call(self, method: str, path: str, json: Any = None, *, params: dict[str, str] | None = None,
               what: str | None = None, absolute: bool = False) -> Any:
-        url = path if absolute else self.target.api + path
+        response = self._send(method, path if absolute else self.target.api + path, json, params, what)
+        return response.json() if response.content else {}
+
+    def _pages(self, path: str, params: dict[str, str], what: str) -> Iterator[list[dict[str, Any]]]:
+        """Each page of a list, following the `Link: <…>; rel="next"` all three forges send."""
+        url: str | None = self.target.api + path
+        query: dict[str, str] | None = params
+        for _ in range(MAX_PAGES):
+            if url is None:
+                return
+            response = self._send("GET", url, None, query, what)
+            items = response.json() if response.content else []
+            yield [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+            url, query = response.links.get("next", {}).get("url"), None  # the next link carries the query
+
+    def _send(self, method: str, url: str, json: Any, params: dict[str, str] | None, what: str | None
+              ) -> httpx.Response:
         try:
             response = self._client.request(method, url, json=json, params=params, headers=self._auth)
         except httpx.HTTPError as exc:
             raise ForgeError(f"cannot reach {self.target.kind} at {self.target.api}: {exc}") from exc
         if response.is_success:
-            return response.json() if response.content else {}
-        raise _error(self.target, response, what or f"{method} {path}")
+            return response
+        raise _error(self.target, response, what or f"{method} {url}")
 
 
 def _auth_header(kind: str, token: str) -> dict[str, str]:

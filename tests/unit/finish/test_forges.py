@@ -114,3 +114,18 @@ def test_the_forge_cannot_be_reached() -> None:
 
     with pytest.raises(ForgeError, match="cannot reach github"):
         forge_with("github", handler).default_branch()
+
+
+def test_the_open_pull_request_is_found_on_a_later_page() -> None:
+    """Gitea filters open pull requests by state only: the run's may be on page 2 (Link: rel="next")."""
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET" and request.url.params.get("page") != "2":
+            others = [{"number": n, "title": f"other {n}", "head": {"ref": f"feature-{n}"}} for n in range(1, 51)]
+            next_page = f'<{request.url.copy_merge_params({"page": "2"})}>; rel="next"'
+            return httpx.Response(200, json=others, headers={"Link": next_page})
+        if request.method == "GET":
+            return httpx.Response(200, json=[{"number": 77, "title": "WIP: Add it", "head": {"ref": "kilo-loop/x-r1"}}])
+        return httpx.Response(200, json={"number": 77, "title": json.loads(request.content)["title"]})
+
+    change = forge_with("gitea", handler).find_open("kilo-loop/x-r1")
+    assert change is not None and (change.number, change.draft) == (77, True)
