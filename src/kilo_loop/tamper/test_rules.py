@@ -191,8 +191,9 @@ def fewer_assertions(file: FileDiff, lang: Language, balance: tuple[int, int],
         return
     removed, added = balance
     if removed > added + max(elsewhere, 0):
-        first = next(line for line in file.lines("-") if lang.assertion.search(line.text) and not _comment(line.text))
-        yield TamperFinding(file.path, first.number, "fewer-assertions",
+        first = next((line.number for line in file.lines("-")
+                      if lang.assertion.search(line.text) and not _comment(line.text)), None)
+        yield TamperFinding(file.path, first, "fewer-assertions",
                             f"{removed - added} assertion(s) fewer ({removed} removed, {added} added)")
 
 

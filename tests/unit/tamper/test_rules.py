@@ -188,3 +188,33 @@ def test_an_import_of_an_assertion_is_not_an_assertion() -> None:
     text = diff("src/test/java/AT.java", "-import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;",
                 "+import static org.junit.jupiter.api.Assertions.assertEquals;", "-import org.junit.Assert.fail")
     assert rules(text) == []
+
+
+# A test's source kept in a string (a fixture that writes a test file and runs it) is data.
+@pytest.mark.parametrize(("path", "lines"), [
+    ("testing/test_x.py", ("+def test_folding(pytester):", "+    pytester.makepyfile(", '+        """',
+                           '+        pytestmark = pytest.mark.skip("Folding")', "+        def test_func():",
+                           "+            pass", '+        """', "+    )", "+    assert pytester.runpytest().ret == 0")),
+    ("test/collect.test.ts", ("+test('collects', async () => {", "+  const m = await collect(`",
+                              "+    test.only('only extended test', () => {})", "+  `)", "+  expect(m).toBeTruthy()",
+                              "+})")),
+    # the hunk starts inside the string: its first delimiter closes it
+    ("testing/test_y.py", ("             def test_4(arg):", "                 l.append(4)", "-            def test_5():",
+                           "-                assert len(l) == 12", '         """)', "         reprec.assertoutcome()")),
+])
+def test_a_marker_or_a_test_inside_a_string_is_data(path: str, lines: tuple[str, ...]) -> None:
+    assert rules(diff(path, *lines)) == []
+
+
+def test_a_marker_next_to_a_closed_string_is_still_seen() -> None:
+    lines = (" def test_a():", '     """The docstring."""', "+    pytest.skip('later')", "     assert f()")
+    assert rules(diff("tests/test_a.py", *lines)) == ["skip-marker"]
+    docstring = (" def test_a():", '     """', "     Docs.", '     """', "+    pytest.skip('later')", "     assert f()")
+    assert rules(diff("tests/test_a.py", *docstring)) == ["skip-marker"]
+
+
+def test_a_config_line_listing_a_test_the_diff_adds_is_no_finding() -> None:
+    config = diff("vitest.config.ts", "   exclude: [", "+    '**/new-case.test.ts',", "   ],")
+    new_test = diff("test/new-case.test.ts", "+test('x', () => { expect(1).toBe(1) })", old=None)
+    assert rules(config + new_test) == []
+    assert rules(config) == ["verify-input"]  # the same line naming a test that was there before
