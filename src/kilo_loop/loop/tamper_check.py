@@ -22,8 +22,8 @@ class TamperCheck:
 async def check_stage(project: Path, checkpoints: Path, first_iteration: int, verify: str | None) -> TamperCheck:
     """The findings in the stage's diff since its first iteration's checkpoint; never raises."""
     try:
-        base, untracked = stage_base(checkpoints, first_iteration)
-        diff = await asyncio.to_thread(stage_diff, project, base, untracked)
+        base = stage_base(checkpoints, first_iteration)
+        diff = await asyncio.to_thread(stage_diff, project, base)
         return TamperCheck(detect(diff, verify))
     except Exception as exc:  # noqa: BLE001 - no detector may crash a run
         return TamperCheck([], f"{type(exc).__name__}: {exc}")

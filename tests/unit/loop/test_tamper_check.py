@@ -8,6 +8,9 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from kilo_loop.checkpoint.store import capture_checkpoint
 from kilo_loop.loop.tamper_check import check_stage, tamper_feedback
 from kilo_loop.tamper import TamperFinding
 
@@ -42,6 +45,25 @@ def test_the_stage_diff_starts_at_the_first_iterations_checkpoint(tmp_path: Path
     (checkpoints / "iter-03.json").write_text(json.dumps({"tree": tree.stdout.strip(), "untracked": []}))
     check = asyncio.run(check_stage(project, checkpoints, 3, None))
     assert check.findings == [] and check.error is None  # the earlier change is not this stage's
+
+
+@pytest.mark.parametrize("sub", ["", "pkg"])
+def test_a_test_file_untracked_before_the_stage_is_read_against_the_checkpoint(tmp_path: Path, sub: str) -> None:
+    root = _repo(tmp_path)
+    project = root / sub if sub else root
+    (project / "tests").mkdir(parents=True, exist_ok=True)
+    kept, gone, same = (project / "tests" / f"test_{n}.py" for n in ("kept", "gone", "same"))
+    for file in (kept, gone, same):
+        file.write_text("def test_b():\n    assert 2\n")  # untracked when the stage begins
+    checkpoints = tmp_path / "run" / "checkpoints"
+    checkpoints.mkdir(parents=True)
+    capture_checkpoint(project, checkpoints, 1)
+    kept.write_text("import pytest\n\n@pytest.mark.skip\ndef test_b():\n    assert 2\n")
+    gone.unlink()
+    check = asyncio.run(check_stage(project, checkpoints, 1, None))
+    assert check.error is None
+    assert sorted((f.file, f.rule) for f in check.findings) == [
+        ("tests/test_gone.py", "deleted-test-file"), ("tests/test_kept.py", "skip-marker")]
 
 
 def test_a_failing_check_is_an_error_not_an_exception(tmp_path: Path) -> None:
