@@ -37,7 +37,8 @@ def stage_base(checkpoints: Path, iteration: int) -> StageBase:
     if not isinstance(data, dict):
         return StageBase()
     base = data.get("tree") or data.get("head") or "HEAD"
-    prefix = data.get("prefix") if isinstance(data.get("prefix"), str) else ""
+    found = data.get("prefix")
+    prefix = found if isinstance(found, str) else ""
     untracked = frozenset(p.removeprefix(prefix) for p in data.get("untracked") or []
                           if isinstance(p, str) and p.startswith(prefix))
     kept = data.get("untrackedTree")
