@@ -36,7 +36,7 @@ from kilo_loop.loop.prompt import PromptInput, build_prompt
 from kilo_loop.loop.protected import protected_feedback
 from kilo_loop.loop.retry import QuotaLimit, backoff_delay_ms, quota_limit, transient_reason
 from kilo_loop.loop.stages import StageBook
-from kilo_loop.loop.tamper_check import check_stage, tamper_feedback, tamper_rows
+from kilo_loop.loop.tamper_check import check_stage, tamper_feedback, tamper_review_lines, tamper_rows
 from kilo_loop.run import notes
 from kilo_loop.run.control import RunControl
 from kilo_loop.run.events import (
@@ -127,6 +127,9 @@ class Orchestrator:
         self._protected: list[str] = []
         self._stage_start: dict[str, Snapshot] = {}
         self._stage_first: dict[str, int] = {}  # the stage's first iteration in the run (the tamper check's base)
+        # What the tamper check said of each stage, for its review: earlier blocks, then this iteration's warnings.
+        self._tamper_blocked: dict[str, list[str]] = {}
+        self._tamper_notes: dict[str, list[str]] = {}
         s = ctx.settings
         self.circles = CircleHooks(ctx.project, ctx.recorder, max_same_failure=s.max_same_failure,
                                    max_repeat_calls=s.max_repeat_calls, max_failed_calls=s.max_failed_calls)
@@ -496,7 +499,8 @@ class Orchestrator:
     async def _reviewed(self, stage: Stage, summary: IterationSummary) -> bool:
         """The review after verify passed: True when the stage may advance."""
         assert self.review is not None
-        verdict = await self.review.review(stage, summary.iteration, summary.verify)
+        verdict = await self.review.review(stage, summary.iteration, summary.verify,
+                                           self._tamper_notes.get(stage.id, []))
         summary.review = verdict.summary
         summary.questions += [Question(question=q) for q in verdict.questions]
         self._review_feedback = verdict.feedback
@@ -511,9 +515,14 @@ class Orchestrator:
                                   self._stage_first.get(stage.id, summary.iteration), command)
         if check.error:
             rec.warn(f"tamper check failed, stage judged without it: {check.error}")
+        blocked = mode == "block" and bool(check.findings)
+        self._tamper_notes[stage.id] = tamper_review_lines(
+            self._tamper_blocked.get(stage.id, []), [] if blocked else check.findings)
         if not check.findings:
             return True
-        blocked = mode == "block"
+        if blocked:
+            self._tamper_blocked.setdefault(stage.id, []).extend(
+                f"iteration {summary.iteration} was blocked: {f.text()}" for f in check.findings)
         summary.tamper_findings = [f.as_dict() for f in check.findings]
         summary.warnings.append("test tampering: " + "; ".join(f.text() for f in check.findings))
         rec.emit(TamperFound(

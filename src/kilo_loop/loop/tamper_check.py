@@ -35,6 +35,12 @@ def tamper_rows(findings: list[TamperFinding]) -> list[Finding]:
             for f in findings]
 
 
+def tamper_review_lines(blocked_before: list[str], warned: list[TamperFinding]) -> list[str]:
+    """What the stage's review is told: the iterations the check blocked (so the reviewers see the test
+    was restored) and what it found now under --tamper warn (the stage passes unless they block it)."""
+    return [*blocked_before, *(f"found now (--tamper warn, not blocked): {f.text()}" for f in warned)]
+
+
 def tamper_feedback(findings: list[TamperFinding]) -> str:
     """What the next prompt says: restore the tests, fix the code."""
     lines = ["Verify passed, but the stage is not done: your changes weaken the tests instead of fixing the "

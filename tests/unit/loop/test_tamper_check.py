@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kilo_loop.checkpoint.store import capture_checkpoint
-from kilo_loop.loop.tamper_check import check_stage, tamper_feedback
+from kilo_loop.loop.tamper_check import check_stage, tamper_feedback, tamper_review_lines
 from kilo_loop.tamper import TamperFinding
 
 
@@ -74,3 +74,10 @@ def test_a_failing_check_is_an_error_not_an_exception(tmp_path: Path) -> None:
 def test_the_feedback_asks_to_restore_the_test() -> None:
     text = tamper_feedback([TamperFinding("tests/test_a.py", 4, "skip-marker", "skip added: @pytest.mark.skip")])
     assert "Restore the test" in text and "tests/test_a.py:4" in text and "skip-marker" in text
+
+
+def test_the_review_hears_of_earlier_blocks_and_of_warnings_now() -> None:
+    warned = TamperFinding("tests/test_a.py", None, "deleted-test-file", "test file deleted")
+    lines = tamper_review_lines(["iteration 1 was blocked: x"], [warned])
+    assert lines == ["iteration 1 was blocked: x",
+                     "found now (--tamper warn, not blocked): tests/test_a.py [deleted-test-file] test file deleted"]
