@@ -130,6 +130,7 @@ class Orchestrator:
         # What the tamper check said of each stage, for its review: earlier blocks, then this iteration's warnings.
         self._tamper_blocked: dict[str, list[str]] = {}
         self._tamper_notes: dict[str, list[str]] = {}
+        self._untracked_after: frozenset[str] | None = None  # the session's untracked files (the loop's read)
         s = ctx.settings
         self.circles = CircleHooks(ctx.project, ctx.recorder, max_same_failure=s.max_same_failure,
                                    max_repeat_calls=s.max_repeat_calls, max_failed_calls=s.max_failed_calls)
@@ -382,6 +383,7 @@ class Orchestrator:
             rec.warn(warning)
         after_status = await asyncio.to_thread(self._tree.read)
         after = self._tree.snapshot(after_status)
+        self._untracked_after = after_status.untracked
         tree_changes = changed_between(before, after)
         changed = sorted(set(tree_changes) | set(progress.files_changed))
         if ctx.settings.dry_run:  # it writes nothing: what its simulated agent reports stands for the tree
@@ -512,7 +514,8 @@ class Orchestrator:
         if mode == "off" or self.ctx.settings.dry_run:
             return True
         check = await check_stage(self.ctx.project, rec.layout.checkpoints,
-                                  self._stage_first.get(stage.id, summary.iteration), command)
+                                  self._stage_first.get(stage.id, summary.iteration), command,
+                                  self._untracked_after)
         if check.error:
             rec.warn(f"tamper check failed, stage judged without it: {check.error}")
         blocked = mode == "block" and bool(check.findings)

@@ -19,11 +19,14 @@ class TamperCheck:
     error: str | None = None  # the detector failed: why (the stage is judged without it)
 
 
-async def check_stage(project: Path, checkpoints: Path, first_iteration: int, verify: str | None) -> TamperCheck:
-    """The findings in the stage's diff since its first iteration's checkpoint; never raises."""
+async def check_stage(project: Path, checkpoints: Path, first_iteration: int, verify: str | None,
+                      untracked: frozenset[str] | None = None) -> TamperCheck:
+    """The findings in the stage's diff since its first iteration's checkpoint; never raises.
+    `untracked`: the untracked files as the loop last read them (relative to the repository's top
+    level), which saves listing them again; None lists them."""
     try:
         base = stage_base(checkpoints, first_iteration)
-        diff = await asyncio.to_thread(stage_diff, project, base)
+        diff = await asyncio.to_thread(stage_diff, project, base, untracked)
         return TamperCheck(detect(diff, verify))
     except Exception as exc:  # noqa: BLE001 - no detector may crash a run
         return TamperCheck([], f"{type(exc).__name__}: {exc}")

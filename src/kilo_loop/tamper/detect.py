@@ -8,7 +8,12 @@ from kilo_loop.tamper.diff import FileDiff, parse_diff
 from kilo_loop.tamper.finding import TamperFinding
 from kilo_loop.tamper.languages import Language, is_test_path, language_of
 from kilo_loop.tamper.strings import without_strings
-from kilo_loop.tamper.test_rules import assertion_balance, opener_balance, test_file_findings
+from kilo_loop.tamper.test_rules import (
+    assertion_balance,
+    assertions_added,
+    opener_balance,
+    test_file_findings,
+)
 from kilo_loop.tamper.verify_inputs import verify_input_findings
 
 
@@ -28,12 +33,14 @@ def detect(diff: str, verify: str | None = None) -> list[TamperFinding]:
     gained: Counter[str] = Counter()
     tests_gained: Counter[str] = Counter()
     balance: dict[int, tuple[int, int]] = {}
+    raw_added: dict[int, int] = {}
     openers: dict[int, tuple[int, int]] = {}
     for file in files:
         lang = langs[id(file)]
         if lang is not None and not file.deleted:
             balance[id(file)] = removed, added = assertion_balance(code[id(file)], lang)
-            gained[lang.name] += assertion_balance(file, lang)[1] - removed
+            raw_added[id(file)] = assertions_added(file, lang)
+            gained[lang.name] += raw_added[id(file)] - removed
             openers[id(file)] = gone, new = opener_balance(code[id(file)], lang)
             tests_gained[lang.name] += new - gone
     new_files = frozenset(file.path for file in files if file.added_file)
@@ -48,7 +55,7 @@ def detect(diff: str, verify: str | None = None) -> list[TamperFinding]:
             continue
         removed, added = balance.get(id(file), (0, 0))
         gone, new = openers.get(id(file), (0, 0))
-        own = assertion_balance(file, lang)[1] - removed if id(file) in balance else 0
+        own = raw_added[id(file)] - removed if id(file) in balance else 0
         found += test_file_findings(code[id(file)], lang, _test_path(file, lang), (removed, added),
                                     gained[lang.name] - own, tests_gained[lang.name] - (new - gone))
     return found

@@ -27,27 +27,22 @@ _OPENING_HEAD = re.compile(r"(?:[=(\[{,:+]|\breturn|\byield|\w+)\s*$")
 _OPENING_LINE_END = re.compile(r"[=(\[{,:+]\s*$")  # the line above a delimiter alone on its line
 
 
-def _occurrences(text: str, delimiters: tuple[str, ...]) -> list[tuple[int, str]]:
-    found: list[tuple[int, str]] = []
-    i = 0
-    while i < len(text):
-        hit = next((d for d in delimiters if text.startswith(d, i) and (i == 0 or text[i - 1] != "\\")), None)
-        if hit is None:
-            i += 1
-            continue
-        found.append((i, hit))
-        i += len(hit)
-    return found
+_FINDERS = {lang: re.compile(r"(?<!\\)(" + "|".join(re.escape(d) for d in delimiters) + ")")
+            for lang, delimiters in _DELIMITERS.items()}
+
+
+def _occurrences(text: str, lang: str) -> list[tuple[int, str]]:
+    return [(match.start(), match.group()) for match in _FINDERS[lang].finditer(text)]
 
 
 def _starts_inside(lines: list[str], lang: str) -> str | None:
     """The delimiter of the string a hunk side starts inside of, if its first delimiter reads as a closer."""
-    delimiters, comments = _DELIMITERS[lang], _COMMENT[lang]
+    comments = _COMMENT[lang]
     above = ""
     for text in lines:
         if text.lstrip().startswith(comments):
             continue
-        hits = _occurrences(text, delimiters)
+        hits = _occurrences(text, lang)
         if not hits:
             above = text if text.strip() else above
             continue
@@ -64,14 +59,14 @@ def _starts_inside(lines: list[str], lang: str) -> str | None:
 
 def _inside_flags(lines: list[str], lang: str) -> list[bool]:
     """For each line of one side of a hunk: True when it starts inside a multi-line string."""
-    delimiters, comments = _DELIMITERS[lang], _COMMENT[lang]
+    comments = _COMMENT[lang]
     state = _starts_inside(lines, lang)
     flags: list[bool] = []
     for text in lines:
         flags.append(state is not None)
         if state is None and text.lstrip().startswith(comments):
             continue
-        for _, delimiter in _occurrences(text, delimiters):
+        for _, delimiter in _occurrences(text, lang):
             if state is None:
                 state = delimiter
             elif delimiter == state:

@@ -161,6 +161,10 @@ def assertion_balance(file: FileDiff, lang: Language) -> tuple[int, int]:
     return _count(_live_removed(file, lang), lang), _count(file.lines("+"), lang)
 
 
+def assertions_added(file: FileDiff, lang: Language) -> int:
+    return _count(file.lines("+"), lang)
+
+
 def opener_balance(file: FileDiff, lang: Language) -> tuple[int, int]:
     """(tests whose opener was removed, tests whose opener was added); a removed test that was skipped
     already (a marker on the removed lines just above it) ran nothing and is not counted."""

@@ -99,16 +99,23 @@ def _kept_untracked_diffs(project: Path, base: StageBase, names: list[str]) -> s
     return text
 
 
-def stage_diff(project: Path, base: StageBase) -> str:
+def _untracked_now(project: Path, base: StageBase, known: frozenset[str] | None) -> list[str]:
+    if known is not None:
+        return [path.removeprefix(base.prefix) for path in known if path.startswith(base.prefix)]
+    listed = git_output(project, "ls-files", "--others", "--exclude-standard", "-z",
+                        what="git ls-files for the tamper check")
+    return listed.decode("utf-8", errors="replace").split("\0")
+
+
+def stage_diff(project: Path, base: StageBase, untracked: frozenset[str] | None = None) -> str:
     """The unified diff of the stage so far (tracked files against `base`; new untracked test and config
     files as additions; those untracked already at the start against what the checkpoint kept of them),
-    bounded to DIFF_LIMIT bytes."""
+    bounded to DIFF_LIMIT bytes. `untracked`: the untracked files now, when the caller has read them
+    (relative to the repository's top level); else they are listed here."""
     tracked = git_output(project, "diff", "--no-color", "--no-ext-diff", "--relative", "-M", base.tree, "--",
                          what="git diff for the tamper check")
     text = tracked[:DIFF_LIMIT].decode("utf-8", errors="replace")
-    listed = git_output(project, "ls-files", "--others", "--exclude-standard", "-z",
-                        what="git ls-files for the tamper check")
-    for name in listed.decode("utf-8", errors="replace").split("\0"):
+    for name in _untracked_now(project, base, untracked):
         if name and name not in base.untracked and _watched(name) and len(text) < DIFF_LIMIT:
             text += _new_file_diff(project, name)
     before = sorted(name for name in base.untracked if _watched(name))

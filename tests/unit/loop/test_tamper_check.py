@@ -81,3 +81,11 @@ def test_the_review_hears_of_earlier_blocks_and_of_warnings_now() -> None:
     lines = tamper_review_lines(["iteration 1 was blocked: x"], [warned])
     assert lines == ["iteration 1 was blocked: x",
                      "found now (--tamper warn, not blocked): tests/test_a.py [deleted-test-file] test file deleted"]
+
+
+def test_the_loops_own_read_of_the_untracked_files_is_used_instead_of_listing_them(tmp_path: Path) -> None:
+    project = _repo(tmp_path)
+    (project / "tests" / "test_new.py").write_text("import pytest\n\n\ndef test_n():\n    pytest.skip('x')\n")
+    (project / "conftest.py").write_text("collect_ignore = ['tests']\n")
+    check = asyncio.run(check_stage(project, tmp_path / "none", 1, None, frozenset({"conftest.py"})))
+    assert [(f.file, f.rule) for f in check.findings] == [("conftest.py", "skip-marker")]  # test_new.py not read
