@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from kilo_loop.tamper.diff import DiffLine, FileDiff, Hunk
 from kilo_loop.tamper.finding import TamperFinding
 from kilo_loop.tamper.languages import ANY_MARK, Language
+from kilo_loop.tamper.params import parametrized_extra
 
 _SKIP_WORDS = re.compile(r"\.(skip|todo|only|skipIf|runIf|fails)\b|\b[xf](?=(it|test|describe|context|specify)\s*\()")
 _TRIVIAL = re.compile(r"^\s*(pass|\.\.\.|return;?|\{\s*\}|[{}();,\]]*|//.*|#(?!\[).*|/\*.*|\*.*|todo!\(\)|"
@@ -158,11 +159,13 @@ def _live_removed(file: FileDiff, lang: Language) -> list[DiffLine]:
 
 def assertion_balance(file: FileDiff, lang: Language) -> tuple[int, int]:
     """(assertions removed, assertions added) in the file's diff; a skipped test's do not count."""
-    return _count(_live_removed(file, lang), lang), _count(file.lines("+"), lang)
+    return _count(_live_removed(file, lang), lang), assertions_added(file, lang)
 
 
 def assertions_added(file: FileDiff, lang: Language) -> int:
-    return _count(file.lines("+"), lang)
+    """Added assertions, those of a newly parametrized test once per case."""
+    added = file.lines("+")
+    return _count(added, lang) + parametrized_extra(file, lang, added)
 
 
 def opener_balance(file: FileDiff, lang: Language) -> tuple[int, int]:

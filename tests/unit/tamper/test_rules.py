@@ -218,3 +218,34 @@ def test_a_config_line_listing_a_test_the_diff_adds_is_no_finding() -> None:
     new_test = diff("test/new-case.test.ts", "+test('x', () => { expect(1).toBe(1) })", old=None)
     assert rules(config + new_test) == []
     assert rules(config) == ["verify-input"]  # the same line naming a test that was there before
+
+
+# Assertions folded into a newly parametrized test run once per case: not fewer assertions.
+@pytest.mark.parametrize(("path", "lines"), [
+    ("tests/test_a.py", ("-def test_a():", "-    assert f(1) == 1", "-    assert f(2) == 2", "-    assert f(3) == 3",
+                         "+@pytest.mark.parametrize('n', [1, 2, 3])", "+def test_a(n):", "+    assert f(n) == n")),
+    ("tests/test_a.py", ("-def test_a():", "-    assert f(1) == 1", "-    assert f(2) == 2",
+                         "+@pytest.mark.parametrize(", "+    'n',", "+    [", "+        1,", "+        2,", "+    ],",
+                         "+)", "+def test_a(n):", "+    assert f(n) == n")),
+    ("src/test/java/ATest.java", ("-    @Test", "-    void a() {", "-        assertEquals(1, f(1));",
+                                  "-        assertEquals(2, f(2));", "-    }",
+                                  "+    static Arguments[] a() {", "+        return new Arguments[]{",
+                                  "+            Arguments.of(1),", "+            Arguments.of(2),", "+        };",
+                                  "+    }", "+    @ParameterizedTest", "+    @MethodSource", "+    void a(int n) {",
+                                  "+        assertEquals(n, f(n));", "+    }")),
+    ("src/a.test.ts", ("-test('a', () => {", "-  expect(f(1)).toBe(1)", "-  expect(f(2)).toBe(2)", "-})",
+                       "+test.each([", "+  [1],", "+  [2],", "+])('a %i', (n) => {", "+  expect(f(n)).toBe(n)",
+                       "+})")),
+])
+def test_assertions_folded_into_a_parametrized_test_are_not_fewer(path: str, lines: tuple[str, ...]) -> None:
+    assert rules(diff(path, *lines)) == []
+
+
+def test_a_parametrized_rewrite_that_still_asserts_less_is_found() -> None:
+    lines = ("-def test_a():", *(f"-    assert f({n}) == {n}" for n in range(5)),
+             "+@pytest.mark.parametrize('n', [1, 2])", "+def test_a(n):", "+    assert f(n) == n")
+    assert rules(diff("tests/test_a.py", *lines)) == ["fewer-assertions"]
+    edited = (" def test_b():", "     assert g()", "-@pytest.mark.parametrize('n', [1, 2, 3])",
+              "-def test_a(n):", "-    assert f(n) == n", "-    assert h(n)",
+              "+@pytest.mark.parametrize('n', [1, 2, 3, 4])", "+def test_a(n):", "+    assert f(n) == n")
+    assert rules(diff("tests/test_a.py", *edited)) == ["fewer-assertions"]  # an edited parametrization: no weight
