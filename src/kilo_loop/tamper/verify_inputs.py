@@ -73,8 +73,8 @@ def _names(file: FileDiff) -> set[str]:
 
 def _names_new_file(text: str, new_files: frozenset[str]) -> bool:
     """The line names (as a path or a glob's tail) a file the same diff adds: a new test put on a list."""
-    words = re.findall(r"[\w./*-]+\.\w+", text)
-    return bool(words) and all(any(new.endswith(w.lstrip("*/").lstrip("./")) for new in new_files) for w in words)
+    tails = [w.lstrip("*/.") for w in re.findall(r"[\w./*-]+\.\w+", text)]
+    return bool(tails) and all(any(new == t or new.endswith("/" + t) for new in new_files) for t in tails)
 
 
 def verify_input_findings(file: FileDiff, verify: str | None,

@@ -249,3 +249,9 @@ def test_a_parametrized_rewrite_that_still_asserts_less_is_found() -> None:
               "-def test_a(n):", "-    assert f(n) == n", "-    assert h(n)",
               "+@pytest.mark.parametrize('n', [1, 2, 3, 4])", "+def test_a(n):", "+    assert f(n) == n")
     assert rules(diff("tests/test_a.py", *edited)) == ["fewer-assertions"]  # an edited parametrization: no weight
+
+
+def test_a_config_line_naming_another_file_than_the_new_test_is_still_found() -> None:
+    config = diff("vitest.config.ts", "   exclude: [", "+    '**/renew-case.test.ts',", "   ],")
+    new_test = diff("test/new-case.test.ts", "+test('x', () => { expect(1).toBe(1) })", old=None)
+    assert rules(config + new_test) == ["verify-input"]
