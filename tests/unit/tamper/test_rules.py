@@ -133,11 +133,12 @@ def test_a_removed_line_that_looks_like_a_file_header_stays_in_its_hunk() -> Non
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("+- @\\abdfgist/.:_()[]#\n0123456789,")), max_size=400),
+@given(st.text(alphabet=st.sampled_from(list("+- @\\abdfgist/.:_()[]#\n0123456789,\"'`")), max_size=400),
        st.one_of(st.none(), st.text(max_size=40)))
 def test_any_text_is_read_without_an_error(text: str, verify: str | None) -> None:
     detect(text, verify)
     detect("diff --git a/t/test_x.py b/t/test_x.py\n" + text, verify)
+    detect("diff --git a/t/x.test.ts b/t/x.test.ts\n@@ -1,9 +1,9 @@\n" + text, verify)  # template literals
 
 
 def test_a_test_file_the_verify_command_names_is_judged_as_a_test() -> None:
