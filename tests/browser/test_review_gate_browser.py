@@ -108,9 +108,17 @@ def test_mark_rows_submit_and_the_fix_pass_starts(gated_run: Started, page: Page
 
 def test_a_clean_pass_shows_every_reviewers_summary_and_one_click_continues(tmp_path: Path,
                                                                               page: Page) -> None:  # noqa: F811
+    def with_a_test(project: Path) -> None:
+        (project / "tests").mkdir()
+        (project / "tests" / "test_old.py").write_text("def test_old():\n    assert True\n")
+        subprocess.run(["git", "add", "."], cwd=project, check=True)
+        subprocess.run(["git", "commit", "-qm", "a test"], cwd=project, check=True)
+
+    # The implementer also deletes a test: --tamper warn lets the stage pass, and the gate says so.
+    cheat = [*implement()[:2], {"delete": "tests/test_old.py"}, *implement()[2:]]
     url, project, _fake, process = _start(
         tmp_path, "# Clean\n\n- [ ] Add the feature :: verify: test -f feature.txt\n",
-        [implement(), *wave(code=review("pass", NIT))], "--review-wave")
+        [cheat, *wave(code=review("pass", NIT))], "--review-wave", "--tamper", "warn", prepare=with_a_test)
     try:
         page.goto(url)
         modal = page.locator("#review-gate-modal")
@@ -121,6 +129,7 @@ def test_a_clean_pass_shows_every_reviewers_summary_and_one_click_continues(tmp_
         expect(page.locator("li[data-role='test']")).to_contain_text("test reviewer: pass — no findings")
         expect(page.locator("li[data-role='security']")).to_contain_text("no findings · 500 tokens $0.0050")
         expect(page.locator("li[data-role='code']")).to_contain_text("1 finding(s) (1 low), 0 blocking")
+        expect(page.locator("#review-gate-tamper")).to_contain_text("tests/test_old.py [deleted-test-file]")
         if os.environ.get("KILO_LOOP_ARTIFACTS"):
             page.screenshot(path=os.environ["KILO_LOOP_ARTIFACTS"] + "/review-gate-clean.png")
         page.locator("fieldset", has_text="naming").get_by_label("Defer").check()

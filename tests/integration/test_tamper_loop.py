@@ -86,3 +86,30 @@ def test_a_resumed_run_still_judges_the_stage_from_its_first_iteration(project: 
     assert len(found) >= 2 and all(e["data"]["blocked"] for e in found), resumed.proc.stdout
     assert found[-1]["data"]["findings"][0]["rule"] == "skip-marker"
     assert "[ ] Make compute()" in goal.read_text()
+
+
+def _review_pass() -> list[dict[str, Any]]:
+    return [text("reviewing"), {"review": {"verdict": "pass", "findings": [], "questions": []}}]
+
+
+def test_the_review_is_told_what_the_check_warned_of(project: Path, fake: FakeKilo) -> None:
+    goal = _project(project)
+    cheat = _iteration({"delete": "tests/test_calc.py"})
+    run = run_loop(fake, project, [cheat, _review_pass()], "--goal", str(goal), "-n", "1", "--tamper", "warn",
+                   "--review")
+    assert run.proc.returncode == 0, run.proc.stdout + run.proc.stderr
+    prompt = (run.run_dir / "iterations" / "01-review-prompt.md").read_text()
+    assert "Test tampering the loop found" in prompt
+    assert "found now (--tamper warn, not blocked): tests/test_calc.py [deleted-test-file]" in prompt
+
+
+def test_the_review_is_told_an_earlier_iteration_was_blocked(project: Path, fake: FakeKilo) -> None:
+    goal = _project(project)
+    skipped = "import pytest\n\n\n@pytest.mark.skip(reason='later')\n" + TEST
+    cheat = _iteration({"write": "tests/test_calc.py", "text": skipped})
+    run = run_loop(fake, project, [cheat, HONEST, _review_pass()], "--goal", str(goal), "-n", "2", "--review")
+    assert run.proc.returncode == 0, run.proc.stdout + run.proc.stderr
+    assert not (run.run_dir / "iterations" / "01-review-prompt.md").exists()  # blocked before the review
+    prompt = (run.run_dir / "iterations" / "02-review-prompt.md").read_text()
+    assert "iteration 1 was blocked: tests/test_calc.py:4 [skip-marker]" in prompt
+    assert "[x] Make compute()" in goal.read_text()

@@ -36,7 +36,7 @@ from kilo_loop.loop.prompt import PromptInput, build_prompt
 from kilo_loop.loop.protected import protected_feedback
 from kilo_loop.loop.retry import QuotaLimit, backoff_delay_ms, quota_limit, transient_reason
 from kilo_loop.loop.stages import StageBook
-from kilo_loop.loop.tamper_check import check_stage, tamper_feedback, tamper_rows
+from kilo_loop.loop.tamper_check import check_stage, tamper_feedback, tamper_review_lines, tamper_rows
 from kilo_loop.run import notes
 from kilo_loop.run.control import RunControl
 from kilo_loop.run.events import (
@@ -152,6 +152,10 @@ class Orchestrator:
         self._tree = WorkTree(ctx.project)
         self._stage_start: dict[str, Snapshot] = {}
         self._stage_first: dict[str, int] = {}  # the stage's first iteration in the run (the tamper check's base)
+        # What the tamper check said of each stage, for its review: earlier blocks, then this iteration's warnings.
+        self._tamper_blocked: dict[str, list[str]] = {}
+        self._tamper_notes: dict[str, list[str]] = {}
+        self._untracked_after: frozenset[str] | None = None  # the session's untracked files (the loop's read)
         s = ctx.settings
         self.circles = CircleHooks(ctx.project, ctx.recorder, max_same_failure=s.max_same_failure,
                                    max_repeat_calls=s.max_repeat_calls, max_failed_calls=s.max_failed_calls)
@@ -400,6 +404,7 @@ class Orchestrator:
             rec.warn(warning)
         after_status = await asyncio.to_thread(self._tree.read)
         after = self._tree.snapshot(after_status)
+        self._untracked_after = after_status.untracked
         tree_changes = changed_between(before, after)
         changed = sorted(set(tree_changes) | set(progress.files_changed))
         if ctx.settings.dry_run:  # it writes nothing: what its simulated agent reports stands for the tree
@@ -527,7 +532,7 @@ class Orchestrator:
         """The review after verify passed: `advanced` when the stage may advance. The review's
         feedback for the implementer travels in its review-block event (the reducer keeps it)."""
         assert self.review is not None
-        verdict = await self.review.review(stage, self.state.iteration, verify)
+        verdict = await self.review.review(stage, self.state.iteration, verify, self._tamper_notes.get(stage.id, []))
         questions = tuple(Question(question=q) for q in verdict.questions)
         return _Settled(advanced=verdict.advance, verify=verify, review=verdict.summary, questions=questions)
 
@@ -538,12 +543,18 @@ class Orchestrator:
         if mode == "off" or self.ctx.settings.dry_run:
             return True, _Settled()
         check = await check_stage(self.ctx.project, rec.layout.checkpoints,
-                                  self._stage_first.get(stage.id, self.state.iteration), command)
+                                  self._stage_first.get(stage.id, self.state.iteration), command,
+                                  self._untracked_after)
         if check.error:
             rec.warn(f"tamper check failed, stage judged without it: {check.error}")
+        blocked = mode == "block" and bool(check.findings)
+        self._tamper_notes[stage.id] = tamper_review_lines(
+            self._tamper_blocked.get(stage.id, []), [] if blocked else check.findings)
         if not check.findings:
             return True, _Settled()
-        blocked = mode == "block"
+        if blocked:
+            self._tamper_blocked.setdefault(stage.id, []).extend(
+                f"iteration {self.state.iteration} was blocked: {f.text()}" for f in check.findings)
         found = tuple(f.as_dict() for f in check.findings)
         rec.emit(TamperFound(
             message=f"test tampering in stage '{stage.title}'{' (blocked)' if blocked else ''}: "

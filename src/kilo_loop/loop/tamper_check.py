@@ -19,10 +19,13 @@ class TamperCheck:
     error: str | None = None  # the detector failed: why (the stage is judged without it)
 
 
-async def check_stage(project: Path, checkpoints: Path, first_iteration: int, verify: str | None) -> TamperCheck:
-    """The findings in the stage's diff since its first iteration's checkpoint; never raises."""
+async def check_stage(project: Path, checkpoints: Path, first_iteration: int, verify: str | None,
+                      untracked: frozenset[str] | None = None) -> TamperCheck:
+    """The findings in the stage's diff since its first iteration's checkpoint; never raises.
+    `untracked`: the untracked files as the loop last read them (relative to the repository's top
+    level), which saves listing them again; None lists them."""
     try:
-        base, untracked = stage_base(checkpoints, first_iteration)
+        base = stage_base(checkpoints, first_iteration)
         diff = await asyncio.to_thread(stage_diff, project, base, untracked)
         return TamperCheck(detect(diff, verify))
     except Exception as exc:  # noqa: BLE001 - no detector may crash a run
@@ -33,6 +36,12 @@ def tamper_rows(findings: list[TamperFinding]) -> list[Finding]:
     return [Finding(role="tamper", title=f"Test tampering: {RULES[f.rule]}", severity="critical", file=f.file,
                     line=f.line, kind="issue", detail=f"{f.rule}: {f.reason}")
             for f in findings]
+
+
+def tamper_review_lines(blocked_before: list[str], warned: list[TamperFinding]) -> list[str]:
+    """What the stage's review is told: the iterations the check blocked (so the reviewers see the test
+    was restored) and what it found now under --tamper warn (the stage passes unless they block it)."""
+    return [*blocked_before, *(f"found now (--tamper warn, not blocked): {f.text()}" for f in warned)]
 
 
 def tamper_feedback(findings: list[TamperFinding]) -> str:

@@ -76,6 +76,7 @@ class _StageReview:
     fix: GateAnswer | None = None
     fix_rows: list[Finding] = field(default_factory=list)
     fix_files: set[str] = field(default_factory=set)
+    tamper: list[str] = field(default_factory=list)  # the loop's tamper check on this stage, one line each
 
 
 @dataclass
@@ -143,9 +144,11 @@ class ReviewController:
             state.fix_files.update(files)
 
     # ------------------------------------------------------------ review
-    async def review(self, stage: Stage, iteration: int, verify: VerifyResult | None) -> ReviewVerdict:
+    async def review(self, stage: Stage, iteration: int, verify: VerifyResult | None,
+                     tamper: Sequence[str] = ()) -> ReviewVerdict:
         self._iteration = iteration
         state = self._stages.setdefault(stage.id, _StageReview())
+        state.tamper = list(tamper)
         if state.fix is not None:
             return await self._recheck(stage, state, verify)
         loop = self._loop(stage, state)
@@ -242,7 +245,7 @@ class ReviewController:
         rows = gate_rows(reports)
         if wanted:
             answer = await self._ask_gate(stage, rows, exit, counts, reviewer_summaries(reports, summary.roles),
-                                          role_costs(summary))
+                                          role_costs(summary), state.tamper)
         if answer == "timeout":
             summary.gate = ("timeout" if wanted else "skipped") if self.options.gate != "off" else ""
             if clean:
@@ -279,13 +282,14 @@ class ReviewController:
             stage_id=stage.id, exit=exit, findings=[f.as_dict() for f in findings]))
 
     async def _ask_gate(self, stage: Stage, rows: list[Finding], exit: str, counts: Sequence[int],
-                        reviewers: list[dict[str, Any]], costs: str) -> GateAnswer | Literal["timeout"] | None:
+                        reviewers: list[dict[str, Any]], costs: str,
+                        tamper: Sequence[str] = ()) -> GateAnswer | Literal["timeout"] | None:
         """The operator's answer; None when the run was stopped; "timeout" after --answer-timeout."""
         control = self.host.wave.control
         gate = ReviewGateState(stage_id=stage.id, stage_title=stage.title, exit=exit, label=gate_label(exit, counts),
                                counts=list(counts), rows=[f.as_dict() for f in rows], reviewers=reviewers,
-                               question=GATE_QUESTION)
-        listing = gate_listing(stage.title, exit, counts, reviewers, rows)
+                               question=GATE_QUESTION, tamper=list(tamper))
+        listing = gate_listing(stage.title, exit, counts, reviewers, rows, tamper)
         try:
             for _ in range(MAX_GATE_ASKS):
                 control.begin_question_round()
@@ -327,7 +331,7 @@ class ReviewController:
             prompts[spec.role] = build_review_prompt(ReviewPromptInput(
                 role=spec.role, goal_title=self.host.goal.title, stage=stage, diff=diff,
                 verify_command=verify.command if verify else None, verify_output=verify.output_tail if verify else "",
-                verify_passed_before=baseline.verify_before, round=round_no, earlier=earlier))
+                verify_passed_before=baseline.verify_before, round=round_no, earlier=earlier, tamper=state.tamper))
             suffix = "review-prompt.md" if len(self.options.roles) == 1 else f"review-{spec.role}-prompt.md"
             self._log.archive(self._iteration, suffix.replace("prompt", "final-prompt") if final else suffix,
                               prompts[spec.role])

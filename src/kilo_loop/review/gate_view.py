@@ -60,10 +60,14 @@ def gate_label(exit: str, counts: Sequence[int]) -> str:
 
 
 def gate_listing(stage_title: str, exit: str, counts: Sequence[int], reviewers: Sequence[dict[str, Any]],
-                 rows: Sequence[Finding]) -> str:
-    """The gate as the terminal prints it; a gate without rows continues with one Enter."""
+                 rows: Sequence[Finding], tamper: Sequence[str] = ()) -> str:
+    """The gate as the terminal prints it; a gate without rows continues with one Enter. `tamper`:
+    what the loop's own tamper check said of the stage (no model involved), shown above the rows."""
     lines = [f"Review gate — {stage_title} ({gate_label(exit, counts)})", "  Reviewers:"]
     lines += [f"    {reviewer_line(entry)}" for entry in reviewers] or ["    (none ran)"]
+    if tamper:
+        lines.append("  Test tampering (the loop's own check):")
+        lines += [f"    {line}" for line in tamper]
     if not rows:
         lines.append("  No findings. Press Enter to continue, or type `; <change>` to ask for a change.")
         return "\n".join(lines)

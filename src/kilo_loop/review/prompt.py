@@ -52,6 +52,7 @@ class ReviewPromptInput:
     verify_passed_before: bool = False
     round: int = 1
     earlier: Sequence[Finding] = ()
+    tamper: Sequence[str] = ()  # what the loop's tamper check said of this stage, one line each
 
 
 def _clip(text: str, limit: int) -> str:
@@ -87,6 +88,16 @@ def _diff_section(diff: str) -> str:
     return "## Diff since the stage began\n```diff\n" + _clip(diff, MAX_DIFF_CHARS) + "\n```"
 
 
+def _tamper_section(data: ReviewPromptInput) -> str | None:
+    if not data.tamper:
+        return None
+    lines = ["## Test tampering the loop found (a check without a model)",
+             "The loop read this stage's diff for weakened tests. Check each line: is the test restored, or "
+             "is the change justified? A test weakened to make verify pass is a high finding."]
+    lines += [f"- {line}" for line in data.tamper]
+    return "\n".join(lines)
+
+
 def _earlier_section(data: ReviewPromptInput) -> str | None:
     if not data.earlier:
         return None
@@ -107,6 +118,7 @@ def build_review_prompt(data: ReviewPromptInput) -> str:
         _stage_section(data),
         _verify_section(data),
         _diff_section(data.diff),
+        _tamper_section(data),
         _earlier_section(data),
         (f"## Your verdict (required)\nWrite `{review_file(role)}` as JSON:\n"
          + SCHEMA.replace("ACCEPTANCE", acceptance) + "\n"

@@ -38,8 +38,9 @@ class StageReviewer:
     def fix_touched(self, stage_id: str, files: Sequence[str]) -> None:
         self._controller.fix_touched(stage_id, files)
 
-    async def review(self, stage: Stage, iteration: int, verify: VerifyResult | None) -> ReviewVerdict:
-        verdict = await self._controller.review(stage, iteration, verify)
+    async def review(self, stage: Stage, iteration: int, verify: VerifyResult | None,
+                     tamper: Sequence[str] = ()) -> ReviewVerdict:
+        verdict = await self._controller.review(stage, iteration, verify, tamper)
         if not verdict.advance and not verdict.stopped:
             self._recorder.emit(ReviewBlocked(
                 message=f"review: stage '{stage.title}' is not done yet ({verdict.summary.count} blocking)",

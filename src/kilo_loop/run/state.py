@@ -116,6 +116,7 @@ class ReviewGateState(WireModel):
     rows: list[dict[str, Any]] = Field(default_factory=list)
     reviewers: list[dict[str, Any]] = Field(default_factory=list)  # one summary per reviewer (review.gate_view)
     question: str = ""
+    tamper: list[str] = Field(default_factory=list)  # what the loop's tamper check said of the stage
 
 
 class ReviewStageState(WireModel):

@@ -41,8 +41,11 @@ class Reviewer(Protocol):
 
     def fix_touched(self, stage_id: str, files: Sequence[str]) -> None: ...
 
-    async def review(self, stage: Stage, iteration: int, verify: VerifyResult | None) -> ReviewVerdict:
-        """After verify passed: whether the stage may advance (the review records its own events)."""
+    async def review(self, stage: Stage, iteration: int, verify: VerifyResult | None,
+                     tamper: Sequence[str] = ()) -> ReviewVerdict:
+        """After verify passed: whether the stage may advance (the review records its own events).
+        `tamper`: what the loop's tamper check said of the stage (warnings now, blocks earlier), one
+        line each, for the reviewers' prompt and the gate."""
 
 
 ReviewerFactory = Callable[[ReviewHooks], Reviewer]

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from kilo_loop.tamper.diff import DiffLine, FileDiff, Hunk
 from kilo_loop.tamper.finding import TamperFinding
 from kilo_loop.tamper.languages import ANY_MARK, Language
+from kilo_loop.tamper.params import parametrized_extra
 
 _SKIP_WORDS = re.compile(r"\.(skip|todo|only|skipIf|runIf|fails)\b|\b[xf](?=(it|test|describe|context|specify)\s*\()")
 _TRIVIAL = re.compile(r"^\s*(pass|\.\.\.|return;?|\{\s*\}|[{}();,\]]*|//.*|#(?!\[).*|/\*.*|\*.*|todo!\(\)|"
@@ -158,7 +159,13 @@ def _live_removed(file: FileDiff, lang: Language) -> list[DiffLine]:
 
 def assertion_balance(file: FileDiff, lang: Language) -> tuple[int, int]:
     """(assertions removed, assertions added) in the file's diff; a skipped test's do not count."""
-    return _count(_live_removed(file, lang), lang), _count(file.lines("+"), lang)
+    return _count(_live_removed(file, lang), lang), assertions_added(file, lang)
+
+
+def assertions_added(file: FileDiff, lang: Language) -> int:
+    """Added assertions, those of a newly parametrized test once per case."""
+    added = file.lines("+")
+    return _count(added, lang) + parametrized_extra(file, lang, added)
 
 
 def opener_balance(file: FileDiff, lang: Language) -> tuple[int, int]:
@@ -191,8 +198,9 @@ def fewer_assertions(file: FileDiff, lang: Language, balance: tuple[int, int],
         return
     removed, added = balance
     if removed > added + max(elsewhere, 0):
-        first = next(line for line in file.lines("-") if lang.assertion.search(line.text) and not _comment(line.text))
-        yield TamperFinding(file.path, first.number, "fewer-assertions",
+        first = next((line.number for line in file.lines("-")
+                      if lang.assertion.search(line.text) and not _comment(line.text)), None)
+        yield TamperFinding(file.path, first, "fewer-assertions",
                             f"{removed - added} assertion(s) fewer ({removed} removed, {added} added)")
 
 

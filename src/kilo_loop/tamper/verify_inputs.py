@@ -71,7 +71,15 @@ def _names(file: FileDiff) -> set[str]:
     return {p for p in (file.old_path, file.new_path) if p}
 
 
-def verify_input_findings(file: FileDiff, verify: str | None) -> Iterator[TamperFinding]:
+def _names_new_file(text: str, new_files: frozenset[str]) -> bool:
+    """The line names (as a path or a glob's tail) a file the same diff adds: a new test put on a list."""
+    tails = [w.lstrip("*/.") for w in re.findall(r"[\w./*-]+\.\w+", text)]
+    return bool(tails) and all(any(new == t or new.endswith("/" + t) for new in new_files) for t in tails)
+
+
+def verify_input_findings(file: FileDiff, verify: str | None,
+                          new_files: frozenset[str] = frozenset()) -> Iterator[TamperFinding]:
+    """`new_files`: the files the diff adds; a config line that only lists one of them is no finding."""
     named = command_files(verify)
     if _names(file) & named:
         line = next((ln.number for ln in file.lines("+") + file.lines("-")), None)
@@ -84,7 +92,8 @@ def verify_input_findings(file: FileDiff, verify: str | None) -> Iterator[Tamper
         changed = file.lines("+") + file.lines("-")
         if file.added_file:  # a new config counts only where it leaves tests out
             line_pattern = _NEW_CONFIG
-        hits = changed if line_pattern is None else [ln for ln in changed if line_pattern.search(ln.text)]
+        hits = [ln for ln in changed if (line_pattern is None or line_pattern.search(ln.text))
+                and not (ln.kind == "+" and _names_new_file(ln.text, new_files))]
         if hits:
             text = hits[0].text.strip()[:60]
             yield TamperFinding(file.path, hits[0].number, "verify-input", f"test options changed: {text}")

@@ -130,6 +130,14 @@ def test_reviewer_prompt_has_stage_criteria_diff_verify_and_the_file_to_write() 
     assert "No verify command" in seed and "(empty:" in seed
 
 
+def test_the_prompt_carries_what_the_tamper_check_said_only_when_it_said_something() -> None:
+    stage = Stage(id="s1", title="Fix it")
+    line = "iteration 2 was blocked: tests/test_a.py:4 [skip-marker] skip added: @pytest.mark.skip"
+    prompt = build_review_prompt(ReviewPromptInput(role="test", goal_title="g", stage=stage, diff="", tamper=[line]))
+    assert "Test tampering the loop found" in prompt and f"- {line}" in prompt
+    assert "tampering" not in build_review_prompt(ReviewPromptInput(role="test", goal_title="g", stage=stage, diff=""))
+
+
 # ------------------------------------------------------------------- ledger
 
 

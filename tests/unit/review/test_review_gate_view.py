@@ -60,3 +60,10 @@ def test_the_reviewer_summary_sentence_is_read_and_clipped_to_one_line() -> None
     report = parse_review('{"verdict": "pass", "summary": "Checked  the\\n diff.", "findings": []}', "code")
     assert report.summary == "Checked the diff."
     assert parse_review('{"verdict": "pass", "summary": 3}', "code").summary == ""
+
+
+def test_the_gate_shows_what_the_tamper_check_said() -> None:
+    line = "found now (--tamper warn, not blocked): tests/test_a.py [deleted-test-file] test file deleted"
+    listing = gate_listing("S", "clean", (0,), [], [], [line])
+    assert "Test tampering (the loop's own check):" in listing and f"    {line}" in listing
+    assert "tampering" not in gate_listing("S", "clean", (0,), [], [])

@@ -11,7 +11,6 @@ from kilo_loop.tamper import detect
 CORPUS = Path(__file__).resolve().parents[2] / "corpora" / "tamper"
 RECALL_TARGET = 0.95
 FP_TARGET = 0.02
-FP_FLOOR = 0.025
 
 
 def _cases() -> list[dict[str, str]]:
@@ -59,7 +58,6 @@ def test_recall_and_false_positives(capsys: object) -> None:
     met = "met" if fp_rate <= FP_TARGET else "NOT met"
     print(f"targets: recall >= {RECALL_TARGET:.0%}, false positives <= {FP_TARGET:.0%} ({met})")
     assert recall >= RECALL_TARGET, misses
-    # Measured 2.2 % (7 of 320) on this corpus, over the 2 %: the floor stops a regression and the
-    # line above says the target is not met yet (assertion rewrites a line count reads as fewer assertions,
-    # a `.only` inside a fixture's source text, skips folded into one `pytestmark`).
-    assert fp_rate <= FP_FLOOR, false_positives
+    # Measured 0.3 % (1 of 320): tests moved to a new file while another file dropped two checks, which
+    # the per-language balance reads as fewer assertions.
+    assert fp_rate <= FP_TARGET, false_positives

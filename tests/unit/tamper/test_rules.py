@@ -133,11 +133,12 @@ def test_a_removed_line_that_looks_like_a_file_header_stays_in_its_hunk() -> Non
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("+- @\\abdfgist/.:_()[]#\n0123456789,")), max_size=400),
+@given(st.text(alphabet=st.sampled_from(list("+- @\\abdfgist/.:_()[]#\n0123456789,\"'`")), max_size=400),
        st.one_of(st.none(), st.text(max_size=40)))
 def test_any_text_is_read_without_an_error(text: str, verify: str | None) -> None:
     detect(text, verify)
     detect("diff --git a/t/test_x.py b/t/test_x.py\n" + text, verify)
+    detect("diff --git a/t/x.test.ts b/t/x.test.ts\n@@ -1,9 +1,9 @@\n" + text, verify)  # template literals
 
 
 def test_a_test_file_the_verify_command_names_is_judged_as_a_test() -> None:
@@ -188,3 +189,70 @@ def test_an_import_of_an_assertion_is_not_an_assertion() -> None:
     text = diff("src/test/java/AT.java", "-import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;",
                 "+import static org.junit.jupiter.api.Assertions.assertEquals;", "-import org.junit.Assert.fail")
     assert rules(text) == []
+
+
+# A test's source kept in a string (a fixture that writes a test file and runs it) is data.
+@pytest.mark.parametrize(("path", "lines"), [
+    ("testing/test_x.py", ("+def test_folding(pytester):", "+    pytester.makepyfile(", '+        """',
+                           '+        pytestmark = pytest.mark.skip("Folding")', "+        def test_func():",
+                           "+            pass", '+        """', "+    )", "+    assert pytester.runpytest().ret == 0")),
+    ("test/collect.test.ts", ("+test('collects', async () => {", "+  const m = await collect(`",
+                              "+    test.only('only extended test', () => {})", "+  `)", "+  expect(m).toBeTruthy()",
+                              "+})")),
+    # the hunk starts inside the string: its first delimiter closes it
+    ("testing/test_y.py", ("             def test_4(arg):", "                 l.append(4)", "-            def test_5():",
+                           "-                assert len(l) == 12", '         """)', "         reprec.assertoutcome()")),
+])
+def test_a_marker_or_a_test_inside_a_string_is_data(path: str, lines: tuple[str, ...]) -> None:
+    assert rules(diff(path, *lines)) == []
+
+
+def test_a_marker_next_to_a_closed_string_is_still_seen() -> None:
+    lines = (" def test_a():", '     """The docstring."""', "+    pytest.skip('later')", "     assert f()")
+    assert rules(diff("tests/test_a.py", *lines)) == ["skip-marker"]
+    docstring = (" def test_a():", '     """', "     Docs.", '     """', "+    pytest.skip('later')", "     assert f()")
+    assert rules(diff("tests/test_a.py", *docstring)) == ["skip-marker"]
+
+
+def test_a_config_line_listing_a_test_the_diff_adds_is_no_finding() -> None:
+    config = diff("vitest.config.ts", "   exclude: [", "+    '**/new-case.test.ts',", "   ],")
+    new_test = diff("test/new-case.test.ts", "+test('x', () => { expect(1).toBe(1) })", old=None)
+    assert rules(config + new_test) == []
+    assert rules(config) == ["verify-input"]  # the same line naming a test that was there before
+
+
+# Assertions folded into a newly parametrized test run once per case: not fewer assertions.
+@pytest.mark.parametrize(("path", "lines"), [
+    ("tests/test_a.py", ("-def test_a():", "-    assert f(1) == 1", "-    assert f(2) == 2", "-    assert f(3) == 3",
+                         "+@pytest.mark.parametrize('n', [1, 2, 3])", "+def test_a(n):", "+    assert f(n) == n")),
+    ("tests/test_a.py", ("-def test_a():", "-    assert f(1) == 1", "-    assert f(2) == 2",
+                         "+@pytest.mark.parametrize(", "+    'n',", "+    [", "+        1,", "+        2,", "+    ],",
+                         "+)", "+def test_a(n):", "+    assert f(n) == n")),
+    ("src/test/java/ATest.java", ("-    @Test", "-    void a() {", "-        assertEquals(1, f(1));",
+                                  "-        assertEquals(2, f(2));", "-    }",
+                                  "+    static Arguments[] a() {", "+        return new Arguments[]{",
+                                  "+            Arguments.of(1),", "+            Arguments.of(2),", "+        };",
+                                  "+    }", "+    @ParameterizedTest", "+    @MethodSource", "+    void a(int n) {",
+                                  "+        assertEquals(n, f(n));", "+    }")),
+    ("src/a.test.ts", ("-test('a', () => {", "-  expect(f(1)).toBe(1)", "-  expect(f(2)).toBe(2)", "-})",
+                       "+test.each([", "+  [1],", "+  [2],", "+])('a %i', (n) => {", "+  expect(f(n)).toBe(n)",
+                       "+})")),
+])
+def test_assertions_folded_into_a_parametrized_test_are_not_fewer(path: str, lines: tuple[str, ...]) -> None:
+    assert rules(diff(path, *lines)) == []
+
+
+def test_a_parametrized_rewrite_that_still_asserts_less_is_found() -> None:
+    lines = ("-def test_a():", *(f"-    assert f({n}) == {n}" for n in range(5)),
+             "+@pytest.mark.parametrize('n', [1, 2])", "+def test_a(n):", "+    assert f(n) == n")
+    assert rules(diff("tests/test_a.py", *lines)) == ["fewer-assertions"]
+    edited = (" def test_b():", "     assert g()", "-@pytest.mark.parametrize('n', [1, 2, 3])",
+              "-def test_a(n):", "-    assert f(n) == n", "-    assert h(n)",
+              "+@pytest.mark.parametrize('n', [1, 2, 3, 4])", "+def test_a(n):", "+    assert f(n) == n")
+    assert rules(diff("tests/test_a.py", *edited)) == ["fewer-assertions"]  # an edited parametrization: no weight
+
+
+def test_a_config_line_naming_another_file_than_the_new_test_is_still_found() -> None:
+    config = diff("vitest.config.ts", "   exclude: [", "+    '**/renew-case.test.ts',", "   ],")
+    new_test = diff("test/new-case.test.ts", "+test('x', () => { expect(1).toBe(1) })", old=None)
+    assert rules(config + new_test) == ["verify-input"]

@@ -28,6 +28,7 @@
         el("h2", { id: "review-gate-title", text: "Review gate" }),
         el("p", { id: "review-gate-summary", class: "muted" }),
         el("ul", { id: "review-gate-reviewers", class: "review-gate__reviewers" }),
+        el("ul", { id: "review-gate-tamper", class: "review-gate__tamper", hidden: true }),
         el("div", { id: "review-gate-rows" }),
         el("label", { class: "field" }, el("span", { text: "Change request (optional)" }),
           el("textarea", { id: "review-gate-change", rows: 3, maxlength: 8000,
@@ -82,6 +83,11 @@
       ? `${what} · ${gate.rows.length} finding(s)`
       : `${what} · blocking counts per round: ${counts} · ${gate.rows.length} finding(s)`;
     document.getElementById("review-gate-reviewers").replaceChildren(...(gate.reviewers || []).map(reviewerLine));
+    // What the loop's own tamper check said of the stage (no model involved).
+    const tamper = gate.tamper || [];
+    const tamperList = document.getElementById("review-gate-tamper");
+    tamperList.replaceChildren(...tamper.map((line) => el("li", { text: `Test tampering: ${line}` })));
+    tamperList.hidden = !tamper.length;
     document.getElementById("review-gate-rows").replaceChildren(...gate.rows.map(renderRow));
     // A clean pass has nothing to mark: one click continues.
     document.getElementById("review-gate-submit").textContent = gate.rows.length ? "Send decision" : "Continue";
