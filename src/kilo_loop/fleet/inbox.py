@@ -87,12 +87,14 @@ def start_offset(run_dir: Path, resumed: bool) -> int:
     record), else a fresh run from the start (a sender may write before the run is up: a fleet
     worker hands on what Redis holds while the plan's process starts), else — a run resumed from
     before the record existed — at the end, so an earlier process's commands are never replayed."""
-    try:
-        return int((run_dir / TAKEN_FILE).read_text(encoding="ascii"))
-    except (OSError, ValueError):
-        pass
     path = run_dir / INBOX_FILE
-    return path.stat().st_size if resumed and path.exists() else 0
+    size = path.stat().st_size if path.exists() else 0
+    try:
+        # never past the end: a run directory copied while it was followed (a fleet worker's archive)
+        # may hold a record newer than its inbox, and what is appended next must not be skipped
+        return min(int((run_dir / TAKEN_FILE).read_text(encoding="ascii")), size)
+    except (OSError, ValueError):
+        return size if resumed else 0
 
 
 async def follow_inbox(run_dir: Path, offset: int, deliver: Callable[[InboxCommand], None],

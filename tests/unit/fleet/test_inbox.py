@@ -112,6 +112,13 @@ def test_a_run_resumed_without_a_record_starts_at_the_end(tmp_path: Path) -> Non
     assert start_offset(tmp_path / "none", resumed=True) == 0
 
 
+def test_a_record_past_the_inbox_end_starts_at_the_end(tmp_path: Path) -> None:
+    """A run directory archived while followed: the record may be newer than the inbox copied with it."""
+    append_command(tmp_path, InboxCommand("pause"))
+    (tmp_path / TAKEN_FILE).write_text("999")
+    assert start_offset(tmp_path, resumed=True) == (tmp_path / INBOX_FILE).stat().st_size
+
+
 def test_a_torn_line_waits_and_garbage_is_reported(tmp_path: Path) -> None:
     inbox = tmp_path / INBOX_FILE
     inbox.write_bytes(b'not json\n[1]\n\n{"command": "pause"}\n{"command": "res')
