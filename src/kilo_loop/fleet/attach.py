@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kilo_loop.fleet.child import INBOX_ENV
-from kilo_loop.fleet.inbox import InboxCommand, follow_inbox
+from kilo_loop.fleet.inbox import InboxCommand, follow_inbox, start_offset
 from kilo_loop.loop.commands import SendNote, SubmitAnswers, WithdrawNote, command_for
 from kilo_loop.run.control import AnswerItem, ControlError
 
@@ -52,8 +52,11 @@ def attach_inbox(handle: RunHandle) -> Callable[[], None]:
         except ControlError as exc:
             handle.recorder.warn(f"inbox command {command.command} ignored: {exc}")
 
+    # Where to start is decided now, not when the task first runs: that is only when the run first
+    # yields, which can be after it published its first question (and after an answer to it arrived).
+    offset = start_offset(handle.layout.dir, handle.resumed)
     task = asyncio.get_running_loop().create_task(
-        follow_inbox(handle.layout.dir, safe_deliver, handle.recorder.warn, lambda: stopped["flag"]))
+        follow_inbox(handle.layout.dir, offset, safe_deliver, handle.recorder.warn, lambda: stopped["flag"]))
     handle.answer_channels.append(lambda: not task.done())
 
     def detach() -> None:

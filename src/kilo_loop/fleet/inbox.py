@@ -7,6 +7,7 @@ reported and skipped, never fatal.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,10 +16,13 @@ from typing import Any, Literal
 
 import orjson
 
-from kilo_loop.fleet.tail import follow
+from kilo_loop.fleet.tail import LineFollower
 from kilo_loop.run.controls import ControlAction
+from kilo_loop.run.files import write_text_atomic
 
 INBOX_FILE = "inbox.jsonl"
+TAKEN_FILE = "inbox.taken"  # how many bytes of inbox.jsonl the run has taken, across its processes
+POLL_SECONDS = 0.1
 # The names inbox.jsonl has always carried; each is a `ControlAction` name or one of its aliases.
 CommandName = Literal["stop", "pause", "resume", "abort-after-session", "shared-context", "answer", "note",
                       "withdraw-note"]
@@ -78,14 +82,49 @@ def append_command(run_dir: Path, command: InboxCommand) -> None:
         os.close(fd)
 
 
-async def follow_inbox(run_dir: Path, deliver: Callable[[InboxCommand], None], warn: Callable[[str], None],
-                       stop: Callable[[], bool]) -> None:
-    """Deliver every command appended to the run's inbox from now on (lines written before this
-    process started belong to an earlier process of the same run and are not replayed)."""
+def start_offset(run_dir: Path, resumed: bool) -> int:
+    """Where this process of the run starts reading its inbox: after what the run has taken (its
+    record), else a fresh run from the start (a sender may write before the run is up: a fleet
+    worker hands on what Redis holds while the plan's process starts), else — a run resumed from
+    before the record existed — at the end, so an earlier process's commands are never replayed."""
     path = run_dir / INBOX_FILE
-    offset = path.stat().st_size if path.exists() else 0
-    async for record in follow(path, stop, offset, poll=0.1):
-        try:
-            deliver(parse_command(record))
-        except (ValueError, TypeError) as exc:
-            warn(f"ignored a command in {path.name}: {exc}")
+    size = path.stat().st_size if path.exists() else 0
+    try:
+        # never past the end: a run directory copied while it was followed (a fleet worker's archive)
+        # may hold a record newer than its inbox, and what is appended next must not be skipped
+        return min(int((run_dir / TAKEN_FILE).read_text(encoding="ascii")), size)
+    except (OSError, ValueError):
+        return size if resumed else 0
+
+
+async def follow_inbox(run_dir: Path, offset: int, deliver: Callable[[InboxCommand], None],
+                       warn: Callable[[str], None], stop: Callable[[], bool]) -> None:
+    """Deliver every command appended to the run's inbox after `offset`, recording what is taken.
+
+    The caller takes `offset` (start_offset) when it attaches, not this task when it first runs: the
+    run may publish a question before it first yields, and an answer appended in between must count."""
+    path = run_dir / INBOX_FILE
+    follower = LineFollower(path, offset, on_garbage=lambda line: warn(
+        f"ignored a line in {path.name} that is not a JSON object: {line[:80].decode(errors='replace')!r}"))
+    while True:
+        done = stop()
+        records = follower.read_new()
+        for record in records:
+            try:
+                deliver(parse_command(record))
+            except (ValueError, TypeError) as exc:
+                warn(f"ignored a command in {path.name}: {exc}")
+        if records:
+            _record_taken(run_dir, follower.consumed, warn)
+        if done:
+            return
+        await asyncio.sleep(POLL_SECONDS)
+
+
+def _record_taken(run_dir: Path, consumed: int, warn: Callable[[str], None]) -> None:
+    """What this run has taken of its inbox, so that its next process (--resume, another fleet worker)
+    neither replays it nor drops what was sent while no process was following."""
+    try:
+        write_text_atomic(run_dir / TAKEN_FILE, str(consumed))
+    except OSError as exc:
+        warn(f"could not record what the run took of {INBOX_FILE} ({exc}); a resume may repeat its commands")

@@ -14,12 +14,18 @@ POLL_SECONDS = 0.05
 
 class LineFollower:
     """Reads whole lines appended since the last call; a torn last line waits for its newline.
-    Garbage lines are skipped (a crashed writer must not stop the reader)."""
+    Garbage lines are skipped (a crashed writer must not stop the reader), shown to `on_garbage`."""
 
-    def __init__(self, path: Path, offset: int = 0) -> None:
+    def __init__(self, path: Path, offset: int = 0, on_garbage: Callable[[bytes], None] | None = None) -> None:
         self.path = path
         self.offset = offset
         self._partial = b""
+        self._on_garbage = on_garbage
+
+    @property
+    def consumed(self) -> int:
+        """The offset just past the last whole line read (a torn last line is not consumed yet)."""
+        return self.offset - len(self._partial)
 
     def read_new(self) -> list[dict[str, Any]]:
         try:
@@ -37,9 +43,11 @@ class LineFollower:
             try:
                 value = orjson.loads(line)
             except orjson.JSONDecodeError:
-                continue
+                value = None
             if isinstance(value, dict):
                 records.append(value)
+            elif line.strip() and self._on_garbage is not None:
+                self._on_garbage(line)
         return records
 
 
