@@ -162,7 +162,7 @@ class NowPanel:
     tools: tuple[str, ...] = ()
 
     def feed(self, event: dict[str, Any]) -> None:
-        kind, message = event.get("type"), str(event.get("message") or "")
+        kind, message = str(event.get("type")), str(event.get("message") or "")
         if kind in ("iteration-started", "run-started"):
             self.doing, self.tools = message, ()
         elif kind == "tool":
