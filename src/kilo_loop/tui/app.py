@@ -27,6 +27,7 @@ FLEET_POLL_SECONDS = 2.0  # a fleet's stream carries no state frames
 
 class WatchApp(App[None]):
     TITLE = "kilo-loop watch"
+    ENABLE_COMMAND_PALETTE = False  # every action has its key in the footer
     CSS = """
     Screen { layout: vertical; }
     #top { height: auto; padding: 0 1; background: $boost; }
@@ -65,6 +66,7 @@ class WatchApp(App[None]):
         self._now = now
         self._pending: list[dict[str, Any]] = []
         self._dirty = True
+        self._log_seq = 0
         self.connected = client is None
         for event in events or []:
             self._take(event)
@@ -142,8 +144,9 @@ class WatchApp(App[None]):
     def _take(self, event: dict[str, Any]) -> bool:
         seq = event.get("seq")
         if isinstance(seq, int):
-            if seq <= self.seq and self.events:
+            if seq <= self._log_seq:  # a replayed line already shown
                 return False
+            self._log_seq = seq
             self.seq = max(self.seq, seq)
         self.events.append(event)
         self.now_panel.feed(event)
@@ -153,6 +156,7 @@ class WatchApp(App[None]):
         self.state = state
         self.seq = int(state.get("seq") or 0)
         self.events.clear()
+        self._log_seq = 0
         self.now_panel = view.NowPanel()
         for event in state.get("logTail") or []:
             if isinstance(event, dict):

@@ -44,7 +44,8 @@ def fmt_duration(ms: float | None) -> str:
 
 
 def fmt_cost(value: Any) -> str:
-    return f"${float(value or 0):.4f}" if float(value or 0) < 1 else f"${float(value):.2f}"
+    amount = float(value or 0)
+    return f"${amount:.4f}" if 0 < amount < 0.01 else f"${amount:.2f}"
 
 
 def fmt_tokens(value: Any) -> str:
@@ -123,9 +124,9 @@ def headline(state: dict[str, Any], width: int = 20) -> str:
 def clock_line(state: dict[str, Any], now_ms: float) -> str:
     clock = run_clock(state, now_ms)
     of = f"{state.get('iteration') or 0}/{state.get('maxIterations') or '?'}"
-    running = f" (running {fmt_duration(clock.running_for)})" if clock.running_for is not None else ""
+    running = f" ({fmt_duration(clock.running_for)})" if clock.running_for is not None else ""
     return (f"elapsed {fmt_duration(clock.elapsed)} · iteration {of}{running} · "
-            f"per iteration {fmt_duration(clock.average)} · ETA {eta_text(state, clock)}")
+            f"{fmt_duration(clock.average)}/iteration · ETA {eta_text(state, clock)}")
 
 
 def figures_line(state: dict[str, Any], budget: dict[str, Any] | None) -> str:
@@ -133,11 +134,11 @@ def figures_line(state: dict[str, Any], budget: dict[str, Any] | None) -> str:
     budget = budget or {}
     cost = fmt_cost(totals.get("cost"))
     if budget.get("maxCost"):
-        cost += f" / {fmt_cost(budget['maxCost'])}"
+        cost += f"/{fmt_cost(budget['maxCost'])}"
     tokens = fmt_tokens(totals.get("tokens"))
     if budget.get("maxTokens"):
-        tokens += f" / {fmt_tokens(budget['maxTokens'])}"
-    return (f"cost {cost} · tokens {tokens} · context {fmt_tokens(state.get('contextTokens'))} · "
+        tokens += f"/{fmt_tokens(budget['maxTokens'])}"
+    return (f"cost {cost} · tokens {tokens} · ctx {fmt_tokens(state.get('contextTokens'))} · "
             f"answers {state.get('answers') or 0} · guard blocks {state.get('guardBlocks') or 0}")
 
 
