@@ -27,6 +27,7 @@ FLEET_POLL_SECONDS = 2.0  # a fleet's stream carries no state frames
 
 class WatchApp(App[None]):
     TITLE = "kilo-loop watch"
+    AUTO_FOCUS = None  # the log follows the run until the reader focuses it (Tab) to scroll back
     ENABLE_COMMAND_PALETTE = False  # every action has its key in the footer
     CSS = """
     Screen { layout: vertical; }
@@ -36,7 +37,7 @@ class WatchApp(App[None]):
     #stages { width: 1fr; height: auto; padding: 0 1; }
     #now { width: 1fr; height: auto; padding: 0 1; border-left: solid $accent; }
     #logbar { height: 1; padding: 0 1; background: $boost; }
-    #log { height: 1fr; }
+    #log { height: 1fr; scrollbar-size-horizontal: 0; }  /* long lines: focus the log, then ← → */
     #message { height: auto; padding: 0 1; color: $warning; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -103,8 +104,11 @@ class WatchApp(App[None]):
         if self._pending:
             log = self.query_one("#log", Log)
             lines = [view.log_text(e) for e in self._pending if view.visible(e, self.filter, self.search)]
-            if lines:
-                log.write_lines(lines)
+            if lines:  # follow the newest lines, unless the reader scrolled up in the focused log
+                follow = not log.has_focus or log.is_vertical_scroll_end
+                log.write_lines(lines, scroll_end=False)
+                if follow:
+                    log.scroll_end(animate=False, immediate=True, x_axis=False)
             self._pending.clear()
             self._dirty = True
         if self._dirty or not view.is_final(self.state):  # the clock moves
@@ -134,7 +138,8 @@ class WatchApp(App[None]):
     def _redraw_log(self) -> None:
         log = self.query_one("#log", Log)
         log.clear()
-        log.write_lines(view.shown_lines(self.events, self.filter, self.search))
+        log.write_lines(view.shown_lines(self.events, self.filter, self.search), scroll_end=False)
+        self.call_after_refresh(log.scroll_end, animate=False, x_axis=False)  # once it has its size
 
     def say(self, text: str, error: bool = False) -> None:
         self.query_one("#message", Static).update(text)
