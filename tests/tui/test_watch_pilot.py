@@ -1,5 +1,5 @@
 """Textual's pilot drives `kilo-loop watch` against a live dry run at 80x24: it answers the run's question,
-sends a note, pauses, resumes and stops — each through the dashboard API, each seen in the run's events."""
+sends a note (and one over 8 KB, refused in the run's words), pauses, resumes and stops — each through the dashboard API, each seen in the run's events."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from kilo_loop.tui.app import WatchApp
 from kilo_loop.tui.client import DashboardClient
@@ -42,6 +43,13 @@ async def test_the_pilot_answers_notes_pauses_resumes_and_stops_a_live_dry_run(t
             await pilot.press("enter")
             await _until(pilot, lambda: any(n.get("text") == "use utils/" for n in app.state.get("notes") or []),
                          "the note in the state")
+
+            await pilot.press("n")  # a note over 8 KB: the run's own refusal, in its words
+            await pilot.pause()
+            app.screen.query_one(Input).value = "x" * 9000
+            await pilot.press("enter")
+            await _until(pilot, lambda: "note refused" in str(app.query_one("#message").render()), "the refusal")
+            assert "8 KB" in str(app.query_one("#message").render())
 
             await pilot.press("p")
             await _until(pilot, lambda: app.state.get("paused") is True, "paused")

@@ -20,6 +20,7 @@ ModalScreen { align: center middle; }
 
 class LineScreen(ModalScreen[str | None]):
     DEFAULT_CSS = DIALOG_CSS
+    AUTO_FOCUS = "Input"
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
 
     def __init__(self, prompt: str, value: str = "", placeholder: str = "") -> None:
@@ -60,6 +61,7 @@ class QuestionScreen(ModalScreen[str | None]):
     """One pending question: pick an option (arrows, Enter) or type an answer (Tab to the line)."""
 
     DEFAULT_CSS = DIALOG_CSS
+    AUTO_FOCUS = "OptionList, Input"
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
 
     def __init__(self, question: dict[str, Any], index: int, count: int) -> None:
