@@ -16,13 +16,17 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Log, Static
 
 from kilo_loop.tui import view
-from kilo_loop.tui.client import ApiRefused, DashboardClient
+from kilo_loop.tui.client import ApiRefused, DashboardClient, SseFrame
 from kilo_loop.tui.screens import ConfirmScreen, LineScreen, QuestionScreen
 
 LOG_KEPT = 2000  # log lines kept for filter and search; the dashboard pages older history from disk
-REDRAW_SECONDS = 0.25  # frames arriving faster are drawn together
+REDRAW_SECONDS = 0.5  # frames arriving faster are drawn together (twice a second: the benchmark's CPU budget)
 RETRY_SECONDS = 1.0
 FLEET_POLL_SECONDS = 2.0  # a fleet's stream carries no state frames
+
+
+def _rows(text: str, width: int) -> int:
+    return sum(max(1, -(-len(line) // width)) for line in text.split("\n"))
 
 
 class WatchApp(App[None]):
@@ -68,6 +72,8 @@ class WatchApp(App[None]):
         self._pending: list[dict[str, Any]] = []
         self._dirty = True
         self._log_seq = 0
+        self._shown: dict[str, str] = {}
+        self._head: SseFrame | None = None
         self.connected = client is None
         for event in events or []:
             self._take(event)
@@ -91,6 +97,7 @@ class WatchApp(App[None]):
         self._redraw_log()
         self.refresh_view()
         self.set_interval(REDRAW_SECONDS, self._tick)
+        self.set_interval(1.0, self._clock_tick)
         if self.client is not None:
             self.follow()
             if self.client.fleet:
@@ -101,6 +108,7 @@ class WatchApp(App[None]):
             await self.client.close()
 
     def _tick(self) -> None:
+        self._merge_head()
         if self._pending:
             log = self.query_one("#log", Log)
             lines = [view.log_text(e) for e in self._pending if view.visible(e, self.filter, self.search)]
@@ -111,8 +119,11 @@ class WatchApp(App[None]):
                     log.scroll_end(animate=False, immediate=True, x_axis=False)
             self._pending.clear()
             self._dirty = True
-        if self._dirty or not view.is_final(self.state):  # the clock moves
+        if self._dirty:
             self.refresh_view()
+
+    def _clock_tick(self) -> None:
+        self._show("clock", view.clock_line(self.state, self._now() * 1000))
 
     # ------------------------------------------------------------------ rendering
     def refresh_view(self) -> None:
@@ -120,20 +131,30 @@ class WatchApp(App[None]):
         title = state.get("goalTitle") or state.get("runId") or "kilo-loop"
         chips = [f"run {state.get('runId')}" if state.get("runId") else "", "dry run" if state.get("dryRun") else "",
                  "" if self.connected else "reconnecting…"]
-        self.query_one("#title", Static).update(" · ".join([str(title), *[c for c in chips if c]]))
-        self.query_one("#headline", Static).update(view.headline(state, 10 if width < 100 else 20))
-        self.query_one("#clock", Static).update(view.clock_line(state, self._now() * 1000))
-        self.query_one("#figures", Static).update(view.figures_line(state, self.budget))
-        self.query_one("#stages", Static).update("\n".join(["Stages", *view.stage_lines(state)]))
+        self._show("title", " · ".join([str(title), *[c for c in chips if c]]))
+        self._show("headline", view.headline(state, 10 if width < 100 else 20))
+        self._show("clock", view.clock_line(state, self._now() * 1000))
+        self._show("figures", view.figures_line(state, self.budget))
+        self._show("stages", "\n".join(["Stages", *view.stage_lines(state)]))
         now = ["Now", *view.now_lines(state, self.now_panel)]
         notes = view.note_lines(state, 3)
-        self.query_one("#now", Static).update("\n".join(now + (["Notes", *notes] if notes else [])))
+        self._show("now", "\n".join(now + (["Notes", *notes] if notes else [])))
         questions = state.get("pendingQuestions") or []
         bar = f"Log [{self.filter}]" + (f" search: {self.search}" if self.search else "")
         if questions and not view.is_final(state):
             bar += f" · {len(questions)} question(s) waiting: press a"
-        self.query_one("#logbar", Static).update(bar)
+        self._show("logbar", bar)
         self._dirty = False
+
+    def _show(self, name: str, text: str) -> None:
+        """Update a panel only when its text changed: a redraw costs far more than the comparison."""
+        old = self._shown.get(name)
+        if old != text:
+            self._shown[name] = text
+            widget = self.query_one(f"#{name}", Static)
+            # a new layout only when the panel's height may change (a reflow costs most of a redraw)
+            width = max(1, widget.content_size.width)
+            widget.update(text, layout=old is None or _rows(old, width) != _rows(text, width))
 
     def _redraw_log(self) -> None:
         log = self.query_one("#log", Log)
@@ -170,17 +191,23 @@ class WatchApp(App[None]):
         self._redraw_log()
         self._dirty = True
 
-    def on_frame(self, event: str, data: Any) -> bool:
+    def on_frame(self, frame: SseFrame) -> bool:
         """One SSE frame; False when the stream should be opened afresh (another run is active)."""
-        if event == "log" and isinstance(data, dict):
-            if self._take(data):
+        if frame.event == "log":
+            data = frame.data
+            if isinstance(data, dict) and self._take(data):
                 self._pending.append(data)
-        elif event == "state" and isinstance(data, dict):
-            self.state = view.merge_head(self.state, data)
-            self._dirty = True
-        elif event == "run":
+        elif frame.event == "state":
+            self._head = frame  # only the newest is read, at the next redraw
+        elif frame.event == "run":
             return False
         return True
+
+    def _merge_head(self) -> None:
+        head, self._head = (self._head.data if self._head else None), None
+        if isinstance(head, dict):
+            self.state = view.merge_head(self.state, head)
+            self._dirty = True
 
     @work(exclusive=True, group="follow")
     async def follow(self) -> None:
@@ -192,9 +219,9 @@ class WatchApp(App[None]):
                     self.adopt(await self.client.state())
                     self.budget = await self.client.budget()
                     fresh = False
-                self.connected = True
+                self.connected, self._dirty = True, True
                 async for frame in self.client.events(self.seq):
-                    if not self.on_frame(frame.event, frame.data):
+                    if not self.on_frame(frame):
                         fresh = True
                         break
             except (ApiRefused, OSError, ValueError) as exc:

@@ -23,8 +23,15 @@ class ApiRefused(KiloLoopError):
 @dataclass
 class SseFrame:
     event: str  # "log", "state", "hello", "run" (a fleet's frames have no name: "log")
-    data: Any
+    raw: str  # the JSON text, parsed on demand: a watcher reads only the newest of many state frames
     seq: int | None = None
+
+    @property
+    def data(self) -> Any:
+        try:
+            return orjson.loads(self.raw)
+        except orjson.JSONDecodeError:
+            return None
 
 
 @dataclass
@@ -55,12 +62,8 @@ class SseParser:
         self._event, self._data, self._id = "", [], None
         if not data:
             return None
-        try:
-            parsed = orjson.loads("\n".join(data))
-        except orjson.JSONDecodeError:
-            return None
         seq = int(ident) if ident is not None and ident.isdigit() else None
-        return SseFrame(event, parsed, seq)
+        return SseFrame(event, "\n".join(data), seq)
 
 
 def refusal_text(response: httpx.Response) -> str:
@@ -82,7 +85,9 @@ class DashboardClient:
     def __init__(self, target: Target, timeout: float = 30.0) -> None:
         self.target = target
         headers = {"authorization": f"Bearer {target.token}"} if target.token else {}
-        self._http = httpx.AsyncClient(base_url=target.base, headers=headers, timeout=timeout)
+        # plain http never uses TLS: not loading the CA bundle keeps a few MB out of a long-lived watcher
+        verify = not target.base.startswith("http://")
+        self._http = httpx.AsyncClient(base_url=target.base, headers=headers, timeout=timeout, verify=verify)
         self.run_id: str | None = target.run_id
 
     @property

@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from kilo_loop.errors import KiloLoopError
 from kilo_loop.git import project_root
 from kilo_loop.run.layout import ProjectLayout
-from kilo_loop.run.store import resolve_run
+from kilo_loop.run.locate import resolve_run
 from kilo_loop.web.api_file import read_api_file
 
 
