@@ -162,7 +162,11 @@ class DashboardClient:
             if response.status_code >= 400:
                 await response.aread()
                 raise ApiRefused(refusal_text(response))
-            async for line in response.aiter_lines():
-                frame = parser.feed(line)
-                if frame is not None:
-                    yield frame
+            rest = b""
+            async for chunk in response.aiter_bytes():  # split here: httpx's line decoder costs more per line
+                lines = (rest + chunk).split(b"\n")
+                rest = lines.pop()
+                for line in lines:
+                    frame = parser.feed(line.removesuffix(b"\r").decode("utf-8", "replace"))
+                    if frame is not None:
+                        yield frame
