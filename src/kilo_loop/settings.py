@@ -22,12 +22,12 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from kilo_loop.durations import parse_duration
 from kilo_loop.errors import ConfigError
-from kilo_loop.run.files import read_json
+from kilo_loop.project_config import config_path, read_config_file
+from kilo_loop.review_roles import ReviewConfigError, role_specs
 
 HitlMode = Literal["always", "on-question", "off"]
 RuntimeMode = Literal["auto", "kilo", "opencode", "claude", "codex", "cursor", "gemini"]
 Transport = Literal["serve", "run"]
-CONFIG_RELATIVE = Path(".kilocode-loop") / "config.json"
 
 
 __all__ = ["ConfigError", "Settings", "load_settings"]
@@ -180,10 +180,8 @@ class Settings(BaseSettings):
     @classmethod
     def _review_roles(cls, value: bool | dict[str, Any]) -> bool | dict[str, Any]:
         if isinstance(value, dict):
-            from kilo_loop.review.options import ReviewConfigError, role_specs
-
             try:
-                role_specs(value, None)
+                role_specs(value)
             except ReviewConfigError as exc:
                 raise ValueError(str(exc)) from exc
         return value
@@ -283,16 +281,7 @@ class ProjectConfigSource(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        if self._path is None or not self._path.exists():
-            return {}
-        if not self._path.is_file():
-            raise ConfigError(f"{self._path} is not a file: move it out of the way, or make it a JSON object of settings")
-        try:
-            raw = read_json(self._path)
-        except (OSError, ValueError) as exc:
-            raise ConfigError(str(exc)) from exc
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{self._path}: expected a JSON object")
+        raw = read_config_file(self._path) if self._path is not None else {}
         values = {name: value for name, value in (self._field(k, v) for k, v in raw.items()) if name}
         if "agent" in raw and "mode" in raw:  # the new name wins whatever the order of the keys
             values["agent"] = self._field("agent", raw["agent"])[1]
@@ -371,7 +360,7 @@ def load_settings(
 ) -> Settings:
     """Build the settings for a project; `cli_values` holds only flags the user gave. Each unknown
     config.json key is passed to `warn` as one line."""
-    path = (project / CONFIG_RELATIVE) if project else None
+    path = config_path(project) if project else None
     token = _CONFIG_FILE.set(path)
     unknown: list[str] = []
     unknown_token = _UNKNOWN_KEYS.set(unknown)

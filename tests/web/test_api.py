@@ -539,7 +539,7 @@ async def test_notes_through_the_api_each_bad_input_gets_a_clear_answer(harness:
         assert secret not in (files / name).read_text(), name
 
 
-def test_the_launcher_lists_the_plan_named_with_goal_where_discovery_does_not_look(project: Path) -> None:
+async def test_the_launcher_lists_the_plan_named_with_goal_where_discovery_does_not_look(project: Path) -> None:
     example = project / "examples" / "goal.example.md"
     example.parent.mkdir()
     example.write_text("# Example\n- [ ] One stage :: verify: true\n")

@@ -25,8 +25,8 @@ from kilo_loop.onboarding.choices import (
     install_hint,
 )
 from kilo_loop.onboarding.login import login_state
-from kilo_loop.run.files import read_json, write_bytes_atomic
-from kilo_loop.settings import CONFIG_RELATIVE
+from kilo_loop.project_config import CONFIG_RELATIVE, ConfigFileError, read_config_file
+from kilo_loop.run.files import write_bytes_atomic
 
 
 class InitRefused(UsageError):
@@ -94,11 +94,11 @@ def ask(given: Choices, installed: dict[str, str], environ: dict[str, str]) -> C
 
 
 def _existing_config(path: Path) -> dict[str, Any] | None:
+    """The keys kept under --force; a broken file is replaced whole."""
     try:
-        loaded = read_json(path)
-    except (OSError, ValueError):
+        return read_config_file(path)
+    except ConfigFileError:
         return None
-    return loaded if isinstance(loaded, dict) else None
 
 
 def _plan_for(root: Path, description: str | None) -> ScaffoldedPlan | None:

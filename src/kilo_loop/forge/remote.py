@@ -17,7 +17,7 @@ TOKEN_VARIABLES: dict[ForgeKind, str] = {"github": "GITHUB_TOKEN", "gitlab": "GI
 _URL = re.compile(r"^(?:[a-z+]+://)?(?:[^@/]+@)?(?P<host>[^/:]+)(?::\d+)?[:/](?P<path>[^:]+?)(?:\.git)?/?$")
 
 
-class ForgeUnknown(UsageError):
+class ForgeUnknown(UsageError, ValueError):
     """The remote does not say which forge or repository it is; the message names the flag to pass."""
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kilo_loop.errors import ConfigError
+from kilo_loop.project_config import config_path, read_config_file
 
-CONFIG_RELATIVE = Path(".kilocode-loop") / "config.json"
 _ENV_PREFIX = "kilo_loop_"
 _KEYS = ("guard_deny", "guard_allow", "guard_packs")
 Value = tuple[str, ...] | tuple[tuple[str, bool], ...]
@@ -70,21 +70,14 @@ def from_environment(environ: Mapping[str, str]) -> dict[str, Value]:
 
 
 def from_config(path: Path) -> dict[str, Value]:
-    if not path.is_file():
-        return {}
-    try:
-        raw = json.loads(path.read_bytes())
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a JSON object")
+    raw = read_config_file(path)
     return {snake(key): _parsed(snake(key), value, f"{path}: key {key!r}")
             for key, value in raw.items() if snake(key) in _KEYS}
 
 
 def project_guard_patterns(project: Path | None, environ: Mapping[str, str] | None = None) -> GuardPatterns:
     """The guard patterns in force for `project`: environment over config file; ConfigError if malformed."""
-    values = from_config(project / CONFIG_RELATIVE) if project else {}
+    values = from_config(config_path(project)) if project else {}
     values.update(from_environment(os.environ if environ is None else environ))
     return GuardPatterns(values.get("guard_deny", ()), values.get("guard_allow", ()),  # type: ignore[arg-type]
                          values.get("guard_packs", ()))  # type: ignore[arg-type]

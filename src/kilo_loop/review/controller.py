@@ -41,7 +41,8 @@ from kilo_loop.review.log import ReviewLog
 from kilo_loop.review.loop_policy import ask_loop_policy, needs_question
 from kilo_loop.review.prompt import ReviewPromptInput, build_review_prompt, implementer_feedback
 from kilo_loop.review.tree import diff_since, tree_of_worktree
-from kilo_loop.review.wave import RoleResult, RoleSpec, WaveContext, run_wave
+from kilo_loop.review.wave import RoleResult, WaveContext, run_wave
+from kilo_loop.review_roles import RoleSpec
 from kilo_loop.run.events import now_iso
 from kilo_loop.run.state import ReviewGateState, ReviewRoundSummary, VerifyResult
 from kilo_loop.session.reviewer import ReviewVerdict

@@ -15,9 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kilo_loop.review.findings import BLOCKING_SEVERITIES, Finding, ReviewReport
+from kilo_loop.review_roles import SEED_ROLE
 
-ROLES = ("code", "test", "security")
-SEED_ROLE = "reviewer"
 _ALWAYS_COUNT = frozenset({"malformed", "protected"})
 
 

@@ -15,8 +15,9 @@ from typing import Literal
 
 from kilo_loop.errors import KiloLoopError
 from kilo_loop.review.budget import Exit
-from kilo_loop.review.count import SEED_ROLE, with_verdicts
+from kilo_loop.review.count import with_verdicts
 from kilo_loop.review.findings import Finding, ReviewReport
+from kilo_loop.review_roles import SEED_ROLE
 from kilo_loop.run.findings import finding_line as finding_line
 
 GateMode = Literal["always", "auto", "off"]

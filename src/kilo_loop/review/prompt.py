@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kilo_loop.goal.model import Stage
-from kilo_loop.review.count import SEED_ROLE
 from kilo_loop.review.findings import Finding
 from kilo_loop.review.gate import finding_line
+from kilo_loop.review_roles import SEED_ROLE
 
 MAX_DIFF_CHARS = 60_000
 MAX_VERIFY_CHARS = 6_000

@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kilo_loop.agent.protocol import AgentBackend, AgentRequest, StepFinished
-from kilo_loop.agent.registry import RUNTIMES
-from kilo_loop.review.count import SEED_ROLE
 from kilo_loop.review.findings import ReviewReport, malformed_report, parse_review
 from kilo_loop.review.log import ReviewLog
 from kilo_loop.review.prompt import review_file
 from kilo_loop.review.readonly import ReadOnlyGuard
+from kilo_loop.review_roles import SEED_ROLE, RoleSpec
 from kilo_loop.run.control import RunControl
 from kilo_loop.run.events import now_iso
 from kilo_loop.run.guard_decision import GuardLike
@@ -27,22 +26,6 @@ from kilo_loop.run.state import ReviewRoleRun
 from kilo_loop.session.runner import SessionRunner
 
 MAX_REVIEW_FILE = 2 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class RoleSpec:
-    """Who reviews as `role`: backend (None = the run's), agent, model and variant."""
-
-    role: str
-    agent: str | None = None
-    model: str | None = None
-    variant: str | None = None
-    backend: str | None = None  # a runtime name (kilo, claude, …) or a `module:attr` backend
-
-    @property
-    def runtime(self) -> str | None:
-        """The backend when it names a runtime: the run's router starts that CLI for this role."""
-        return self.backend if self.backend in RUNTIMES else None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from kilo_loop.agent.registry import load_backend
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.review.controller import ReviewController, ReviewHost, ReviewOptions, role_costs
 from kilo_loop.review.log import ReviewLog
-from kilo_loop.review.wave import RoleSpec, WaveContext
+from kilo_loop.review.wave import WaveContext
+from kilo_loop.review_roles import RoleSpec
 from kilo_loop.run.control import RunControl
 from kilo_loop.run.events import ReviewBlocked
 from kilo_loop.run.guard_decision import GuardLike

@@ -1,5 +1,5 @@
 """What every dashboard route needs: the project, the run controller, the SSE hub, and the
-redactor for what is read from disk — plus the JSON error type routes raise."""
+redactor for what is read from disk — plus the refusals routes raise."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import orjson
 from starlette.responses import Response
 
 from kilo_loop.errors import KiloLoopError
+from kilo_loop.loop.commands import Refusal
 from kilo_loop.redact import Redactor
 from kilo_loop.run.layout import ProjectLayout, RunLayout
-from kilo_loop.run.store import RunNotFound
 from kilo_loop.settings import Settings
 from kilo_loop.web.controller import LiveRun, RunController
 from kilo_loop.web.history import find_run
@@ -29,13 +29,26 @@ def _echo_to_terminal(message: str) -> None:
     click.echo(message, err=True)
 
 
-class ApiError(KiloLoopError):
-    """Answered as `{"error": message}` with `status`."""
+class RequestRefused(KiloLoopError):
+    """A request the dashboard will not carry out, and why: its kind (conflict, not found, invalid),
+    never an HTTP status; web/errors.py answers it."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, refusal: Refusal, message: str) -> None:
         super().__init__(message)
-        self.status = status
+        self.refusal = refusal
         self.message = message
+
+
+def conflict(message: str) -> RequestRefused:
+    return RequestRefused(Refusal.CONFLICT, message)
+
+
+def not_found(message: str) -> RequestRefused:
+    return RequestRefused(Refusal.NOT_FOUND, message)
+
+
+def invalid(message: str) -> RequestRefused:
+    return RequestRefused(Refusal.INVALID, message)
 
 
 def json_response(value: Any, status: int = 200) -> Response:
@@ -80,7 +93,7 @@ class DashboardContext:
     def live_run(self, active_only: bool = True) -> LiveRun:
         live = self.controller.live
         if live is None or (active_only and live.finished):
-            raise ApiError(409, "no run is active")
+            raise conflict("no run is active")
         return live
 
     def run_layout(self, run_id: str) -> RunLayout:
@@ -88,10 +101,7 @@ class DashboardContext:
         live = self.controller.live
         if live is not None and run_id == live.run_id:
             return live.handle.layout
-        try:
-            return find_run(self.layout, run_id)
-        except RunNotFound as exc:
-            raise ApiError(404, str(exc)) from exc
+        return find_run(self.layout, run_id)  # RunNotFound is answered 404 (web/errors.py)
 
     def redactor_for(self, run_id: str) -> Redactor:
         live = self.controller.live

@@ -92,25 +92,22 @@ class LiveRun:
 
         return stop
 
-    def _wire(self, newest: int) -> dict[str, Any]:
-        """The state on the wire with only its `newest` iterations: a long run is never dumped whole.
-        It needs no redaction: the state is built from events the bus redacted."""
-        return self.handle.state.snapshot(newest)
-
     def _extras(self) -> dict[str, Any]:
         return {"idle": False, "seq": self.seq, "running": not self.finished}
 
     def snapshot(self) -> dict[str, Any]:
-        """The state for /api/state, recomputed only after something changed."""
+        """The state for /api/state (`RunState.snapshot`, its newest iterations only: a long run is never
+        dumped whole), recomputed only after something changed. It needs no redaction: the state is
+        built from events the bus redacted."""
         key = (self.seq, self._saves)
         if self._cache is None or self._cache[0] != key:
             total = _history_length(self.handle.state)
-            self._cache = (key, compact_state(self._wire(KEPT_ITERATIONS), iterations_total=total))
+            self._cache = (key, compact_state(self.state.snapshot(KEPT_ITERATIONS), iterations_total=total))
         return {**self._cache[1], **self._extras()}
 
     def head(self) -> dict[str, Any]:
         total = _history_length(self.handle.state)
-        return {**state_head(self._wire(HEAD_ITERATIONS), iterations_total=total), **self._extras()}
+        return {**state_head(self.state.snapshot(HEAD_ITERATIONS), iterations_total=total), **self._extras()}
 
 
 def _history_length(state: RunState) -> int:

@@ -10,33 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kilo_loop.errors import KiloLoopError
 from kilo_loop.goal.registry import discover_plans, named_plans, resolve_plan_file, trash_plan
 from kilo_loop.goal.sync import set_all_done, set_stage_verify
-from kilo_loop.run.files import read_json, write_json_atomic
-from kilo_loop.run.layout import ProjectLayout
+from kilo_loop.project_config import config_path, read_project_config
+from kilo_loop.run.files import write_json_atomic
 from kilo_loop.settings import Settings
 from kilo_loop.web.schemas import StartRequest
 
 # Keys of config.json that hold the default verify (ours and the original tool's).
 VERIFY_KEYS = ("verify", "defaultVerify", "default_verify")
-
-
-class ConfigFileError(KiloLoopError, ValueError):
-    """config.json exists but cannot be read as a JSON object: it is left untouched."""
-
-
-def read_config(project: Path) -> dict[str, Any]:
-    path = ProjectLayout(project).config
-    if not path.is_file():
-        return {}
-    try:
-        raw = read_json(path)
-    except (OSError, ValueError) as exc:
-        raise ConfigFileError(f"cannot read {path.name}: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise ConfigFileError(f"{path.name} is not a JSON object; fix it by hand first")
-    return raw
 
 
 def config_verify(config: dict[str, Any]) -> str | None:
@@ -60,8 +42,8 @@ def with_global_verify(config: dict[str, Any], verify: str) -> dict[str, Any]:
 
 def set_global_verify(project: Path, verify: str) -> str | None:
     """Write the default verify into config.json atomically; returns the command now in force."""
-    updated = with_global_verify(read_config(project), verify)
-    write_json_atomic(ProjectLayout(project).config, updated)
+    updated = with_global_verify(read_project_config(project), verify)
+    write_json_atomic(config_path(project), updated)
     return config_verify(updated)
 
 

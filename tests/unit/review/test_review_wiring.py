@@ -8,9 +8,10 @@ import pytest
 
 from kilo_loop.goal.parse import parse_markdown_goal
 from kilo_loop.guard.runtime import Guard
-from kilo_loop.review.options import ReviewConfigError, review_options, review_runtimes, role_specs
+from kilo_loop.review.options import review_options, review_runtimes
 from kilo_loop.review.preflight import ask_large_budget, needs_large_question, review_row
 from kilo_loop.review.readonly import ReadOnlyGuard
+from kilo_loop.review_roles import ReviewConfigError, role_specs
 from kilo_loop.settings import ConfigError, load_settings
 
 PROJECT = Path("/work/project")
@@ -87,12 +88,12 @@ def test_review_settings_from_flags_config_and_environment(tmp_path: Path, monke
 ])
 def test_bad_review_config_is_refused_with_the_reason(config: dict[str, object], problem: str) -> None:
     with pytest.raises(ReviewConfigError, match=problem):
-        role_specs(config, None)
+        role_specs(config)
 
 
 def test_a_role_backend_may_be_a_runtime_name_or_a_module_reference() -> None:
     specs = role_specs({"roles": [{"role": "code", "backend": "claude"}, {"role": "test", "backend": "pkg.mod:make"},
-                                  "security"]}, None)
+                                  "security"]})
     assert [(s.backend, s.runtime) for s in specs] == [("claude", "claude"), ("pkg.mod:make", None), (None, None)]
     settings = load_settings({"review": {"roles": [{"role": "code", "backend": "codex"},
                                                    {"role": "security", "backend": "codex"}, "test"]}}, None)

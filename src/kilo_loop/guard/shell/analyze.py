@@ -22,7 +22,7 @@ from kilo_loop.guard.lazy_regex import LazyRegex
 from kilo_loop.guard.shell import git as git_argv
 from kilo_loop.guard.shell import project_runners
 from kilo_loop.guard.shell.file_changes import edited_in_place, rewrites_tree
-from kilo_loop.guard.shell.flow import State, chdir
+from kilo_loop.guard.shell.flow import Outcome, State, chdir
 from kilo_loop.guard.shell.interpreters import (
     AWKS,
     SEDS,
@@ -129,8 +129,6 @@ _PROC_EXE = LazyRegex(r"/proc/[^/]+/(?:exe|fd/\d+|cwd/.*)|/dev/fd/\d+")
 _ON_DISK = UNKNOWN + "<on-disk>"
 """stdin from a file on disk (`bash < x.sh`), read only if the command turns out to run it as code."""
 
-Outcome = tuple[State, State, str | None]
-"""A command's flow, plus what it prints when that is plain data (for `echo … | sh`)."""
 TempRoot = str | Callable[[], str]
 """What `$TMPDIR` and `mktemp -d` stand for, or how to find it out when a command uses them."""
 

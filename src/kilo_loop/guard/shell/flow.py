@@ -59,6 +59,8 @@ class State(NamedTuple):
 Flow = tuple[State, State]
 """The state after a command succeeded, and after it failed (or was skipped)."""
 Step = Callable[[State], Flow]
+Outcome = tuple[State, State, str | None]
+"""A command's flow, plus what it prints when that is plain data (for `echo … | sh`)."""
 
 
 def fold(items: Sequence[tuple[str | None, Step]], state: State) -> Flow:

@@ -9,19 +9,16 @@ analyzer. Text it cannot parse is reported, never guessed at.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Protocol
 
 from tree_sitter import Language, Node, Parser
 
 from kilo_loop.guard.lazy_regex import LazyRegex
-from kilo_loop.guard.shell.flow import Flow, State, Step, fold
+from kilo_loop.guard.shell.flow import Flow, Outcome, State, Step, fold
 from kilo_loop.guard.shell.grammar import bash_language
-from kilo_loop.guard.shell.model import HOME, KEEP, SHELL_PID, UNKNOWN, Unanalysable
+from kilo_loop.guard.shell.model import HOME, KEEP, SHELL_PID, UNKNOWN, Executed, Unanalysable
 from kilo_loop.guard.shell.words import ansi_c, brace_alternatives, integer_arithmetic
-
-if TYPE_CHECKING:
-    from kilo_loop.guard.shell.analyze import Analyzer, Outcome
 
 MAX_SOURCE_BYTES = 200_000
 MAX_NESTING = 150
@@ -50,6 +47,31 @@ PIPE = UNKNOWN
 
 class TooDeep(Exception):
     """The syntax tree nests deeper than MAX_NESTING."""
+
+
+class Analyst(Protocol):
+    """What the walker hands on and asks back (`analyze.Analyzer` answers): every simple command,
+    assignment, declaration, redirect and substitution goes there; variables and files come back.
+    A protocol, so the walker names no module above it."""
+
+    out: list[Executed]
+    functions: dict[str, str]
+    descriptors: int
+
+    def run_simple(self, argv: list[str], state: State, stdin: str | None,
+                   env: Mapping[str, str | None], depth: int) -> Outcome: ...
+    def script(self, text: str, state: State, depth: int, stdin: str | None = None) -> Flow: ...
+    def declaration(self, keyword: str, declared: Sequence[tuple[str, str | None]], state: State) -> State: ...
+    def assigned(self, name: str, value: str | None, state: State, depth: int) -> None: ...
+    def watches(self, name: str) -> bool: ...
+    def lookup(self, name: str, state: State) -> str | None: ...
+    def variable(self, name: str, state: State) -> str: ...
+    def substitution_value(self, argv: Sequence[str] | None, state: State) -> str: ...
+    def printed(self, argv: Sequence[str]) -> str | None: ...
+    def wrote(self, path: str, content: str | None, cwds: frozenset[str | None]) -> None: ...
+    def output_redirect(self, target: str, cwds: frozenset[str | None], record: bool = True) -> None: ...
+    def file_content(self, path: str, cwds: frozenset[str | None]) -> str | None: ...
+    def disk_input(self, target: str, cwds: frozenset[str | None]) -> str | None: ...
 
 
 def _parser() -> Parser:
@@ -173,7 +195,7 @@ def _flatten_list(node: Node) -> list[tuple[str | None, Node]]:
 class Walker:
     """One parsed script: walks its tree, evaluating words against the analyzer's state."""
 
-    def __init__(self, analyzer: Analyzer, source: bytes, depth: int) -> None:
+    def __init__(self, analyzer: Analyst, source: bytes, depth: int) -> None:
         self.an = analyzer
         self.source = source
         self.braces = b"{" in source
@@ -766,7 +788,7 @@ class _Fields:
         return self._done
 
 
-def walk_script(analyzer: Analyzer, text: str, state: State, depth: int, stdin: str | None = None) -> Flow:
+def walk_script(analyzer: Analyst, text: str, state: State, depth: int, stdin: str | None = None) -> Flow:
     """Parse `text` and walk it; unparsable text is reported as Unanalysable."""
     source = text.replace(HOME, "${HOME}").replace(UNKNOWN, "${__kilo_loop_unknown__}").encode(
         "utf-8", "surrogatepass")
