@@ -82,12 +82,14 @@ def refusal_text(response: httpx.Response) -> str:
 
 
 class DashboardClient:
-    def __init__(self, target: Target, timeout: float = 30.0) -> None:
+    def __init__(self, target: Target, timeout: float = 30.0,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.target = target
         headers = {"authorization": f"Bearer {target.token}"} if target.token else {}
         # plain http never uses TLS: not loading the CA bundle keeps a few MB out of a long-lived watcher
         verify = not target.base.startswith("http://")
-        self._http = httpx.AsyncClient(base_url=target.base, headers=headers, timeout=timeout, verify=verify)
+        self._http = httpx.AsyncClient(base_url=target.base, headers=headers, timeout=timeout, verify=verify,
+                                       transport=transport)
         self.run_id: str | None = target.run_id
 
     @property
