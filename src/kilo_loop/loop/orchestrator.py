@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from kilo_loop.agent.protect_check import AGENT_CONFIG_GLOBS
 from kilo_loop.agent.protocol import AgentBackend, AgentQuestion, AgentRequest, StepFinished
@@ -51,6 +51,7 @@ from kilo_loop.run.events import (
     QuestionAsked,
     QuestionUnanswered,
     QuotaWait,
+    ReviewBlocked,
     RunFinished,
     StageBlocked,
     StageDone,
@@ -58,13 +59,21 @@ from kilo_loop.run.events import (
     UsageCounted,
     VerifyFinished,
     Warned,
-    now_iso,
 )
 from kilo_loop.run.guard_decision import GuardDecision, GuardLike
 from kilo_loop.run.layout import ProjectLayout
 from kilo_loop.run.recorder import RunRecorder
+from kilo_loop.run.reducer import settled_row
 from kilo_loop.run.report import iteration_line
-from kilo_loop.run.state import Answer, IterationSummary, Question, ReviewRoundSummary, RunState, VerifyResult
+from kilo_loop.run.state import (
+    Answer,
+    IterationFacts,
+    IterationSummary,
+    Question,
+    ReviewRoundSummary,
+    RunState,
+    VerifyResult,
+)
 from kilo_loop.run.status import Phase, StopReason
 from kilo_loop.session.reviewer import ReviewerFactory, ReviewHooks
 from kilo_loop.session.runner import SessionOutcome, SessionRunner
@@ -108,6 +117,28 @@ class LoopContext:
     finish: Callable[[RunState], Awaitable[None]] | None = None
 
 
+@dataclass(frozen=True)
+class _DbReading:
+    """The CLI's own database's usage for the session, and the warning when it differs from the stream's."""
+
+    figures: dict[str, float | int] | None = None
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Settled:
+    """What settling the stage made of the iteration: whether the stage advanced, and its report's part."""
+
+    advanced: bool = False
+    outcome: str = "ok"
+    error: str = ""
+    verify: VerifyResult | None = None
+    review: ReviewRoundSummary | None = None
+    questions: tuple[Question, ...] = ()
+    warnings: tuple[str, ...] = ()
+    tamper_findings: tuple[dict[str, Any], ...] = ()
+
+
 class Orchestrator:
     def __init__(self, ctx: LoopContext) -> None:
         self.ctx = ctx
@@ -116,27 +147,24 @@ class Orchestrator:
         self.stages = StageBook(ctx.goal)
         self.handoffs = HandoffStore(self.layout.handoff, ctx.recorder.layout.handoff_pending,
                                      lambda text: str(ctx.recorder.redact(text)))
-        state = self.state
-        self._run_files: dict[str, None] = dict.fromkeys(f for item in state.iterations for f in item.files_changed)
+        # Reads of the work tree, not decisions: the tree as it stood when each stage began (protect
+        # checks compare against it) and the last read of it. Everything the loop decides on is the state's.
         self._tree = WorkTree(ctx.project)
-        self._budget_stop: str | None = None
-        self._quota_stop: str | None = None
-        self._first_iteration = state.iteration + 1
-        self._last_iteration = state.max_iterations
-        self._review_feedback: str | None = None
-        self._protected: list[str] = []
         self._stage_start: dict[str, Snapshot] = {}
         self._stage_first: dict[str, int] = {}  # the stage's first iteration in the run (the tamper check's base)
         s = ctx.settings
         self.circles = CircleHooks(ctx.project, ctx.recorder, max_same_failure=s.max_same_failure,
                                    max_repeat_calls=s.max_repeat_calls, max_failed_calls=s.max_failed_calls)
         self.review = None if ctx.review is None else ctx.review(ReviewHooks(
-            count_tokens=self._add_totals, verify=self._verify_unless_stopped,
-            halted=lambda: self.state.stop_requested or self._budget_stop is not None))
+            count_tokens=lambda step: self._add_totals(step, review=True), verify=self._verify_unless_stopped,
+            halted=lambda: self.state.stop_requested or self._budget_stop() is not None))
 
     @property
     def state(self) -> RunState:
         return self.ctx.recorder.state
+
+    def _budget_stop(self) -> str | None:
+        return stop_policy.budget_reason(self.limits, self.state.totals)
 
     # ----------------------------------------------------------------- run
     async def run(self) -> StopReason:
@@ -145,8 +173,11 @@ class Orchestrator:
         try:
             if self.review is not None:
                 done = self.stages.completed(self.state)
-                # A pending gate fix pass comes back with its feedback for the next prompt.
-                self._review_feedback = self.review.resume([s.id for s in self.ctx.goal.stages if s.id not in done])
+                # A pending gate fix pass comes back with its feedback for the next prompt (a run recorded
+                # before the state kept the feedback has it in the ledger only).
+                feedback = self.review.resume([s.id for s in self.ctx.goal.stages if s.id not in done])
+                if feedback and not self.state.review_feedback:
+                    self._emit_feedback(feedback)
             status, reason = await self._loop()
         except Exception as exc:  # noqa: BLE001 — the run must end with a saved state and report, whatever broke
             rec.emit(Crashed(message=f"internal error: {exc}", traceback=traceback.format_exc()[-4000:]))
@@ -157,29 +188,29 @@ class Orchestrator:
         return status
 
     async def _loop(self) -> Stop:
-        while self.state.iteration < self._last_iteration:
+        while self.state.iteration < self.state.max_iterations:
             stop = await self._between_iterations()
             if stop:
                 return stop
             stage = self.stages.next_stage(self.state)
             if stage is None:
-                return StopReason.DONE, "all stages done"
+                return stop_policy.no_stage_left(self.state)
             stop = await self._iteration(stage, self.state.iteration + 1)
             if stop:
                 return stop
             if self.state.abort_requested:
                 return stop_policy.ABORTED_AFTER_SESSION
         if self.stages.next_stage(self.state) is None:
-            return StopReason.DONE, "all stages done"
+            return stop_policy.no_stage_left(self.state)
         left = self.stages.open_count(self.state)
-        return StopReason.DONE_WITH_ERRORS, f"{self._last_iteration} iteration(s) used, {left} stage(s) not done"
+        return StopReason.DONE_WITH_ERRORS, f"{self.state.max_iterations} iteration(s) used, {left} stage(s) not done"
 
     async def _between_iterations(self) -> Stop | None:
         if stop_policy.waits_for_resume(self.state):
             self._tree.forget()  # the operator may edit files while paused
             self.ctx.recorder.set_status(Phase.PAUSED)
             await self.ctx.control.wait_until_resumed()
-        stop = stop_policy.before_iteration(self.limits, self.state, self._first_iteration)
+        stop = stop_policy.before_iteration(self.limits, self.state, self.state.first_iteration)
         if stop:
             return stop
         if self.state.status != Phase.RUNNING:
@@ -189,8 +220,7 @@ class Orchestrator:
     # -------------------------------------------------------- iteration
     async def _iteration(self, stage: Stage, i: int) -> Stop | None:
         rec = self.ctx.recorder
-        summary = IterationSummary(iteration=i, stage_id=stage.id, stage_title=stage.title, started_at=now_iso())
-        rec.emit(IterationStarted(message=f"Iteration {i}/{self._last_iteration} — {stage.title}", iteration=i,
+        rec.emit(IterationStarted(message=f"Iteration {i}/{self.state.max_iterations} — {stage.title}", iteration=i,
                                   stage_id=stage.id, stage_title=stage.title))
         if self.review is not None:
             command = None if self.ctx.settings.dry_run else self._verify_command(stage)
@@ -202,8 +232,8 @@ class Orchestrator:
             self._stage_first[stage.id] = next((it.iteration for it in self.state.iterations
                                                 if it.stage_id == stage.id), i)
         request = self._request(stage, i)
-        outcome = await self._run_session(request, summary)
-        return await self._after_session(stage, summary, outcome, before)
+        outcome, usage = await self._run_session(request)
+        return await self._after_session(stage, outcome, usage, before)
 
     async def _checkpoint_and_snapshot(self, iteration: int) -> Snapshot:
         """The work tree before the iteration: the previous iteration's read when nothing but the loop's
@@ -233,13 +263,13 @@ class Orchestrator:
         self.layout.progress.unlink(missing_ok=True)
         prompt = build_prompt(
             PromptInput(
-                goal=ctx.goal, stage=stage, iteration=iteration, max_iterations=self._last_iteration,
+                goal=ctx.goal, stage=stage, iteration=iteration, max_iterations=state.max_iterations,
                 completed=self.stages.completed(state), blocked=set(state.blocked_stages),
-                previous=_previous(state), answers=ctx.answers.answers, files_changed=list(self._run_files),
+                previous=_previous(state), answers=ctx.answers.answers, files_changed=list(state.run_files),
                 handoff=handoff, prompt_extra=state.prompt_extra,
                 shared_context=shared and not handoff, safety_feedback=state.guard_note or None,
                 verify_feedback=state.verify_feedback or None,
-                unanswered=[q.question for q in state.unanswered], review_feedback=self._review_feedback,
+                unanswered=[q.question for q in state.unanswered], review_feedback=state.review_feedback or None,
                 jailed=state.sandbox.startswith("bwrap"), notes=notes.queued(state.notes),
                 circle_feedback=state.circles.note or None,
             )
@@ -255,9 +285,9 @@ class Orchestrator:
         )
 
     # ---------------------------------------------------------- session
-    async def _run_session(self, request: AgentRequest, summary: IterationSummary) -> SessionOutcome:
+    async def _run_session(self, request: AgentRequest) -> tuple[SessionOutcome, _DbReading]:
         ctx, rec, s = self.ctx, self.ctx.recorder, self.ctx.settings
-        runner = SessionRunner(ctx.backend, rec, ctx.control, ctx.guard, lambda step: self._on_step(step, summary),
+        runner = SessionRunner(ctx.backend, rec, ctx.control, ctx.guard, self._add_totals,
                                on_question=self._answer_agent, guard_stop=s.guard_stop, takes_notes=True,
                                watch=self.circles.session())
         started_ms = int(time.time() * 1000)
@@ -273,10 +303,9 @@ class Orchestrator:
                 request = replace(request, session_id=outcome.result.session_id or request.session_id)
                 continue
             reason = transient_reason(outcome.result) if s.retry and outcome.guard is None else None
-            if reason is None or attempt >= s.max_retries or self.state.stop_requested or self._budget_stop:
+            if reason is None or attempt >= s.max_retries or self.state.stop_requested or self._budget_stop():
                 break
             attempt += 1
-            summary.retries, summary.retry_reason = attempt, reason
             delay = backoff_delay_ms(attempt, s.retry_delay, s.retry_max_delay, ctx.rng)
             rec.set_status(Phase.RETRYING)
             rec.emit(Warned(message=f"transient agent failure ({reason}); auto-retry ×{attempt} in "  # noqa: RUF001 - the seed's wording
@@ -286,14 +315,13 @@ class Orchestrator:
                 break
             request = replace(request, session_id=outcome.result.session_id or request.session_id)
             rec.set_status(Phase.RUNNING)
-        await self._usage_from_db(request, outcome, summary, started_ms)
-        return outcome
+        return outcome, await self._usage_from_db(request, outcome, started_ms)
 
-    async def _usage_from_db(self, request: AgentRequest, outcome: SessionOutcome, summary: IterationSummary,
-                             started_ms: int) -> None:
-        """The CLI's own database's figures beside the stream's; never fails the iteration."""
+    async def _usage_from_db(self, request: AgentRequest, outcome: SessionOutcome, started_ms: int) -> _DbReading:
+        """The CLI's own database's figures beside the stream's (and the warning when they differ);
+        never fails the iteration."""
         if not self.ctx.settings.usage_db:
-            return
+            return _DbReading()
         try:
             reading = await asyncio.to_thread(usage_from_db, self.ctx.backend, request,
                                               outcome.result.session_id, started_ms)
@@ -301,15 +329,15 @@ class Orchestrator:
             reading = None
             self.ctx.recorder.warn(f"usage unavailable: {type(exc).__name__}: {exc}")
         if reading is None:
-            return
+            return _DbReading()
         if not isinstance(reading, DbUsage):
             self.ctx.recorder.warn(f"usage unavailable: {reading.reason}")
-            return
-        summary.usage_db = reading.as_dict()
-        warning = mismatch(summary.tokens, summary.cost, reading)
+            return _DbReading()
+        row = self.state.current_iteration()
+        warning = mismatch(row.tokens if row else 0, row.cost if row else 0.0, reading)
         if warning:
-            summary.warnings.append(warning)
             self.ctx.recorder.warn(warning)
+        return _DbReading(reading.as_dict(), (warning,) if warning else ())
 
     async def _wait_for_quota(self, quota: QuotaLimit) -> bool:
         """Wait for a usage limit's reset (status waiting-quota, a countdown); False when the run must
@@ -318,8 +346,10 @@ class Orchestrator:
         left = quota.seconds_left(datetime.now(UTC))
         until = quota.until.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
         if limit is not None and left > limit:
-            self._quota_stop = (f"usage limit resets at {until} (in {format_duration(left)}), beyond "
-                                f"--max-quota-wait {format_duration(limit)}: {quota.reason}")
+            why = (f"usage limit resets at {until} (in {format_duration(left)}), beyond "
+                   f"--max-quota-wait {format_duration(limit)}: {quota.reason}")
+            rec.emit(QuotaWait(message=f"{why}; the run stops after this iteration", until=until,
+                               seconds=round(left, 1), reason=quota.reason, stop=why))
             return False
         rec.set_status(Phase.WAITING_QUOTA)
         rec.emit(QuotaWait(message=f"usage limit reached: waiting {format_duration(left)} until {until}, then "
@@ -341,38 +371,29 @@ class Orchestrator:
             return False
         return True
 
-    def _on_step(self, step: StepFinished, summary: IterationSummary) -> str | None:
-        tokens = step.tokens
-        summary.tokens += tokens.total
-        summary.input_tokens += tokens.input
-        summary.output_tokens += tokens.output
-        summary.cost = round(summary.cost + step.cost, 6)
-        summary.context_tokens = tokens.total
-        return self._add_totals(step)
-
-    def _add_totals(self, step: StepFinished) -> str | None:
-        """Every session's tokens (the implementer's and the reviewers') count toward the budgets."""
+    def _add_totals(self, step: StepFinished, review: bool = False) -> str | None:
+        """Every session's tokens (the implementer's and the reviewers') count toward the budgets; the
+        implementer's also toward the iteration's row. Why the budget now stops the run, if it does."""
         tokens = step.tokens
         self.ctx.recorder.emit(UsageCounted(tokens=tokens.total, input=tokens.input, output=tokens.output,
                                             reasoning=tokens.reasoning, cache_read=tokens.cache_read,
-                                            cache_write=tokens.cache_write, cost=step.cost))
-        self._budget_stop = stop_policy.budget_reason(self.limits, self.state.totals)
-        return self._budget_stop
+                                            cache_write=tokens.cache_write, cost=step.cost, review=review or None))
+        return self._budget_stop()
 
     # ------------------------------------------------------ after session
     async def _after_session(
-        self, stage: Stage, summary: IterationSummary, outcome: SessionOutcome, before: Snapshot
+        self, stage: Stage, outcome: SessionOutcome, usage: _DbReading, before: Snapshot
     ) -> Stop | None:
         ctx, rec, result = self.ctx, self.ctx.recorder, outcome.result
-        summary.session_id = result.session_id
-        summary.tool_calls = outcome.tool_calls
+        facts = IterationFacts(session_id=result.session_id, tool_calls=outcome.tool_calls, usage_db=usage.figures,
+                               warnings=usage.warnings)
         for line in result.warnings:
             rec.warn(f"agent CLI: {line}")
         session_id = self._next_session_id(outcome)
         if outcome.guard is not None:
-            return self._guard_hit(stage, summary, outcome.guard)
+            return self._guard_hit(facts, outcome.guard)
         if outcome.rejections:  # refused before they ran (serve): the session went on
-            summary.guard_hits, summary.guard_reason = len(outcome.rejections), outcome.rejections[-1].reason
+            facts = replace(facts, guard_hits=len(outcome.rejections), guard_reason=outcome.rejections[-1].reason)
         progress = read_progress(self.layout.progress, result.text)
         self._notes_seen(progress)
         for warning in progress.warnings:
@@ -383,44 +404,47 @@ class Orchestrator:
         changed = sorted(set(tree_changes) | set(progress.files_changed))
         if ctx.settings.dry_run:  # it writes nothing: what its simulated agent reports stands for the tree
             tree_changes = changed
-        self._run_files.update(dict.fromkeys(changed))
         # Against the stage's start: a protected file put back as it was no longer blocks.
-        self._protected = protected_between(ctx.goal.protected_for(stage), self._stage_start[stage.id], after)
+        protected = protected_between(ctx.goal.protected_for(stage), self._stage_start[stage.id], after)
         if self.review is not None:
             self.review.fix_touched(stage.id, tree_changes)
-        self._fill_summary(summary, progress, changed)
+        facts = self._with_progress(facts, progress, changed)
         if outcome.stopped:
-            summary.outcome, summary.error = "stopped", "stopped by the operator"
-            rec.record_iteration(summary, session_id)
+            rec.record_iteration(replace(facts, outcome="stopped", error="stopped by the operator"), session_id)
             return stop_policy.STOPPED
-        self.circles.ended_early(outcome.ended_early, outcome.tool_calls, summary,
-                                 ctx.settings.max_iteration_minutes * 60)
-        advanced = await self._settle_stage(stage, summary, outcome, progress)
-        self.circles.observe(Iteration(summary.iteration, stage.id, summary.verify, tree_changes, before, after,
-                                       after_status.head, summary.cost), summary)
-        percent = self._update_percent(summary, progress)
-        stale = stop_policy.next_stale_count(self.state.stale_iterations, bool(tree_changes), advanced)
+        # The circle hooks read and mark a row: they get the row as the events and facts make it so far.
+        early = settled_row(self.state, facts)
+        self.circles.ended_early(outcome.ended_early, outcome.tool_calls, early, ctx.settings.max_iteration_minutes * 60)
+        facts = replace(facts, outcome=early.outcome, error=early.error, circles=early.circles)
+        settled = await self._settle_stage(stage, outcome, progress, protected)
+        facts = replace(facts, outcome=settled.outcome or facts.outcome, error=settled.error or facts.error, verify=settled.verify,
+                        review=settled.review, questions=(*facts.questions, *settled.questions),
+                        warnings=(*facts.warnings, *settled.warnings), tamper_findings=settled.tamper_findings)
+        seen = settled_row(self.state, facts)
+        self.circles.observe(Iteration(seen.iteration, stage.id, seen.verify, tree_changes, before, after,
+                                       after_status.head, seen.cost), seen)
+        facts = self._with_percent(replace(facts, circles=seen.circles), progress)
+        stale = stop_policy.next_stale_count(self.state.stale_iterations, bool(tree_changes), settled.advanced)
         if self.state.stop_requested:
-            summary.outcome = "stopped"
-            rec.record_iteration(summary, session_id)
+            rec.record_iteration(replace(facts, outcome="stopped"), session_id)
             return stop_policy.STOPPED
-        rec.record_iteration(summary, session_id, stale)
-        rec.emit(IterationFinished(message=iteration_line(summary), outcome=summary.outcome, percent=percent))
-        self._after_loop_writes(summary)
-        if advanced and self.ctx.finish is not None:
+        row = rec.record_iteration(facts, session_id, stale)
+        rec.emit(IterationFinished(message=iteration_line(row), outcome=row.outcome, percent=row.percent))
+        self._after_loop_writes(row)
+        if settled.advanced and self.ctx.finish is not None:
             await self.ctx.finish(self.state)
             self._tree.forget()  # the commit moved HEAD: read the work tree afresh
-        if summary.guard_hits:
-            why = stop_policy.guard_reason(self.limits, self.state.consecutive_guard_blocks, summary.guard_reason)
+        if row.guard_hits:
+            why = stop_policy.guard_reason(self.limits, self.state.consecutive_guard_blocks, row.guard_reason)
             if why:
                 return StopReason.STOPPED_GUARD, why
-        return await self._after_report(summary)
+        return await self._after_report(row)
 
-    def _after_loop_writes(self, summary: IterationSummary) -> None:
+    def _after_loop_writes(self, row: IterationSummary) -> None:
         """Keep the read of the work tree for the next iteration true to what the loop itself wrote:
         verify output and reviewers' sessions are unknown (read it all again). (The ticked goal file is
         accounted for where it is written, in `_mark_done`.)"""
-        if summary.verify is not None or self.review is not None:
+        if row.verify is not None or self.review is not None:
             self._tree.forget()
 
     def _next_session_id(self, outcome: SessionOutcome) -> str | None:
@@ -439,103 +463,116 @@ class Orchestrator:
             self.ctx.recorder.emit(NoteAcknowledged(message=f"note {', '.join(ids)} acknowledged in progress.json",
                                                     note_ids=ids, how="progress"))
 
-    def _fill_summary(self, summary: IterationSummary, progress: Progress, changed: list[str]) -> None:
-        summary.topic = progress.topic
-        summary.summary = progress.summary
-        summary.files_changed = changed
-        summary.progress_source = progress.source
-        summary.warnings = [*summary.warnings, *progress.warnings]  # the usage-db mismatch came first
-        summary.questions = progress.questions if progress.needs_input else []
-        summary.duration_ms = _elapsed_ms(summary.started_at)
+    def _with_progress(self, facts: IterationFacts, progress: Progress, changed: list[str]) -> IterationFacts:
         if not self.state.shared_context:
             self.handoffs.collect()
+        return replace(facts, topic=progress.topic, summary=progress.summary, files_changed=tuple(changed),
+                       progress_source=progress.source, warnings=(*progress.warnings, *facts.warnings),
+                       questions=tuple(progress.questions) if progress.needs_input else (),
+                       duration_ms=self._elapsed_ms())
+
+    def _elapsed_ms(self) -> int:
+        row = self.state.current_iteration()
+        return _elapsed_ms(row.started_at) if row is not None else 0
 
     async def _settle_stage(
-        self, stage: Stage, summary: IterationSummary, outcome: SessionOutcome, progress: Progress
-    ) -> bool:
-        """Decide the stage's status; True when it became done this iteration."""
+        self, stage: Stage, outcome: SessionOutcome, progress: Progress, protected: list[str]
+    ) -> _Settled:
+        """Decide the stage's status: whether it became done this iteration, and what the iteration's
+        report says of it."""
         result = outcome.result
         if outcome.ended_early:
-            return False  # a doom loop: the session was cut short, its report is not to be trusted
+            return _Settled(outcome="")  # a doom loop: cut short, its report is not to be trusted (its outcome stays)
         if result.failed:
-            summary.outcome = "timeout" if result.timed_out else "failed"
-            summary.error = result.error or "agent failed"
-            self.ctx.recorder.emit(AgentFailed(message=f"agent session failed: {summary.error}",
+            error = result.error or "agent failed"
+            self.ctx.recorder.emit(AgentFailed(message=f"agent session failed: {error}",
                                                stderr=result.stderr_tail[-2000:]))
-            return False
-        summary.outcome = "ok"
-        if self._protected:
-            self._protected_block(stage, summary)
-            return False
+            return _Settled(outcome="timeout" if result.timed_out else "failed", error=error)
+        if protected:
+            return self._protected_block(stage, protected)
         claims_done = progress.stage_status == "done" and progress.stage_id in (None, stage.id)
         if progress.stage_status == "blocked" and progress.stage_id in (None, stage.id):
             self.ctx.recorder.emit(StageBlocked(message=f"the agent reports stage '{stage.title}' blocked",
                                                 stage_id=stage.id))
         if not claims_done:
-            return False
+            return _Settled()
+        verdict: VerifyResult | None = None
         command = self._verify_command(stage)
         if command and not self.ctx.settings.dry_run:
             verdict = await self._verify_unless_stopped(command)
             if verdict is None:
-                return False
-            summary.verify = verdict
+                return _Settled()
             if not verdict.passed:
                 self._verify_failed(stage, verdict)
-                return False
+                return _Settled(verify=verdict)
             self.ctx.recorder.emit(VerifyFinished(message=f"verify passed: `{command}`", passed=True))
-        if not await self._untampered(stage, summary, command):
-            return False
-        if self.review is not None and not await self._reviewed(stage, summary):
-            return False
+        passed, tamper = await self._untampered(stage, command)
+        if not passed:
+            return replace(tamper, verify=verdict)
+        if self.review is not None:
+            reviewed = await self._reviewed(stage, verdict)
+            reviewed = replace(reviewed, tamper_findings=tamper.tamper_findings,
+                               warnings=(*tamper.warnings, *reviewed.warnings))
+            if not reviewed.advanced:
+                return reviewed
+        else:
+            reviewed = replace(tamper, verify=verdict)
         self._mark_done(stage)
-        return True
+        return replace(reviewed, advanced=True)
 
     def _verify_command(self, stage: Stage) -> str | None:
         return self.stages.verify_command(stage, self.ctx.settings.verify) or None
 
-    async def _reviewed(self, stage: Stage, summary: IterationSummary) -> bool:
-        """The review after verify passed: True when the stage may advance."""
+    async def _reviewed(self, stage: Stage, verify: VerifyResult | None) -> _Settled:
+        """The review after verify passed: `advanced` when the stage may advance. The review's
+        feedback for the implementer travels in its review-block event (the reducer keeps it)."""
         assert self.review is not None
-        verdict = await self.review.review(stage, summary.iteration, summary.verify)
-        summary.review = verdict.summary
-        summary.questions += [Question(question=q) for q in verdict.questions]
-        self._review_feedback = verdict.feedback
-        return verdict.advance
+        verdict = await self.review.review(stage, self.state.iteration, verify)
+        questions = tuple(Question(question=q) for q in verdict.questions)
+        return _Settled(advanced=verdict.advance, verify=verify, review=verdict.summary, questions=questions)
 
-    async def _untampered(self, stage: Stage, summary: IterationSummary, command: str | None) -> bool:
-        """The tamper check (tamper/): False when --tamper block found the stage's tests weakened."""
+    async def _untampered(self, stage: Stage, command: str | None) -> tuple[bool, _Settled]:
+        """The tamper check (tamper/): whether the stage may go on (not when --tamper block found its
+        tests weakened), and what the iteration's report says of it."""
         mode, rec = self.ctx.settings.tamper, self.ctx.recorder
         if mode == "off" or self.ctx.settings.dry_run:
-            return True
+            return True, _Settled()
         check = await check_stage(self.ctx.project, rec.layout.checkpoints,
-                                  self._stage_first.get(stage.id, summary.iteration), command)
+                                  self._stage_first.get(stage.id, self.state.iteration), command)
         if check.error:
             rec.warn(f"tamper check failed, stage judged without it: {check.error}")
         if not check.findings:
-            return True
+            return True, _Settled()
         blocked = mode == "block"
-        summary.tamper_findings = [f.as_dict() for f in check.findings]
-        summary.warnings.append("test tampering: " + "; ".join(f.text() for f in check.findings))
+        found = tuple(f.as_dict() for f in check.findings)
         rec.emit(TamperFound(
             message=f"test tampering in stage '{stage.title}'{' (blocked)' if blocked else ''}: "
                     + "; ".join(f.text() for f in check.findings[:5]),
-            level="error" if blocked else "warn", stage_id=stage.id, blocked=blocked,
-            findings=summary.tamper_findings))
-        if blocked:
-            self._review_feedback = tamper_feedback(check.findings)
-            summary.review = ReviewRoundSummary(step="tamper", count=len(check.findings), verdict="block",
-                                                findings=[row.as_dict() for row in tamper_rows(check.findings)])
-        return not blocked
+            level="error" if blocked else "warn", stage_id=stage.id, blocked=blocked, findings=list(found),
+            feedback=tamper_feedback(check.findings) if blocked else None))
+        settled = _Settled(tamper_findings=found,
+                           warnings=("test tampering: " + "; ".join(f.text() for f in check.findings),))
+        if not blocked:
+            return True, settled
+        review = ReviewRoundSummary(step="tamper", count=len(check.findings), verdict="block",
+                                    findings=[row.as_dict() for row in tamper_rows(check.findings)])
+        return False, replace(settled, review=review)
 
-    def _protected_block(self, stage: Stage, summary: IterationSummary) -> None:
-        findings, feedback = protected_feedback(self._protected)
-        self._review_feedback = feedback
-        summary.warnings.append("protected files changed: " + ", ".join(self._protected))
-        summary.review = ReviewRoundSummary(step="protected", count=len(findings), verdict="block",
-                                            findings=[f.as_dict() for f in findings])
+    def _protected_block(self, stage: Stage, protected: list[str]) -> _Settled:
+        findings, feedback = protected_feedback(protected)
         self.ctx.recorder.emit(ProtectedChanged(
-            message=f"protected file(s) changed: {', '.join(self._protected)}; stage '{stage.title}' is blocked",
-            stage_id=stage.id, files=list(self._protected)))
+            message=f"protected file(s) changed: {', '.join(protected)}; stage '{stage.title}' is blocked",
+            stage_id=stage.id, files=list(protected), feedback=feedback))
+        review = ReviewRoundSummary(step="protected", count=len(findings), verdict="block",
+                                    findings=[f.as_dict() for f in findings])
+        return _Settled(review=review, warnings=("protected files changed: " + ", ".join(protected),))
+
+    def _emit_feedback(self, feedback: str) -> None:
+        """A resumed gate fix pass whose feedback only the ledger had (a run recorded before the state kept it)."""
+        stage = self.stages.next_stage(self.state)
+        if stage is not None:
+            self.ctx.recorder.emit(ReviewBlocked(message=f"review: resuming the gate's fix pass of '{stage.title}'",
+                                                 stage_id=stage.id, feedback=feedback))
 
     async def _verify_unless_stopped(self, command: str) -> VerifyResult | None:
         """Run the verify command; a Stop cancels it (its process group is killed) and gives None."""
@@ -560,7 +597,6 @@ class Orchestrator:
             passed=False, exit_code=verdict.exit_code, stage_id=stage.id, command=verdict.command, feedback=feedback))
 
     def _mark_done(self, stage: Stage) -> None:
-        self._review_feedback = None
         self.ctx.recorder.emit(StageDone(message=f"stage done: {stage.title}", stage_id=stage.id))
         # A dry run changes no file but the loop's own, so the goal file is left as it is.
         s = self.ctx.settings
@@ -573,13 +609,13 @@ class Orchestrator:
         if not ticked:
             self.ctx.recorder.warn(f"could not tick '{stage.title}' in {self.ctx.goal.source}")
 
-    def _update_percent(self, summary: IterationSummary, progress: Progress) -> int:
+    def _with_percent(self, facts: IterationFacts, progress: Progress) -> IterationFacts:
         completed = self.stages.completed(self.state)
         ratio = completion_percent(self.ctx.goal, completed)
-        verified_block = summary.verify is not None and not summary.verify.passed
-        summary.percent = ratio if progress.percent is None or verified_block else progress.percent
-        summary.next_stage = progress.next_stage or first_open_stage_title(self.ctx.goal, completed)
-        return summary.percent
+        verified_block = facts.verify is not None and not facts.verify.passed
+        percent = ratio if progress.percent is None or verified_block else progress.percent
+        return replace(facts, percent=percent,
+                       next_stage=progress.next_stage or first_open_stage_title(self.ctx.goal, completed))
 
     def _context_too_big(self, context_tokens: int, shared: bool) -> bool:
         s, rec = self.ctx.settings, self.ctx.recorder
@@ -597,31 +633,31 @@ class Orchestrator:
             f"- Last summary: {prev.get('summary', '—')}\n- Next: {prev.get('nextStage', '—')}\n"
         )
 
-    def _guard_hit(self, stage: Stage, summary: IterationSummary, decision: GuardDecision) -> Stop | None:
+    def _guard_hit(self, facts: IterationFacts, decision: GuardDecision) -> Stop | None:
         self._tree.forget()  # the aborted session's changes were never read
-        summary.outcome, summary.guard_hits, summary.guard_reason = "guard", 1, decision.reason
-        summary.duration_ms = _elapsed_ms(summary.started_at)
+        facts = replace(facts, outcome="guard", guard_hits=1, guard_reason=decision.reason,
+                        duration_ms=self._elapsed_ms())
         session_id: str | None = None
         if self.state.shared_context:
             self._start_fresh_session("the previous session was aborted by the guard")
             session_id = ""
-        self.ctx.recorder.record_iteration(summary, session_id)
+        self.ctx.recorder.record_iteration(facts, session_id)
         why = stop_policy.guard_reason(self.limits, self.state.consecutive_guard_blocks, decision.reason)
         return (StopReason.STOPPED_GUARD, why) if why else None
 
-    async def _after_report(self, summary: IterationSummary) -> Stop | None:
-        budget = self._budget_stop or self._quota_stop
+    async def _after_report(self, row: IterationSummary) -> Stop | None:
+        budget = self._budget_stop() or self.state.quota_stop
         if budget:
-            self._report_unasked(summary)
+            self._report_unasked(row)
             return StopReason.STOPPED_BUDGET, budget
         if self._no_iteration_follows():
-            self._report_unasked(summary)
+            self._report_unasked(row)
             return None
-        stop = await self._ask_operator(summary)
+        stop = await self._ask_operator(row)
         if stop:
             return stop
         can_ask = self.ctx.settings.hitl != "off" and self.ctx.answer_channel_open()
-        stop = await self.circles.respond(summary, can_ask, self._ask_about_circle)
+        stop = await self.circles.respond(row, can_ask, self._ask_about_circle)
         if stop:
             return stop
         why = stop_policy.stale_reason(self.limits, self.state.stale_iterations,
@@ -630,20 +666,20 @@ class Orchestrator:
 
     def _no_iteration_follows(self) -> bool:
         """Waiting for an answer is pointless when nothing will read it."""
-        return stop_policy.no_iteration_follows(self.state, self._last_iteration,
+        return stop_policy.no_iteration_follows(self.state, self.state.max_iterations,
                                                 self.stages.next_stage(self.state) is not None)
 
-    def _report_unasked(self, summary: IterationSummary) -> None:
-        if summary.questions:
-            text = "; ".join(q.question for q in summary.questions)
+    def _report_unasked(self, row: IterationSummary) -> None:
+        if row.questions:
+            text = "; ".join(q.question for q in row.questions)
             self.ctx.recorder.emit(Warned(message=f"the agent asked, but the run is ending: {text}", about="unasked",
                                           reason=text))
 
     # ------------------------------------------------------------- HITL
-    async def _ask_operator(self, summary: IterationSummary) -> Stop | None:
+    async def _ask_operator(self, row: IterationSummary) -> Stop | None:
         ctx, rec = self.ctx, self.ctx.recorder
         mode = ctx.settings.hitl
-        questions = list(summary.questions)
+        questions = list(row.questions)
         if mode == "off" or (mode == "on-question" and not questions):
             if questions:
                 rec.warn("the agent asked questions but --hitl is off: " + "; ".join(q.question for q in questions))
@@ -656,7 +692,7 @@ class Orchestrator:
             self._unanswered(questions, "no answer channel is open")
             return None
         self._tree.forget()  # the operator may edit files while deciding
-        answers = await self._put_questions(questions, summary.iteration)
+        answers = await self._put_questions(questions, row.iteration)
         if answers is None:
             return StopReason.ABORTED, "stopped while waiting for an answer"
         rec.set_status(Phase.RUNNING)
@@ -714,7 +750,7 @@ class Orchestrator:
     def _finish(self, status: StopReason, reason: str) -> None:
         rec = self.ctx.recorder
         had_errors = any(item.outcome in ("failed", "timeout") for item in self.state.iterations
-                         if item.iteration >= self._first_iteration)
+                         if item.iteration >= self.state.first_iteration)
         if status is StopReason.DONE and had_errors:
             reason = f"{reason} (some iterations failed)"
         resume = "" if not status.resumable else resume_command(self.ctx.settings, self.state.run_id)

@@ -20,8 +20,9 @@ class StageBook:
         return stage.done or stage.id in state.completed_stages
 
     def next_stage(self, state: RunState) -> Stage | None:
-        done = set(state.completed_stages)
-        return next((s for s in self.goal.stages if not (s.done or s.id in done)), None)
+        """The first stage not done and not held by the review (its budget spent, nobody to answer)."""
+        skip = set(state.completed_stages).union(state.held_stages())
+        return next((s for s in self.goal.stages if not (s.done or s.id in skip)), None)
 
     def open_count(self, state: RunState) -> int:
         return len(self.goal.stages) - len(self.completed(state))

@@ -70,6 +70,17 @@ def before_iteration(limits: Limits, state: RunState, first_iteration: int) -> S
     return (StopReason.STOPPED_BUDGET, budget) if budget else None
 
 
+def no_stage_left(state: RunState) -> Stop:
+    """No stage to work on: every one is done, or the rest are held by the review."""
+    done = set(state.completed_stages)
+    held = [stage_id for stage_id in state.held_stages() if stage_id not in done]
+    if held:
+        return (StopReason.DONE_WITH_ERRORS,
+                f"{len(held)} stage(s) held by the review ({', '.join(held)}): the retry budget is spent and nobody "
+                "can answer the gate; the findings are in report.md")
+    return StopReason.DONE, "all stages done"
+
+
 def waits_for_resume(state: RunState) -> bool:
     return state.paused and not state.stop_requested
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from kilo_loop.run.state import ReviewStageState
+
 Exit = Literal["clean", "thrash", "exhausted"]
 Step = Literal["retry", "clean", "thrash", "exhausted"]
 Size = Literal["small", "medium", "large"]
@@ -68,6 +70,17 @@ def decide(loop: ReviewLoop, count: int) -> tuple[ReviewLoop, Step]:
     if step == "retry":
         return replace(loop, counts=counts, retries=loop.retries + 1, history=(*loop.history, step)), step
     return replace(loop, counts=counts, exit=step, history=(*loop.history, step)), step
+
+
+def running_loop(stage_id: str, review: ReviewStageState | None, budget: int) -> ReviewLoop:
+    """The stage's loop as the run's state records it. The budget is the stage's for the whole run:
+    the one its first round recorded, with every retry used since (a later loop starts with no
+    counts, but with those retries spent). `budget` is for a stage no round has judged yet."""
+    if review is None:
+        return ReviewLoop(stage_id=stage_id, budget=budget)
+    counts = () if review.exit else tuple(review.counts)
+    return ReviewLoop(stage_id=stage_id, budget=budget if review.budget is None else review.budget, counts=counts,
+                      retries=review.retries)
 
 
 def clamp_budget(value: int) -> int:

@@ -18,7 +18,7 @@ from kilo_loop.durations import format_duration
 from kilo_loop.git import GitError
 from kilo_loop.goal.model import Goal, Stage
 from kilo_loop.review import ledger
-from kilo_loop.review.budget import ReviewLoop, Size, decide, resolve_budget
+from kilo_loop.review.budget import ReviewLoop, Size, decide, resolve_budget, running_loop
 from kilo_loop.review.count import blocking_findings, roles_behind
 from kilo_loop.review.findings import Finding, ReviewReport
 from kilo_loop.review.gate import (
@@ -43,8 +43,8 @@ from kilo_loop.review.prompt import ReviewPromptInput, build_review_prompt, impl
 from kilo_loop.review.tree import diff_since, tree_of_worktree
 from kilo_loop.review.wave import RoleResult, WaveContext, run_wave
 from kilo_loop.review_roles import RoleSpec
-from kilo_loop.run.events import now_iso
-from kilo_loop.run.state import ReviewGateState, ReviewRoundSummary, VerifyResult
+from kilo_loop.run.events import ReviewBaseline, ReviewHeld, now_iso
+from kilo_loop.run.state import ReviewGateState, ReviewRoundSummary, ReviewStageState, RunState, VerifyResult
 from kilo_loop.session.reviewer import ReviewVerdict
 
 GATE_QUESTION = ("Review gate: which findings should be fixed now? Reply with their numbers (e.g. `1 3`), "
@@ -66,9 +66,11 @@ class ReviewOptions:
 
 @dataclass
 class _StageReview:
-    base_tree: str | None = None
-    verify_before: bool = False
-    loop: ReviewLoop | None = None
+    """What the controller keeps of a stage between calls: this process's reviewers' reports (its
+    prompts and gate rows are made from them) and a pending gate fix pass (which the ledger carries
+    over a resume). The loop's budget, rounds and retries, and the stage's baseline, are the run's state."""
+
+    carried: ReviewLoop | None = None  # a loop resumed from the ledger of a run recorded before the state had it
     reports: dict[str, ReviewReport] = field(default_factory=dict)
     next_roles: list[str] = field(default_factory=list)
     fix: GateAnswer | None = None
@@ -88,6 +90,7 @@ class ReviewHost:
     answer_channel_open: Callable[[], bool]
     halted: Callable[[], bool] = lambda: False  # Stop or a budget reached: no round may be judged
     answer_timeout: float | None = None  # --answer-timeout: how long the gate waits; None: until answered
+    state: Callable[[], RunState | None] = lambda: None  # the run's state (the stages' review loops)
 
 
 class ReviewController:
@@ -107,26 +110,31 @@ class ReviewController:
         """At a stage's first iteration: remember the tree (for the diff) and whether verify passes
         already (then it proves nothing about this stage's work). True when verify ran."""
         self._iteration = iteration
-        state = self._stages.get(stage.id)
-        if state is not None and state.base_tree is not None:
+        if self._review_state(stage.id).base_tree is not None:
             return False
-        state = state or self._stages.setdefault(stage.id, _StageReview())
         if self._large_answer is None and needs_question(stage, self.options.retries, self.options.large_budget):
             host = self.host
             self._large_answer = await ask_loop_policy(host.wave.control, self._log, stage, len(self.options.roles),
                                                        host.project, host.answer_timeout, host.answer_channel_open) or 0
+        tree = ""
         try:
-            state.base_tree = await asyncio.to_thread(tree_of_worktree, self.host.project)
+            tree = await asyncio.to_thread(tree_of_worktree, self.host.project)
         except GitError as exc:
             self._log.warning(f"review: cannot record the tree before stage '{stage.title}': {exc}")
+        passed = False
         if verify_command:
             verdict = await self.host.verify(verify_command)
-            state.verify_before = bool(verdict and verdict.passed)
-            if state.verify_before:
+            passed = bool(verdict and verdict.passed)
+            if passed:
                 self._log.warning(f"verify `{verify_command}` already passes before stage '{stage.title}' began: "
                                "the reviewer is told it proves nothing here")
-            return True
-        return False
+        self._log.emit(ReviewBaseline(stage_id=stage.id, tree=tree, verify_passed=passed))
+        return bool(verify_command)
+
+    def _review_state(self, stage_id: str) -> ReviewStageState:
+        run_state = self.host.state()
+        review = None if run_state is None else run_state.review_stages.get(stage_id)
+        return review or ReviewStageState()
 
     def fix_touched(self, stage_id: str, files: Sequence[str]) -> None:
         """Files an iteration wrote while a gate fix pass was pending for the stage."""
@@ -140,42 +148,52 @@ class ReviewController:
         state = self._stages.setdefault(stage.id, _StageReview())
         if state.fix is not None:
             return await self._recheck(stage, state, verify)
-        if state.loop is None:
-            large = self.options.large_budget if self.options.large_budget is not None else self._large_answer
-            budget = resolve_budget(_size(stage), stage.auto_fix, self.options.retries, large)
-            state.loop = ReviewLoop(stage_id=stage.id, budget=budget)
+        loop = self._loop(stage, state)
+        if not loop.counts:  # a loop begins: every reviewer looks
             state.next_roles = self.options.role_names
-        results = await self._run_roles(stage, state, state.next_roles, verify)
+        results = await self._run_roles(stage, state, state.next_roles or self.options.role_names, verify,
+                                        loop.round + 1)
         if self.host.halted():  # sessions killed mid-review prove nothing; the ledger keeps the last round
-            summary = ReviewRoundSummary(round=state.loop.round + 1, step="interrupted", budget=state.loop.budget,
+            summary = ReviewRoundSummary(round=loop.round + 1, step="interrupted", budget=loop.budget,
                                          roles=[r.usage for r in results])
             return ReviewVerdict(False, summary, stopped=True)
         blocking = blocking_findings(state.reports.values())
-        state.loop, step = decide(state.loop, len(blocking))
-        summary = self._summary(state, results, step)
-        self._write_state(stage, state.loop, blocking)
-        self._log.event("review-round", f"review round {state.loop.round}: {len(blocking)} blocking → {step}",
-                       "warn" if step != "clean" else "info", stage_id=stage.id, count=len(blocking), step=step)
+        loop, step = decide(loop, len(blocking))
+        state.carried = None
+        summary = self._summary(state, loop, results, step)
+        self._write_state(stage, loop, blocking)
+        self._log.event("review-round", f"review round {loop.round}: {len(blocking)} blocking → {step}",
+                       "warn" if step != "clean" else "info", stage_id=stage.id, count=len(blocking), step=step,
+                       budget=loop.budget)
         questions = self._questions(state)
         if step == "retry":
             state.next_roles = [r for r in roles_behind(blocking) if r in self.options.role_names] \
                 or self.options.role_names
             return ReviewVerdict(False, summary, implementer_feedback(blocking), questions)
-        return await self._after_loop(stage, state, summary, verify, questions)
+        return await self._after_loop(stage, state, loop, summary, verify, questions)
 
-    async def _after_loop(self, stage: Stage, state: _StageReview, summary: ReviewRoundSummary,
+    def _loop(self, stage: Stage, state: _StageReview) -> ReviewLoop:
+        """The stage's loop as the run's state has it: the budget is the stage's for the whole run."""
+        run_state = self.host.state()
+        review = None if run_state is None else run_state.review_stages.get(stage.id)
+        if (review is None or not review.rounds) and state.carried is not None:
+            return state.carried
+        large = self.options.large_budget if self.options.large_budget is not None else self._large_answer
+        budget = resolve_budget(_size(stage), stage.auto_fix, self.options.retries, large)
+        return running_loop(stage.id, review, budget)
+
+    async def _after_loop(self, stage: Stage, state: _StageReview, loop: ReviewLoop, summary: ReviewRoundSummary,
                           verify: VerifyResult | None, questions: list[str]) -> ReviewVerdict:
-        loop = state.loop
-        assert loop is not None and loop.exit is not None
+        assert loop.exit is not None
         others = [r for r in self.options.role_names if r not in state.next_roles]
         if loop.retries and others:
             # The last round's reviewers saw the code as it now stands; the others look once more.
             self._log.event("review-final", f"a retry ran: final pass by {', '.join(others)}", "info")
-            finals = await self._run_roles(stage, state, others, verify, final=True)
+            finals = await self._run_roles(stage, state, others, verify, loop.round, final=True)
             summary.roles += [r.usage for r in finals]
             summary.findings = [f.as_dict() for f in gate_rows(state.reports.values())]
         self._end_loop(stage, loop)
-        state.loop = None
+        state.next_roles = []
         blocking = blocking_findings(state.reports.values())
         if loop.exit != "clean" and blocking:
             self._log.warning(f"review loop of '{stage.title}' exited {loop.exit} "
@@ -195,7 +213,7 @@ class ReviewController:
             self._log.event("review-recheck", "the fix pass touched nothing a reviewer reported: no recheck", "info")
             return ReviewVerdict(True, summary)
         self._log.event("review-recheck", f"recheck scoped to the fix: {', '.join(roles)}", "info", roles=roles)
-        results = await self._run_roles(stage, state, roles, verify)
+        results = await self._run_roles(stage, state, roles, verify, 1)
         fresh = new_findings(before, [r.report for r in results])
         summary.roles = [r.usage for r in results]
         summary.findings = [f.as_dict() for f in gate_rows(state.reports.values())]
@@ -231,6 +249,7 @@ class ReviewController:
                 summary.verdict = "pass"
                 return ReviewVerdict(True, summary, questions=questions)
             summary.verdict = "block"
+            self._hold(stage, exit, blocking or gate_rows(reports))
             return ReviewVerdict(False, summary, implementer_feedback(blocking), questions)
         if answer is None:
             summary.gate = "asked"
@@ -249,6 +268,15 @@ class ReviewController:
         self._log.event("review-fix-pass", f"one fix pass: {len(chosen)} finding(s)"
                        + (" and a change request" if answer.change_request else ""), "heading")
         return ReviewVerdict(False, summary, fix_pass_feedback(chosen, answer.change_request), questions)
+
+    def _hold(self, stage: Stage, exit: str, findings: Sequence[Finding]) -> None:
+        """Nobody can answer the gate: another round would be paid for and decide nothing, so the stage
+        is blocked for the rest of the run (resumes included) with its findings in the report."""
+        listing = "; ".join(finding_line(f) for f in findings) or "no findings listed"
+        self._log.emit(ReviewHeld(
+            message=f"review: stage '{stage.title}' is held for the rest of the run (loop exit: {exit}; "
+                    f"nobody can answer the gate: no terminal, no dashboard, or --review-gate off): {listing}",
+            stage_id=stage.id, exit=exit, findings=[f.as_dict() for f in findings]))
 
     async def _ask_gate(self, stage: Stage, rows: list[Finding], exit: str, counts: Sequence[int],
                         reviewers: list[dict[str, Any]], costs: str) -> GateAnswer | Literal["timeout"] | None:
@@ -284,22 +312,22 @@ class ReviewController:
 
     # ------------------------------------------------------------ rounds
     async def _run_roles(self, stage: Stage, state: _StageReview, roles: Sequence[str],
-                         verify: VerifyResult | None, final: bool = False) -> list[RoleResult]:
+                         verify: VerifyResult | None, round_no: int, final: bool = False) -> list[RoleResult]:
         diff = ""
-        if state.base_tree:
+        baseline = self._review_state(stage.id)
+        if baseline.base_tree:
             try:
-                diff, _ = await asyncio.to_thread(diff_since, self.host.project, state.base_tree)
+                diff, _ = await asyncio.to_thread(diff_since, self.host.project, baseline.base_tree)
             except GitError as exc:
                 self._log.warning(f"review: cannot compute the diff since the stage began: {exc}")
         specs = [spec for spec in self.options.roles if spec.role in roles]
-        round_no = (state.loop.round + 1) if state.loop is not None else 1
         prompts = {}
         for spec in specs:
             earlier = state.reports[spec.role].findings if spec.role in state.reports else ()
             prompts[spec.role] = build_review_prompt(ReviewPromptInput(
                 role=spec.role, goal_title=self.host.goal.title, stage=stage, diff=diff,
                 verify_command=verify.command if verify else None, verify_output=verify.output_tail if verify else "",
-                verify_passed_before=state.verify_before, round=round_no, earlier=earlier))
+                verify_passed_before=baseline.verify_before, round=round_no, earlier=earlier))
             suffix = "review-prompt.md" if len(self.options.roles) == 1 else f"review-{spec.role}-prompt.md"
             self._log.archive(self._iteration, suffix.replace("prompt", "final-prompt") if final else suffix,
                               prompts[spec.role])
@@ -309,9 +337,8 @@ class ReviewController:
             state.reports[result.report.role] = result.report
         return results
 
-    def _summary(self, state: _StageReview, results: list[RoleResult], step: str) -> ReviewRoundSummary:
-        loop = state.loop
-        assert loop is not None
+    def _summary(self, state: _StageReview, loop: ReviewLoop, results: list[RoleResult],
+                 step: str) -> ReviewRoundSummary:
         return ReviewRoundSummary(
             round=loop.round, step=step, count=loop.counts[-1], budget=loop.budget,
             verdict="pass" if step == "clean" else "block", roles=[r.usage for r in results],
@@ -372,10 +399,14 @@ class ReviewController:
             return None
         if ledger.resume_action(record, self.host.run_id, pending_stage_ids) == "continue":
             state = self._stages.setdefault(record.stage_id, _StageReview())
-            state.loop = ledger.loop_from_record(record)
-            state.next_roles = self.options.role_names
+            run_state = self.host.state()
+            review = None if run_state is None else run_state.review_stages.get(record.stage_id)
+            # The run's state has the loop; a run recorded before it did keeps the ledger's record.
+            recorded = review is not None and review.rounds > 0
+            loop = running_loop(record.stage_id, review, record.budget) if recorded else ledger.loop_from_record(record)
+            state.carried = None if recorded else loop
             self._log.event("review-resume", f"resuming the review loop of {record.stage_id} at round "
-                           f"{state.loop.round + 1} ({state.loop.retries} of {state.loop.budget} retries used)")
+                           f"{loop.round + 1} ({loop.retries} of {loop.budget} retries used)")
             return None
         self._record_interrupted(text, record.run_id, record.stage_id, record.counts, record.retries, record.budget)
         return None

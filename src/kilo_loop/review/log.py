@@ -16,6 +16,7 @@ from kilo_loop.run.events import (
     ReviewGateAnswered,
     ReviewGateClosed,
     ReviewGateOpened,
+    RunEvent,
 )
 from kilo_loop.run.recorder import RunRecorder
 from kilo_loop.run.state import ReviewGateState, RunState
@@ -36,6 +37,9 @@ class ReviewLog:
         if level is not None:
             envelope["level"] = level
         self._recorder.emit(EVENT_TYPES[kind](**envelope, **data))
+
+    def emit(self, event: RunEvent) -> None:
+        self._recorder.emit(event)
 
     def warning(self, message: str) -> None:
         self._recorder.warn(message)

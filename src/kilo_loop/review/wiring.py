@@ -43,7 +43,8 @@ class StageReviewer:
         if not verdict.advance and not verdict.stopped:
             self._recorder.emit(ReviewBlocked(
                 message=f"review: stage '{stage.title}' is not done yet ({verdict.summary.count} blocking)",
-                stage_id=stage.id, count=verdict.summary.count, costs=role_costs(verdict.summary) or None))
+                stage_id=stage.id, count=verdict.summary.count, costs=role_costs(verdict.summary) or None,
+                feedback=verdict.feedback))
         return verdict
 
 
@@ -70,7 +71,7 @@ def reviewer_factory(
         host = ReviewHost(goal=goal, project=project, run_id=wave.log.run_id, wave=wave, verify=hooks.verify,
                           # --hitl off means unattended: the gate is not asked either.
                           answer_channel_open=lambda: settings.hitl != "off" and answer_channel_open(),
-                          halted=hooks.halted, answer_timeout=answer_timeout)
+                          halted=hooks.halted, answer_timeout=answer_timeout, state=lambda: recorder.state)
         return StageReviewer(ReviewController(options, host), recorder)
 
     return build

@@ -260,6 +260,7 @@ class UsageCounted(RunEvent):
     cache_read: int = 0
     cache_write: int = 0
     cost: float = 0.0
+    review: bool | None = None  # a reviewer's session: counts toward the run, not the iteration's row
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -401,6 +402,7 @@ class QuotaWait(RunEvent):
     until: str = ""
     seconds: float = 0.0
     reason: str = ""
+    stop: str | None = None  # the reset is beyond --max-quota-wait: why the run stops instead of waiting
 
 
 # ------------------------------------------------------------------ notes to the agent
@@ -467,6 +469,18 @@ class ReviewStarted(RunEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ReviewBaseline(RunEvent):
+    """At a stage's first reviewed iteration: the tree its review diffs against, and whether verify
+    already passed before the stage's work (then it proves nothing about it)."""
+
+    TYPE = "review-baseline"
+    RECORD_ONLY = True
+    stage_id: str = ""
+    tree: str = ""
+    verify_passed: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
 class ReviewFinished(RunEvent):
     TYPE = "review-finished"
     role: str = ""
@@ -483,6 +497,7 @@ class ReviewRound(RunEvent):
     stage_id: str = ""
     count: int = 0
     step: str = ""
+    budget: int | None = None  # the stage's retry budget for the run (absent in runs recorded before it)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -548,6 +563,19 @@ class ReviewBlocked(RunEvent):
     stage_id: str = ""
     count: int | None = None
     costs: str | None = None
+    feedback: str | None = None  # what the implementer is told to fix next
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewHeld(RunEvent):
+    """The stage's review budget is spent and nobody can answer the gate (no terminal, no dashboard,
+    or `--review-gate off`): the stage is blocked for the rest of the run, resumes included."""
+
+    TYPE = "review-held"
+    level: str = "error"
+    stage_id: str = ""
+    exit: str = ""
+    findings: list[Mapping[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -558,6 +586,7 @@ class ProtectedChanged(RunEvent):
     level: str = "error"
     stage_id: str = ""
     files: list[str] = field(default_factory=list)
+    feedback: str | None = None  # what the implementer is told (put the files back)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -569,6 +598,9 @@ class TamperFound(RunEvent):
     stage_id: str = ""
     blocked: bool = True
     findings: list[dict[str, Any]] = field(default_factory=list)
+    feedback: str | None = None  # blocked: what the implementer is told to put back
+
+
 # ------------------------------------------------------------------ going in circles (loop/circles)
 @dataclass(frozen=True, kw_only=True)
 class CirclesObserved(RunEvent):
@@ -642,8 +674,9 @@ EVENT_TYPES: dict[str, type[RunEvent]] = {
         IterationStarted, CheckpointTaken, IterationReported, IterationFinished, SessionOpened, AgentServerStarted, TextOut,
         ReasoningOut, ToolUsed, UsageCounted, AgentErrored, AgentFailed, GuardBlocked, GuardPreDenied, JailRefused,
         VerifyFinished, StageDone, StageBlocked, QuestionAsked, AnswerReceived, QuestionUnanswered, QuotaWait,
-        ReviewStarted, ReviewFinished, ReviewRound, ReviewFinal, ReviewRecheck, ReviewDeferred, ReviewFixPass,
-        ReviewResumed, ReviewGateOpened, ReviewGateAnswered, ReviewGateClosed, ReviewBlocked, ProtectedChanged,
+        ReviewStarted, ReviewBaseline, ReviewFinished, ReviewRound, ReviewFinal, ReviewRecheck, ReviewDeferred, ReviewFixPass,
+        ReviewResumed, ReviewGateOpened, ReviewGateAnswered, ReviewGateClosed, ReviewBlocked, ReviewHeld,
+        ProtectedChanged,
         TamperFound,
         NoteQueued, NoteWithdrawn, NoteDelivered, NoteAcknowledged, McpCalled, McpRead,
         CirclesObserved, CircleFound, SessionEndedEarly,

@@ -34,9 +34,9 @@ from kilo_loop.run.events import (
 )
 from kilo_loop.run.files import read_json, write_json_atomic, write_text_atomic
 from kilo_loop.run.layout import RunLayout
-from kilo_loop.run.reducer import header_wire, reduce
+from kilo_loop.run.reducer import header_wire, reduce, settled_row
 from kilo_loop.run.report import iteration_report_md, masked_line, run_report_md
-from kilo_loop.run.state import IterationSummary, RunState
+from kilo_loop.run.state import IterationFacts, IterationSummary, RunState
 from kilo_loop.run.status import RunStatus
 
 # After these the snapshot is written (fsynced for the ones that end something): about once per
@@ -142,13 +142,16 @@ class RunRecorder:
         write_text_atomic(self.layout.iteration_file(iteration, suffix), self._redact(text), durable=False)
 
     def record_iteration(
-        self, summary: IterationSummary, session_id: str | None = None, stale_iterations: int | None = None
-    ) -> None:
-        """The iteration's final report, as an event: the reducer and the report files take it from there."""
+        self, facts: IterationFacts, session_id: str | None = None, stale_iterations: int | None = None
+    ) -> IterationSummary:
+        """The iteration's final report, as an event: its row is the one the events built, settled with
+        what the loop learned (`settled_row`); the reducer and the report files take it from there."""
+        summary = settled_row(self.state, facts)
         wire = summary.wire()
         wire["finishedAt"] = wire.get("finishedAt") or now_iso()
         self.emit(IterationReported(summary=wire, session_id=session_id, stale_iterations=stale_iterations,
                                     iteration=summary.iteration))
+        return self.state.current_iteration() or summary
 
     def _write_iteration_reports(self, item: IterationSummary) -> None:
         # Regenerable records (the event holds the same), so no fsync.

@@ -10,6 +10,7 @@ The input is never modified: changed parts are copied, unchanged parts are share
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -32,9 +33,12 @@ from kilo_loop.run.events import (
     QuestionAsked,
     QuestionUnanswered,
     QuotaWait,
+    ReviewBaseline,
     ReviewBlocked,
     ReviewGateClosed,
     ReviewGateOpened,
+    ReviewHeld,
+    ReviewRound,
     RunEvent,
     RunFinished,
     SecretsMasked,
@@ -43,6 +47,7 @@ from kilo_loop.run.events import (
     StageDone,
     StateOpened,
     StatusChanged,
+    TamperFound,
     UsageCounted,
     VerifyFinished,
     Warned,
@@ -50,15 +55,18 @@ from kilo_loop.run.events import (
 from kilo_loop.run.state import (
     ITERATIONS_KEPT,
     LOG_TAIL_LINES,
+    IterationFacts,
     IterationSummary,
     Note,
     Question,
     RetryState,
     ReviewGateState,
+    ReviewStageState,
     RunState,
     StageState,
     Totals,
 )
+from kilo_loop.run.status import Phase
 
 E = TypeVar("E", bound=RunEvent)
 Changes = dict[str, Any]
@@ -83,6 +91,20 @@ def replay(events: list[RunEvent], state: RunState | None = None) -> RunState | 
     for event in events:
         state = reduce(state, event)
     return state
+
+
+def settled_row(state: RunState, facts: IterationFacts, iteration: int | None = None) -> IterationSummary:
+    """The iteration's final row: what its events built (stage, start, tokens and cost, retries) with
+    what the loop learned of it. The loop reports this row in `iteration-report` (the row as
+    NN-report.json holds it), and folding that event puts it in the state."""
+    number = state.iteration if iteration is None else iteration
+    row = state.current_iteration()
+    if row is None or row.iteration != number:
+        row = IterationSummary(iteration=number)
+    update = {f.name: getattr(facts, f.name) for f in dataclasses.fields(facts)}
+    update.update(files_changed=list(facts.files_changed), questions=list(facts.questions),
+                  warnings=list(facts.warnings), tamper_findings=list(facts.tamper_findings))
+    return row.model_copy(update=update)
 
 
 def header_wire(state: RunState) -> dict[str, Any]:
@@ -117,13 +139,27 @@ def _interrupted(item: IterationSummary) -> IterationSummary:
 
 
 # ------------------------------------------------------------------ handlers
+# A resume is a fresh start for the live flags and the stop conditions (the guard note, the blocked
+# stages, the feedback and the review's budgets are kept): a run recorded before this was the
+# reducer's rule had these already reset in its header.
+_RESUMED: Changes = {
+    "status": Phase.STARTING, "finished_at": None, "stop_reason": "", "resume_command": "", "pending_questions": [],
+    "paused": False, "abort_requested": False, "stale_iterations": 0, "consecutive_guard_blocks": 0,
+    "retry": RetryState(), "current_stage_id": None, "quota_stop": "",
+}
+
+
 def _opened(state: RunState | None, event: StateOpened) -> RunState:
     header = RunState.model_validate(dict(event.state))
     items = [] if state is None else state.iterations
+    changes: Changes = {}
     if event.resumed:
         items = [_interrupted(item) for item in items]
+        changes = dict(_RESUMED)
     tail = [] if state is None else state.log_tail
-    return header.model_copy(update={"iterations": items, "log_tail": tail, "seq": event.seq})
+    files = list(dict.fromkeys(f for item in items for f in item.files_changed))
+    return header.model_copy(update={**changes, "iterations": items, "log_tail": tail, "seq": event.seq,
+                                     "first_iteration": header.iteration + 1, "run_files": files})
 
 
 def _status(state: RunState, event: StatusChanged) -> Changes:
@@ -153,6 +189,8 @@ def _usage(state: RunState, event: UsageCounted) -> Changes:
     totals = Totals(tokens=t.tokens + event.tokens, input=t.input + event.input, output=t.output + event.output,
                     reasoning=t.reasoning + event.reasoning, cache_read=t.cache_read + event.cache_read,
                     cache_write=t.cache_write + event.cache_write, cost=round(t.cost + event.cost, 6))
+    if event.review:  # a reviewer's session: the run's totals, not the implementer's row
+        return {"totals": totals, "context_tokens": event.tokens}
 
     def add(item: IterationSummary) -> Changes:
         return {"tokens": item.tokens + event.tokens, "input_tokens": item.input_tokens + event.input,
@@ -180,6 +218,10 @@ def _reported(state: RunState, event: IterationReported) -> Changes:
         changes["stale_iterations"] = event.stale_iterations
     if state.unanswered and summary.outcome not in _UNFINISHED:
         changes["unanswered"] = []  # the prompt of this iteration told the agent about them
+    known = set(state.run_files)
+    fresh = [f for f in summary.files_changed if f not in known]
+    if fresh:
+        changes["run_files"] = [*state.run_files, *dict.fromkeys(fresh)]
     if state.circles.note:
         changes["circles"] = circles.note_read(state.circles, summary.iteration)
     return changes
@@ -197,7 +239,8 @@ def _stage_done(state: RunState, event: StageDone) -> Changes:
     if event.stage_id not in completed:
         completed.append(event.stage_id)
     return {"completed_stages": completed, "stages": _stages(state, event.stage_id, "done"),
-            "blocked_stages": [s for s in state.blocked_stages if s != event.stage_id], "verify_feedback": ""}
+            "blocked_stages": [s for s in state.blocked_stages if s != event.stage_id], "verify_feedback": "",
+            "review_feedback": ""}
 
 
 def _blocked(state: RunState, stage_id: str) -> Changes:
@@ -258,7 +301,10 @@ def _control(state: RunState, event: ControlChanged) -> Changes:
 
 
 def _review_blocked(state: RunState, event: ReviewBlocked | ProtectedChanged) -> Changes:
-    return _blocked(state, event.stage_id)
+    changes = _blocked(state, event.stage_id)
+    if event.feedback is not None:
+        changes["review_feedback"] = event.feedback
+    return changes
 
 
 def _gate_opened(state: RunState, event: ReviewGateOpened) -> Changes:
@@ -267,6 +313,44 @@ def _gate_opened(state: RunState, event: ReviewGateOpened) -> Changes:
 
 def _gate_closed(state: RunState, event: ReviewGateClosed) -> Changes:
     return {"review_gate": None}
+
+
+def _review_stage(state: RunState, stage_id: str, update: Changes) -> Changes:
+    review = state.review_stages.get(stage_id) or ReviewStageState()
+    return {"review_stages": {**state.review_stages, stage_id: review.model_copy(update=update)}}
+
+
+def _review_round(state: RunState, event: ReviewRound) -> Changes:
+    """One judged round of a stage's loop: the budget is the run's, the retries it used are never given
+    back; a round after a loop that exited starts the counts of a new loop."""
+    if not event.stage_id:
+        return {}
+    review = state.review_stages.get(event.stage_id) or ReviewStageState()
+    counts = [] if review.exit else review.counts
+    update: Changes = {"counts": [*counts, event.count], "rounds": review.rounds + 1,
+                       "exit": "" if event.step == "retry" else event.step,
+                       "retries": review.retries + (event.step == "retry")}
+    if event.budget is not None:
+        update["budget"] = event.budget
+    return _review_stage(state, event.stage_id, update)
+
+
+def _tamper(state: RunState, event: TamperFound) -> Changes:
+    return {"review_feedback": event.feedback} if event.blocked and event.feedback else {}
+
+
+def _review_baseline(state: RunState, event: ReviewBaseline) -> Changes:
+    if not event.stage_id:
+        return {}
+    return _review_stage(state, event.stage_id, {"base_tree": event.tree or None,
+                                                 "verify_before": event.verify_passed})
+
+
+def _review_held(state: RunState, event: ReviewHeld) -> Changes:
+    findings = [dict(f) for f in event.findings]
+    held = _review_stage(state, event.stage_id, {"held": True, "findings": findings,
+                                                 "exit": event.exit or "exhausted"})
+    return {**held, **_blocked(state, event.stage_id)}
 
 
 def _warned(state: RunState, event: Warned) -> Changes:
@@ -279,6 +363,8 @@ def _warned(state: RunState, event: Warned) -> Changes:
 
 
 def _quota(state: RunState, event: QuotaWait) -> Changes:
+    if event.stop:
+        return {"quota_stop": event.stop}
     return {"quota_until": event.until}
 
 
@@ -352,6 +438,10 @@ def _handler(cls: type[E], fn: Callable[[RunState, E], Changes]) -> tuple[type[R
 
 _HANDLERS: dict[type[RunEvent], Callable[..., Changes]] = dict([
     _handler(ReviewBlocked, _review_blocked),
+    _handler(ReviewRound, _review_round),
+    _handler(ReviewHeld, _review_held),
+    _handler(ReviewBaseline, _review_baseline),
+    _handler(TamperFound, _tamper),
     _handler(ProtectedChanged, _review_blocked),
     _handler(ReviewGateOpened, _gate_opened),
     _handler(ReviewGateClosed, _gate_closed),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kilo_loop.durations import format_duration
 from kilo_loop.run.receipts import stage_receipts
 from kilo_loop.run.state import IterationSummary, ReviewRoundSummary, RunState
@@ -141,6 +143,33 @@ def _review_section(iterations: list[IterationSummary]) -> list[str]:
     return lines
 
 
+def _held_section(state: RunState) -> list[str]:
+    """The stages the review holds (budget spent, nobody to answer the gate), each with its findings."""
+    held = [(stage_id, review) for stage_id, review in state.review_stages.items() if review.held]
+    if not held:
+        return []
+    lines = ["", "## Held by the review", "",
+             "The retry budget of these stages is spent and nobody could answer the review gate (no terminal, "
+             "no dashboard, or `--review-gate off`): no further round is run, resumes included. Fix the findings "
+             "and start a new run, or answer the gate from a terminal or the dashboard."]
+    for stage_id, review in held:
+        stage = state.stage_state(stage_id)
+        title = stage.title if stage is not None else stage_id
+        lines += ["", f"### {title} — loop exit: {review.exit or 'exhausted'}, "
+                      f"{review.retries} of {review.budget or 0} retries, {review.rounds} round(s)", ""]
+        lines += [f"- {_finding_text(f)}" for f in review.findings] or ["- (no findings listed)"]
+    return lines
+
+
+def _finding_text(finding: dict[str, Any]) -> str:
+    where = finding.get("file") or ""
+    if where and finding.get("line"):
+        where = f"{where}:{finding['line']}"
+    head = f"[{finding.get('severity', 'high')}] {finding.get('role', '?')}: {finding.get('title', '')}"
+    detail = str(finding.get("detail") or "").strip()
+    return head + (f" at {where}" if where else "") + (f" — {detail}" if detail else "")
+
+
 def run_report_md(state: RunState, iterations: list[IterationSummary] | None = None) -> str:
     """The run's report; `iterations` is the whole history (default: the ones the state keeps)."""
     totals = state.totals
@@ -177,6 +206,7 @@ def run_report_md(state: RunState, iterations: list[IterationSummary] | None = N
             f"| {format_cost(item.cost)} | {item.percent} | {verify} |"
         )
     lines += _review_section(history)
+    lines += _held_section(state)
     if state.resume_command:
         lines += ["", f"Resume this run: `{state.resume_command}`"]
     return "\n".join(lines) + "\n"

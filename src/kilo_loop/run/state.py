@@ -6,6 +6,7 @@ original tool; Python code uses snake_case attributes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
@@ -117,6 +118,21 @@ class ReviewGateState(WireModel):
     question: str = ""
 
 
+class ReviewStageState(WireModel):
+    """One stage's review loop for the whole run, resumes included: what its retry budget is, what it
+    has used, and whether it is held. Written by the reducer from the review events only."""
+
+    budget: int | None = None  # recorded by the first round (None: no round yet, or a run recorded before)
+    retries: int = 0  # automatic retries used in this run: the budget is spent once, never reset
+    counts: list[int] = Field(default_factory=list)  # blocking count per round of the loop under way
+    rounds: int = 0  # review rounds judged in this run
+    exit: str = ""  # the last loop's exit (clean | thrash | exhausted); "" while a loop runs
+    held: bool = False  # the budget is spent and nobody could answer the gate: the stage is blocked for the run
+    findings: list[dict[str, Any]] = Field(default_factory=list)  # what holds it, for the report
+    base_tree: str | None = None  # the tree when the stage began: reviewers read the diff since
+    verify_before: bool = False  # verify passed before the stage's work: it proves nothing about it
+
+
 class IterationSummary(WireModel):
     """One iteration's report: NN-report.json holds it whole; state.json keeps it too."""
 
@@ -155,6 +171,35 @@ class IterationSummary(WireModel):
     duration_ms: int = 0
     # going in circles (loop/circles): left out of the wire while nothing was seen
     circles: CircleMark | None = Field(default=None, exclude_if=lambda value: value is None)
+
+
+@dataclass(frozen=True)
+class IterationFacts:
+    """What the loop learned of an iteration that no earlier event counted: the session's report, the
+    stage's verdict, the work tree's changes. The reducer settles the iteration's row from these and
+    from what the events already built (its stage and start, tokens and cost, retries): see
+    `run.reducer.settled_row`."""
+
+    session_id: str | None = None
+    outcome: str = "ok"
+    tool_calls: int = 0
+    usage_db: dict[str, float | int] | None = None
+    topic: str = ""
+    percent: int = 0
+    next_stage: str = ""
+    summary: str = ""
+    files_changed: tuple[str, ...] = ()
+    guard_hits: int = 0
+    guard_reason: str = ""
+    verify: VerifyResult | None = None
+    review: ReviewRoundSummary | None = None
+    progress_source: str = "agent"
+    questions: tuple[Question, ...] = ()
+    warnings: tuple[str, ...] = ()
+    error: str = ""
+    duration_ms: int = 0
+    tamper_findings: tuple[dict[str, Any], ...] = ()
+    circles: CircleMark | None = None
 
 
 class RetryState(WireModel):
@@ -205,15 +250,25 @@ class RunState(WireModel):
     unanswered: list[Question] = Field(default_factory=list)
     quota_until: str | None = None
     stale_iterations: int = 0
+    # what the implementer is told to fix from the review (or the protect check) until the stage is done
+    review_feedback: str = Field(default="", exclude_if=lambda value: not value)
+    # a usage limit that resets beyond --max-quota-wait: the run stops after this iteration's report
+    quota_stop: str = Field(default="", exclude_if=lambda value: not value)
     paused: bool = False
     abort_requested: bool = False
     # A Stop ends this process's run: the reducer sets it from the `control` event, it is not written
     # to state.json (a resumed run starts unstopped), and a replay of events.jsonl sets it again.
     stop_requested: bool = Field(default=False, exclude=True)
+    # Also this process's, set again by each state-init: the first iteration it runs (an abort after the
+    # session ends only a session it ran), and every file the run changed (the prompt lists them).
+    first_iteration: int = Field(default=1, exclude=True)
+    run_files: list[str] = Field(default_factory=list, exclude=True)
     stop_reason: str = ""
     last_error: str = ""
     resume_command: str = ""
     review_gate: ReviewGateState | None = None
+    # by stage id; left out of the wire while no review ran, so a run without a review keeps its shape
+    review_stages: dict[str, ReviewStageState] = Field(default_factory=dict, exclude_if=lambda value: not value)
     notes: list[Note] = Field(default_factory=list)  # the operator's notes to the agent, oldest first
     # the circle detectors' memory (run/circles.py); left out of state.json until something is in it
     circles: CircleState = Field(default_factory=CircleState, exclude_if=lambda value: value == _NO_CIRCLES)
@@ -237,6 +292,15 @@ class RunState(WireModel):
             wire["iterations"] = [item.wire() for item in self.iterations[-newest:]]
             wire["logTail"] = list(self.log_tail)
         return wire
+
+    def current_iteration(self) -> IterationSummary | None:
+        """The row of the iteration under way (or the last one), as the reducer built it."""
+        items = self.iterations
+        return items[-1] if items and items[-1].iteration == self.iteration else None
+
+    def held_stages(self) -> list[str]:
+        """Stages the review holds for the rest of the run (its budget spent, nobody to answer)."""
+        return [stage_id for stage_id, review in self.review_stages.items() if review.held]
 
     def stage_state(self, stage_id: str) -> StageState | None:
         return next((stage for stage in self.stages if stage.id == stage_id), None)

@@ -14,7 +14,7 @@ from kilo_loop.goal.parse import goal_from_text, load_goal
 from kilo_loop.notify import parse_targets, to_apprise_url
 from kilo_loop.run.events import now_iso
 from kilo_loop.run.layout import ProjectLayout, RunLayout
-from kilo_loop.run.state import RetryState, RunState, StageState
+from kilo_loop.run.state import RunState, StageState
 from kilo_loop.run.status import Phase, StageStatus
 from kilo_loop.run.store import RunNotFound, load_for_resume, resolve_run
 from kilo_loop.runner.backends import default_agent
@@ -96,8 +96,9 @@ def initial_state(settings: Settings, goal: Goal, project: Path, run_id: str, ru
 
 
 def resumed_state(previous: RunState, goal: Goal, settings: Settings) -> RunState:
-    """Carry over stage progress, blocked stages, verify feedback, percent, session and guard note;
-    the goal file may have changed. (The reducer marks iterations cut short as interrupted.)"""
+    """The replayed state with this start's inputs: the goal file's stages (it may have changed; done
+    and blocked stages carry over by id) and --shared-context. What a resume resets (the live flags,
+    the stop conditions) and what it marks (iterations cut short) is the reducer's, at state-init."""
     done = set(previous.completed_stages)
     blocked = [stage_id for stage_id in previous.blocked_stages if stage_id not in done]
 
@@ -110,11 +111,7 @@ def resumed_state(previous: RunState, goal: Goal, settings: Settings) -> RunStat
               for s in goal.stages]
     return previous.model_copy(update={
         "stages": stages, "completed_stages": [s.id for s in goal.stages if s.done or s.id in done],
-        "blocked_stages": blocked, "status": Phase.STARTING, "finished_at": None, "stop_reason": "",
-        "resume_command": "", "pending_questions": [], "paused": False, "abort_requested": False,
-        # A resume is a fresh start for the stop conditions; the guard note itself is kept and re-injected.
-        "stale_iterations": 0, "consecutive_guard_blocks": 0, "retry": RetryState(), "current_stage_id": None,
-        "shared_context": previous.shared_context or settings.shared_context,
+        "blocked_stages": blocked, "shared_context": previous.shared_context or settings.shared_context,
     })
 
 

@@ -47,8 +47,10 @@ def _watched(path: str) -> bool:
 def stage_diff(project: Path, base: str, untracked_before: frozenset[str] = frozenset()) -> str:
     """The unified diff of the stage so far (tracked files against `base`; new untracked test and config
     files as additions), bounded to DIFF_LIMIT bytes."""
-    tracked = git_output(project, "diff", "--no-color", "--no-ext-diff", "--relative", "-M", base, "--",
-                         what="git diff for the tamper check")
+    # diff-index, not `git diff`: the porcelain refreshes and rewrites .git/index as a side effect, which
+    # the work-tree watch must then take for a commit and pay a full `git status` for
+    tracked = git_output(project, "diff-index", "-p", "--no-color", "--no-ext-diff", "--relative", "-M", base, "--",
+                         what="git diff-index for the tamper check")
     text = tracked[:DIFF_LIMIT].decode("utf-8", errors="replace")
     listed = git_output(project, "ls-files", "--others", "--exclude-standard", "-z",
                         what="git ls-files for the tamper check")

@@ -183,3 +183,41 @@ def _redact(value: Any) -> Any:
     if isinstance(value, list):
         return [_redact(v) for v in value]
     return value
+
+
+def test_a_resume_is_a_fresh_start_for_the_live_flags_and_stop_conditions_in_the_reducer() -> None:
+    """The runner only brings the goal's stages; what a resume resets is the fold of its state-init."""
+    from kilo_loop.run.controls import ControlAction
+    from kilo_loop.run.state import RetryState
+    from kilo_loop.run.status import Phase, StopReason
+
+    state = replay([StateOpened(state=header_wire(initial())), IterationStarted(iteration=1, stage_id="s1"),
+                    GuardBlocked(rule="r", reason="x", note="keep me"),
+                    ControlChanged(action=ControlAction.PAUSE, value=True),
+                    ControlChanged(action=ControlAction.ABORT_AFTER_CURRENT, value=True)])
+    assert state is not None
+    ended = state.model_copy(update={"status": StopReason.STOPPED_GUARD, "stop_reason": "guard", "finished_at": "t",
+                                     "stale_iterations": 2, "retry": RetryState(attempt=2), "quota_stop": "later",
+                                     "blocked_stages": ["s2"], "verify_feedback": "failed"})
+    resumed = reduce(ended, StateOpened(state=header_wire(ended), resumed=True))
+    assert resumed.status == Phase.STARTING and resumed.stop_reason == "" and resumed.finished_at is None
+    assert not resumed.paused and not resumed.abort_requested and resumed.consecutive_guard_blocks == 0
+    assert resumed.stale_iterations == 0 and resumed.retry == RetryState() and resumed.quota_stop == ""
+    assert resumed.guard_note == "keep me" and resumed.blocked_stages == ["s2"] and resumed.verify_feedback == "failed"
+    assert resumed.first_iteration == 2 and resumed.iterations[0].outcome == "interrupted"
+
+
+def test_a_run_recorded_before_the_reducer_built_the_rows_resumes(tmp_path: Path) -> None:
+    """The golden run's files (events.jsonl, state.json from before this version) load, replay and
+    reopen: rows, files and the resumed flags come out as a new run's would."""
+    from kilo_loop.run.layout import RunLayout as Layout
+
+    layout = Layout(tmp_path / "run")
+    layout.ensure()
+    layout.events.write_bytes((GOLDEN / "events.jsonl").read_bytes())
+    layout.state.write_bytes((GOLDEN / "state.json").read_bytes())
+    loaded = load_for_resume(layout)
+    resumed = reduce(loaded, StateOpened(state=header_wire(loaded), resumed=True, seq=loaded.seq + 1))
+    assert [item.tokens for item in resumed.iterations] == [1000, 0, 800, 900, 700]
+    assert resumed.run_files == ["a.txt", "b.txt", "c.txt"] and resumed.first_iteration == 6
+    assert resumed.status == "starting" and not resumed.review_stages and not resumed.review_feedback

@@ -59,8 +59,11 @@ class CircleWatch:
             if path not in known.files:  # its first change this stage: what it held before, too
                 contents[path].insert(0, start.contents.get(path, CLEAN) if start else
                                       self._before(it.before, path))
-        changed = bool(it.files_changed)
         trees = dict(known.trees) if start is None else {start.tree: it.number - 1}
+        last = max(trees, key=trees.__getitem__) if trees else ""
+        # a return needs the tree to have moved: files reported changed over an unchanged tree (a dry run's
+        # simulated agent) never "come back"
+        changed = bool(it.files_changed) and after.tree != last
         returned = oscillation.tree_return(trees, after.tree, changed)
         flips = oscillation.file_flips(known.files, {p: ids[-1] for p, ids in contents.items()})
         swing = oscillation.describe(returned, flips)

@@ -79,6 +79,16 @@ def test_going_back_to_the_start_is_a_return_too(tmp_path: Path) -> None:
     assert back.circle is not None and "checkpoint before iteration 1" in back.circle.what  # type: ignore[attr-defined]
 
 
+def test_files_reported_changed_over_a_tree_that_never_moved_are_no_return(tmp_path: Path) -> None:
+    """A dry run's simulated agent reports files it never writes: the tree stays where it started."""
+    project = _repo(tmp_path)
+    watch, state = CircleWatch(project, max_same_failure=0), _state()
+    for number in (1, 2, 3):
+        state, seen = _iterate(project, watch, state, number, "x = 1\n", verify=None)
+        assert seen.circle is None  # type: ignore[attr-defined]
+    assert state.circles.oscillations == 0
+
+
 def test_a_replay_of_the_events_gives_the_same_circles(tmp_path: Path) -> None:
     project = _repo(tmp_path)
     watch, state = CircleWatch(project, max_same_failure=3), _state()
