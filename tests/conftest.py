@@ -18,7 +18,8 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 # Every test under these directories carries the marker, whether or not its module says so.
-MARKED_DIRECTORIES = {"e2e": pytest.mark.e2e, "browser": pytest.mark.browser, "fleet": pytest.mark.fleet}
+MARKED_DIRECTORIES = {"e2e": pytest.mark.e2e, "browser": pytest.mark.browser, "fleet": pytest.mark.fleet,
+                     "tui": pytest.mark.tui}
 _XDG = {"XDG_CONFIG_HOME": ".config", "XDG_CACHE_HOME": ".cache", "XDG_DATA_HOME": ".local/share",
         "XDG_STATE_HOME": ".local/state"}
 

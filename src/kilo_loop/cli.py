@@ -37,6 +37,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
                "Print a saved run's report.md (default: the most recent run), or its state with --json."),
     "note": ("kilo_loop.commands.note:note_command",
              "Send a note to the agent of a running loop, or withdraw one still queued."),
+    "watch": ("kilo_loop.commands.watch:watch_command",
+              "Watch and steer a running loop in the terminal (a Textual UI over the dashboard's API)."),
     "mcp": ("kilo_loop.commands.mcp:mcp_command",
             "Serve the loop to a chat agent over MCP (stdio): plans, budgeted runs, questions, notes, reports."),
     "revert": ("kilo_loop.commands.revert:revert_command",

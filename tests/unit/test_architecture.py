@@ -24,7 +24,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"session"}),
     frozenset({"loop", "review"}),
     frozenset({"runner", "ui"}),
-    frozenset({"web", "fleet", "mcp_server"}),
+    frozenset({"web", "fleet", "mcp_server", "tui"}),
     frozenset({"onboarding"}),
     frozenset({"commands", "cli", "cli_help", "entry", "__main__", "reference"}),
 )

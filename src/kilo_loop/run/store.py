@@ -9,39 +9,16 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from kilo_loop.errors import KiloLoopError
 from kilo_loop.run.events import from_wire, is_log_line
 from kilo_loop.run.files import read_json
-from kilo_loop.run.layout import ProjectLayout, RunLayout, valid_run_id
+from kilo_loop.run.layout import RunLayout
+
+# finding a run is a light module of its own (no pydantic) for `note` and `watch`; still named from here
+from kilo_loop.run.locate import RunNotFound as RunNotFound
+from kilo_loop.run.locate import list_run_dirs as list_run_dirs
+from kilo_loop.run.locate import resolve_run as resolve_run
 from kilo_loop.run.reducer import reduce
 from kilo_loop.run.state import RunState
-
-
-class RunNotFound(KiloLoopError, LookupError):
-    """No saved run by that id (or no run at all)."""
-
-
-def list_run_dirs(layout: ProjectLayout) -> list[RunLayout]:
-    """Saved runs, newest first (by state.json modification time)."""
-    if not layout.runs.is_dir():
-        return []
-    runs = [RunLayout(d) for d in layout.runs.iterdir() if d.is_dir() and (d / "state.json").is_file()]
-    return sorted(runs, key=lambda run: run.state.stat().st_mtime_ns, reverse=True)
-
-
-def resolve_run(layout: ProjectLayout, run_id: str) -> RunLayout:
-    """A run id, or `last` / `latest` for the most recent saved run."""
-    if run_id in {"last", "latest"}:
-        runs = list_run_dirs(layout)
-        if not runs:
-            raise RunNotFound(f"no saved runs under {layout.runs}")
-        return runs[0]
-    if not valid_run_id(run_id):
-        raise RunNotFound(f"invalid run id {run_id!r}")
-    run = layout.run(run_id)
-    if not run.state.is_file():
-        raise RunNotFound(f"no saved run {run_id!r} under {layout.runs}")
-    return run
 
 
 def unreadable(run: RunLayout, exc: OSError | ValueError) -> RunNotFound:
