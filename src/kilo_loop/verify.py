@@ -31,6 +31,7 @@ _READ_CHUNK = 16 * 1024
 # After the shell exits, how long to wait for the pipe to close once its group
 # is gone (a descendant that escaped into another session could hold it open).
 _DRAIN_S = 2.0
+_SPAWN_GRACE_S = 1.0  # a verify cancelled while it starts gets this long after SIGTERM
 
 
 class TailBuffer:
@@ -112,7 +113,11 @@ async def _spawn(
         raise
     finally:
         os.close(write_fd)
-    reader, transport = await _open_reader(read_fd)
+    try:
+        reader, transport = await _open_reader(read_fd)
+    except BaseException:  # cancelled before supervision began: the group must not outlive the caller
+        await asyncio.shield(terminate_process_group(proc, _SPAWN_GRACE_S))
+        raise
     return proc, reader, transport
 
 

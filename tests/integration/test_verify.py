@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kilo_loop import verify as verify_module
 from kilo_loop.process_group import parse_proc_stat, terminate_process_group
 from kilo_loop.verify import BUFFER_BYTES, TailBuffer, output_tail, run_verify
 
@@ -131,6 +132,32 @@ async def test_cancelling_the_caller_still_kills_the_group(tmp_path: Path) -> No
         await task
     # The group is signalled as the caller is cancelled; on a loaded machine its members take a moment
     # to be gone (a deadline, not a pause: the first empty look ends the wait).
+    deadline = asyncio.get_running_loop().time() + 15
+    while live_members(pgid) and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+    assert live_members(pgid) == []
+
+
+async def test_cancelling_while_the_verify_starts_still_kills_the_group(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The window between the shell's start and its supervision: a cancel there left the group running."""
+    never = asyncio.Event()
+
+    async def stuck_reader(read_fd: int) -> object:
+        await never.wait()  # the caller is cancelled while the reader is being set up
+        raise AssertionError("unreachable")
+
+    monkeypatch.setattr(verify_module, "_open_reader", stuck_reader)
+    pid_file = tmp_path / "pgid"
+    task = asyncio.create_task(run_verify(f"echo $$ > '{pid_file}'; sleep 300", tmp_path, 300))
+    for _ in range(400):
+        if pid_file.exists() and pid_file.read_text().strip():
+            break
+        await asyncio.sleep(0.025)
+    pgid = int(pid_file.read_text())
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
     deadline = asyncio.get_running_loop().time() + 15
     while live_members(pgid) and asyncio.get_running_loop().time() < deadline:
         await asyncio.sleep(0.05)
