@@ -1,5 +1,5 @@
 """SVG snapshots of `kilo-loop watch` at 80x24 and 160x50, drawn from a fixed run and a fixed clock.
-Refresh them after a deliberate change of the view with `pytest tests/tui --snapshot-update`."""
+Refresh them after a deliberate change of the view with `KILO_LOOP_SNAPSHOT_UPDATE=1 pytest tests/tui`."""
 
 from __future__ import annotations
 
