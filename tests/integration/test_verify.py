@@ -119,7 +119,9 @@ async def test_bad_arguments_are_clear_errors(tmp_path: Path) -> None:
         await run_verify("true", tmp_path, 0)
 
 
-async def test_cancelling_the_caller_still_kills_the_group(tmp_path: Path) -> None:
+async def cancel_mid_verify_and_wait_for_the_group(tmp_path: Path) -> list[int]:
+    """Start a verify that records its group and sleeps, cancel its caller once the group exists, and
+    return the group's live members once they are gone or a deadline passed (a deadline, not a pause)."""
     pid_file = tmp_path / "pgid"
     task = asyncio.create_task(run_verify(f"echo $$ > '{pid_file}'; sleep 300", tmp_path, 300))
     for _ in range(400):
@@ -130,12 +132,14 @@ async def test_cancelling_the_caller_still_kills_the_group(tmp_path: Path) -> No
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    # The group is signalled as the caller is cancelled; on a loaded machine its members take a moment
-    # to be gone (a deadline, not a pause: the first empty look ends the wait).
     deadline = asyncio.get_running_loop().time() + 15
     while live_members(pgid) and asyncio.get_running_loop().time() < deadline:
         await asyncio.sleep(0.05)
-    assert live_members(pgid) == []
+    return live_members(pgid)
+
+
+async def test_cancelling_the_caller_still_kills_the_group(tmp_path: Path) -> None:
+    assert await cancel_mid_verify_and_wait_for_the_group(tmp_path) == []
 
 
 async def test_cancelling_while_the_verify_starts_still_kills_the_group(tmp_path: Path,
@@ -148,20 +152,7 @@ async def test_cancelling_while_the_verify_starts_still_kills_the_group(tmp_path
         raise AssertionError("unreachable")
 
     monkeypatch.setattr(verify_module, "_open_reader", stuck_reader)
-    pid_file = tmp_path / "pgid"
-    task = asyncio.create_task(run_verify(f"echo $$ > '{pid_file}'; sleep 300", tmp_path, 300))
-    for _ in range(400):
-        if pid_file.exists() and pid_file.read_text().strip():
-            break
-        await asyncio.sleep(0.025)
-    pgid = int(pid_file.read_text())
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    deadline = asyncio.get_running_loop().time() + 15
-    while live_members(pgid) and asyncio.get_running_loop().time() < deadline:
-        await asyncio.sleep(0.05)
-    assert live_members(pgid) == []
+    assert await cancel_mid_verify_and_wait_for_the_group(tmp_path) == []
 
 
 async def test_terminate_escalates_to_sigkill() -> None:
